@@ -1,0 +1,1 @@
+"""opsim.runtime."""

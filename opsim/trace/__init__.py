@@ -1,0 +1,1 @@
+"""The trace recorder (one columnar event log per simulation) and its exporters."""
