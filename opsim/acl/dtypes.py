@@ -229,17 +229,21 @@ class Format(IntEnum):
         key = str(name).strip().upper()
         if not key.startswith("FORMAT_"):
             key = "FORMAT_" + key
-        try:
-            return cls[key]
-        except KeyError:
+        found = _FORMAT_BY_UPPER_NAME.get(key)  # case-insensitive: ge spells one name FORMAT_C1HWNCoC0
+        if found is None:
             names = ", ".join(f.name[7:] for f in cls)
-            raise InvalidArgumentError(f"unknown format {name!r}; accepted names: {names}") from None
+            raise InvalidArgumentError(f"unknown format {name!r}; accepted names: {names}")
+        return found
+
+
+_FORMAT_BY_UPPER_NAME = {f.name.upper(): f for f in Format}
 
 
 # ---- bfloat16 / float16 helpers -----------------------------------------------------------------
 
 def float32_to_bf16(values: np.ndarray) -> np.ndarray:
     """Round float32 values to bfloat16 bit patterns (round to nearest even), returned as uint16."""
+    shape = np.shape(values)  # ascontiguousarray turns a 0-d input into shape (1,); restore it
     f = np.ascontiguousarray(values, dtype=np.float32)
     bits = f.view(np.uint32)
     rounding = ((bits >> 16) & 1) + np.uint32(0x7FFF)
@@ -247,18 +251,20 @@ def float32_to_bf16(values: np.ndarray) -> np.ndarray:
     nan = np.isnan(f)
     if nan.any():
         out[nan] = np.uint16(0x7FC0)
-    return out
+    return out.reshape(shape)
 
 
 def bf16_to_float32(bits: np.ndarray) -> np.ndarray:
     """Widen bfloat16 bit patterns (uint16) to float32 exactly."""
+    shape = np.shape(bits)
     b = np.ascontiguousarray(bits, dtype=np.uint16)
-    return (b.astype(np.uint32) << 16).view(np.float32)
+    return (b.astype(np.uint32) << 16).view(np.float32).reshape(shape)
 
 
 def float32_to_fp16(values: np.ndarray) -> np.ndarray:
-    """Round float32 to float16 (IEEE half, numpy's rounding)."""
-    return np.asarray(values, dtype=np.float32).astype(np.float16)
+    """Round float32 to float16 (IEEE half, numpy's rounding); overflow gives inf silently, as a device cast."""
+    with np.errstate(over="ignore"):
+        return np.asarray(values, dtype=np.float32).astype(np.float16)
 
 
 def fp16_to_float32(values: np.ndarray) -> np.ndarray:

@@ -13,7 +13,7 @@ from typing import Iterable, Sequence
 
 import numpy as np
 
-from opsim.acl.dtypes import DataType, Format
+from opsim.acl.dtypes import DataType, Format, float32_to_bf16
 from opsim.errors import InvalidArgumentError
 
 #: Maximum number of dimensions opbase tensors support (op::MAX_DIM_NUM).
@@ -228,7 +228,12 @@ def host_tensor(values, dtype: DataType | str | None = None, fmt: Format | str =
     """A host tensor holding a copy of `values` (AllocHostTensor / ConvertToTensor)."""
     arr = np.asarray(values)
     dt = DataType.parse(dtype) if dtype is not None else _dtype_of_numpy(arr.dtype)
-    data = np.ascontiguousarray(arr.astype(dt.numpy_dtype, copy=False)).reshape(-1).view(np.uint8).copy()
+    if dt == DataType.DT_BF16 and arr.dtype != np.uint16:
+        # Values are converted to bf16 (round to nearest even); uint16 input is taken as bf16 bits already.
+        stored = float32_to_bf16(arr)
+    else:
+        stored = arr.astype(dt.numpy_dtype, copy=False)
+    data = np.ascontiguousarray(stored).reshape(-1).view(np.uint8).copy()
     t = Tensor(arr.shape, dt, fmt, placement=Placement.ON_HOST, name=name)
     t.storage.host_data = data
     return t

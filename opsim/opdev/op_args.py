@@ -14,7 +14,7 @@ import numpy as np
 
 from opsim.acl.dtypes import DataType, Format
 from opsim.acl.tensor import BoolArray, FloatArray, Fp16Array, IntArray, Scalar, ScalarList, Tensor, TensorList
-from opsim.errors import SimulationError, UnsupportedTypeError, UseAfterDestroyError
+from opsim.errors import InvalidArgumentError, SimulationError, UnsupportedTypeError, UseAfterDestroyError
 from opsim.opdev.op_def import OpImplMode
 
 
@@ -125,7 +125,7 @@ def to_op_arg(value: Any, group: str = "?", position: int = 0) -> OpArg:
     if isinstance(value, np.uint32):
         return OpArg(T.OPARG_UINT, int(value))
     if isinstance(value, (int, np.integer)):  # int32/int64/uint64/..., and every other IntEnum (Format, ...)
-        return OpArg(T.OPARG_INT, _as_int64(int(value)))
+        return OpArg(T.OPARG_INT, _checked_int64(int(value), group, position))
     if isinstance(value, np.float32):
         return OpArg(T.OPARG_FLOAT, float(value))
     if isinstance(value, (float, np.float64)):
@@ -151,6 +151,14 @@ def _as_int64(v: int) -> int:
     """The int64 view of a value (uint64 values above 2^63-1 wrap, same 8 bytes)."""
     v &= 0xFFFFFFFFFFFFFFFF
     return v - (1 << 64) if v >= (1 << 63) else v
+
+
+def _checked_int64(v: int, group: str, position: int) -> int:
+    """`_as_int64` for values a C++ int64/uint64 can hold; wider Python ints would silently lose bits."""
+    if not -(1 << 63) <= v < (1 << 64):
+        raise InvalidArgumentError(
+            f"OP_{group.upper()} element {position} = {v} does not fit in 64 bits (int64 or uint64 range)")
+    return _as_int64(v)
 
 
 class OpArgGroup:
@@ -278,6 +286,12 @@ class OpArgContext:
     def destroyed(self) -> bool:
         return self.destroy_count > 0
 
+    @property
+    def slot_count(self) -> int:
+        """OpArg slots the block was sized for: N + 1 (reserved slot 0 plus every group element, kinds 7/8
+        included even though they are never written)."""
+        return len(self._slots_checked())
+
     def _slots_checked(self) -> list:
         if self.destroy_count:
             raise UseAfterDestroyError("OpArgContext used after DestroyOpArgContext")
@@ -351,8 +365,11 @@ def make_op_arg_context(*groups) -> OpArgContext:
             if len(g.values) != 2:
                 raise UnsupportedTypeError(f"OP_OUTSHAPE takes exactly a (tensor, index) pair, got {len(g.values)} values")
             tensor, index = g.values
+            if tensor is not None and not isinstance(tensor, Tensor):
+                raise UnsupportedTypeError(
+                    f"OP_OUTSHAPE element 0 has unsupported type {type(tensor).__name__}; the pair is (Tensor, index)")
             ctx._slots[cursor] = to_op_arg(tensor, name, 0)
-            ctx._slots[cursor + 1] = OpArg(OpArgType.OPARG_INT, _as_int64(int(index)))
+            ctx._slots[cursor + 1] = OpArg(OpArgType.OPARG_INT, _checked_int64(int(index), name, 1))
             cursor += 2
         else:
             for pos, v in enumerate(g.values):

@@ -1,0 +1,23 @@
+"""Shared fixtures: small deterministic building blocks used across test packages."""
+from __future__ import annotations
+
+import pytest
+
+from opsim.acl import DataType, Tensor
+from opsim.opdev.op_types import OpTypeDict
+
+
+@pytest.fixture
+def make_tensor():
+    """Factory for device tensors: make_tensor([2, 3], "fp16", name="x")."""
+
+    def _make(shape=(2, 3), dtype=DataType.DT_FLOAT, fmt="ND", **kwargs) -> Tensor:
+        return Tensor(shape, dtype, fmt, **kwargs)
+
+    return _make
+
+
+@pytest.fixture
+def op_type_dict() -> OpTypeDict:
+    """A fresh op type dictionary, so tests never depend on registrations made elsewhere."""
+    return OpTypeDict()
