@@ -1,0 +1,191 @@
+"""The cost model: how long device tasks take and what each host-side phase costs.
+
+One interface, ``CostModel``, with a roofline default:
+
+    kernel_time = max(flops / (peak x efficiency x used-core fraction), bytes / (bandwidth x bw efficiency))
+                  + launch latency of the task's kind
+
+and a table of host-phase costs in microseconds, keyed by the phase names opbase's code paths use
+(``CostModel.host(phase)``; the runtime charges them to the calling host thread). Every default carries its
+provenance (``HOST_PHASES`` / ``DEVICE_PARAMS``: name -> (value, provenance)); docs/device.md prints both
+tables. None of the host numbers was measured: they are assumed orders of magnitude for a server-class
+ARM/x86 host, meant to be replaced by measured values through ``overrides``.
+"""
+from __future__ import annotations
+
+import math
+from types import MappingProxyType
+from typing import Mapping
+
+from opsim.device.soc import SocSpec, get_soc
+from opsim.device.task import MEMCPY_KINDS, TaskKind
+from opsim.errors import InvalidArgumentError
+
+_A = "assumed"
+
+HOST_PHASES: Mapping[str, tuple[float, str]] = MappingProxyType({
+    # --- AI Core path (two-phase L2 API, executor, launcher) ---
+    "L2 phase1 entry": (0.3, f"{_A}: TLS DFX context init, sequence counter, config snapshot"),
+    "make key": (0.8, f"{_A}: op-exec-cache key serialisation of the L2 arguments"),
+    "match cache": (0.3, f"{_A}: one hash-map lookup of the key"),
+    "add io and attr": (0.5, f"{_A}: OpArg context construction per L0 op"),
+    "infershape": (1.5, f"{_A}: shape inference of one L0 op"),
+    "tiling": (4.0, f"{_A}: tiling function of one AI Core kernel (dominant phase-1 cost)"),
+    "alloc tensor": (0.2, f"{_A}: executor AllocTensor (object + shape)"),
+    "build graph": (0.5, f"{_A}: graph node and edges for one L0 op"),
+    "plan workspace": (1.0, f"{_A}: MaxAllocator bucket planning at the end of phase 1"),
+    "create executor": (1.0, f"{_A}: CREATE_EXECUTOR (executor, graph and op-cache objects)"),
+    "release to": (0.2, f"{_A}: ReleaseTo (hand the executor to the caller)"),
+    "L2 phase2 entry": (0.3, f"{_A}: restore TLS context from the executor snapshot"),
+    "update tensor addr": (0.3, f"{_A}: bind workspace offsets to device addresses"),
+    "launch": (3.0, f"{_A}: one AI Core kernel launch call (args packing + runtime submit)"),
+    "cache replay": (1.5, f"{_A}: replay of one recorded device task from the op-exec cache"),
+    "destroy executor": (0.8, f"{_A}: executor and graph teardown"),
+    "rt malloc": (5.0, f"{_A}: one runtime device allocation call"),
+    "rt free": (3.0, f"{_A}: one runtime device free call"),
+    "stream sync": (2.0, f"{_A}: host overhead of one stream synchronisation (the wait itself is simulated)"),
+    # --- AI CPU path (aicpu task phases, GE_PROFILING_TO_STD_OUT labels) ---
+    "FindTask": (0.5, f"{_A}: task-space lookup by key"),
+    "CreateTask": (15.0, f"{_A}: new AI CPU task object, ext-info and kernel description"),
+    "Init": (25.0, f"{_A}: first-use task Init (binary and device scratch setup)"),
+    "UpdateShape": (1.0, f"{_A}: refresh input/output shapes in ext info"),
+    "ShapeH2D": (3.0, f"{_A}: host-to-device copy of shape information"),
+    "UpdateArgs": (1.5, f"{_A}: refresh IO addresses in the kernel args"),
+    "Launch": (4.0, f"{_A}: one AI CPU kernel launch call"),
+    "CopyShapeD2H": (5.0, f"{_A}: output-shape copy back (compute-dependent ops only; ~0 otherwise)"),
+    "UpdateOutputShape": (1.0, f"{_A}: apply the copied-back output shapes"),
+    # --- DirectInvoke ---
+    "prepare": (5.0, f"{_A}: producer prepare callback (phase 1, once per executor)"),
+    "direct invoke launch": (3.0, f"{_A}: producer launch callback (phase 2, every run)"),
+    "destroy": (0.5, f"{_A}: producer destroy callback"),
+    # --- DFX ---
+    "dump": (50.0, f"{_A}: host side of one L0/L2 tensor dump"),
+    "overflow check": (10.0, f"{_A}: host side of one overflow check (its stream syncs are simulated)"),
+})
+"""Host phase name -> (microseconds, provenance)."""
+
+DEVICE_PARAMS: Mapping[str, tuple[float, str]] = MappingProxyType({
+    "aicore_efficiency": (0.75, f"{_A}: achieved fraction of cube peak for a well-tiled kernel"),
+    "vector_efficiency": (0.75, f"{_A}: achieved fraction of vector peak"),
+    "bandwidth_efficiency": (0.85, f"{_A}: achieved fraction of HBM bandwidth for streaming kernels"),
+    "vector_flops_per_core_cycle": (256.0, f"{_A}: 128 FP16 lanes x 2 (vec_calc_size 128, fused multiply-add)"),
+    "aicore_launch_us": (3.0, f"{_A}: device-side dispatch overhead of one AI Core kernel"),
+    "aicpu_launch_us": (20.0, f"{_A}: device-side dispatch overhead of one AI CPU kernel"),
+    "aicpu_flops_per_us": (4000.0, f"{_A}: one AI CPU (ARM core) at ~4 GFLOP/s"),
+    "aicpu_bytes_per_us": (10000.0, f"{_A}: one AI CPU streams ~10 GB/s"),
+})
+"""Device-side cost parameter -> (value, provenance). Memcpy bandwidth and latency come from the SocSpec."""
+
+_DIRECTIONS = {"H2D": TaskKind.MEMCPY_H2D, "D2H": TaskKind.MEMCPY_D2H, "D2D": TaskKind.MEMCPY_D2D}
+
+
+def _as_kind(kind: object) -> TaskKind:
+    try:
+        return TaskKind[kind] if isinstance(kind, str) else TaskKind(kind)
+    except (KeyError, ValueError):
+        raise InvalidArgumentError(
+            f"unknown task kind {kind!r}; use one of {', '.join(k.name for k in TaskKind)}") from None
+
+
+class CostModel:
+    """Roofline device costs plus the host-phase table, for one SoC.
+
+    ``overrides`` maps host phase names and device parameter names (see ``HOST_PHASES`` and
+    ``DEVICE_PARAMS``) to new values; an unknown name raises, naming the allowed ones.
+    """
+
+    def __init__(self, soc: SocSpec | None = None, overrides: Mapping[str, float] | None = None) -> None:
+        self.soc = soc if soc is not None else get_soc()
+        host = {k: v for k, (v, _p) in HOST_PHASES.items()}
+        params = {k: v for k, (v, _p) in DEVICE_PARAMS.items()}
+        self.provenance: dict[str, str] = {k: p for k, (_v, p) in {**HOST_PHASES, **DEVICE_PARAMS}.items()}
+        for key, value in (overrides or {}).items():
+            target = host if key in host else params if key in params else None
+            if target is None:
+                raise InvalidArgumentError(
+                    f"unknown cost override {key!r}; host phases: {', '.join(HOST_PHASES)}; "
+                    f"device parameters: {', '.join(DEVICE_PARAMS)}")
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value < math.inf:
+                raise InvalidArgumentError(f"cost override {key!r} must be a finite number >= 0, got {value!r}")
+            if key.endswith("efficiency") and not 0 < value <= 1:
+                raise InvalidArgumentError(f"cost override {key!r} must be in (0, 1], got {value!r}")
+            target[key] = float(value)
+            self.provenance[key] = "assumed (override)"
+        self._host = host
+        self.params = MappingProxyType(params)
+        soc = self.soc
+        # Pre-computed rates (per microsecond) so kernel_time is a few float operations.
+        self._cube_rate = soc.peak_flops_per_us * params["aicore_efficiency"]
+        vec_cores = soc.vector_core_count or soc.aicore_count
+        self._vec_cores = vec_cores
+        self._vec_rate = (vec_cores * params["vector_flops_per_core_cycle"] * soc.clock_mhz
+                          * params["vector_efficiency"])
+        self._bw = soc.hbm_bytes_per_us * params["bandwidth_efficiency"]
+        self._aicore_launch = params["aicore_launch_us"]
+        self._aicpu_launch = params["aicpu_launch_us"]
+        self._aicpu_flops = params["aicpu_flops_per_us"]
+        self._aicpu_bw = params["aicpu_bytes_per_us"]
+        self._memcpy_bw = {TaskKind.MEMCPY_H2D: soc.h2d_bytes_per_us, TaskKind.MEMCPY_D2H: soc.d2h_bytes_per_us,
+                           TaskKind.MEMCPY_D2D: soc.d2d_bytes_per_us}
+
+    # --- host side -------------------------------------------------------------------------------------
+    def host(self, phase: str) -> float:
+        """Microseconds the host spends in ``phase`` (one of ``HOST_PHASES``)."""
+        try:
+            return self._host[phase]
+        except KeyError:
+            raise InvalidArgumentError(
+                f"unknown host phase {phase!r}; known phases: {', '.join(self._host)}") from None
+
+    def host_phases(self) -> dict[str, float]:
+        """Phase name -> microseconds, after overrides."""
+        return dict(self._host)
+
+    # --- device side -------------------------------------------------------------------------------------
+    def kernel_time(self, flops: float, bytes: float, block_dim: int, kind: TaskKind = TaskKind.AI_CORE) -> float:
+        """Duration (us) of one kernel: roofline over the cores it gets, plus its kind's launch latency.
+
+        AI Core kernels use the cube peak, AI_VECTOR kernels the vector peak, both scaled by the fraction of
+        cores ``block_dim`` occupies; AI CPU kernels run on one AI CPU; memcpy kinds defer to ``memcpy_time``.
+        """
+        if type(kind) is not TaskKind:
+            kind = _as_kind(kind)
+        if flops < 0 or bytes < 0:
+            raise InvalidArgumentError(f"kernel_time needs flops >= 0 and bytes >= 0, got {flops!r}, {bytes!r}")
+        if kind is TaskKind.AI_CORE or kind is TaskKind.AI_VECTOR:
+            if block_dim <= 0:
+                raise InvalidArgumentError(f"block_dim must be >= 1 for {TaskKind(kind).name}, got {block_dim!r}")
+            if kind is TaskKind.AI_CORE:
+                cores = self.soc.aicore_count
+                rate = self._cube_rate
+            else:
+                cores = self._vec_cores
+                rate = self._vec_rate
+            used = block_dim if block_dim < cores else cores
+            compute = flops * cores / (rate * used)
+            memory = bytes / self._bw
+            return (compute if compute > memory else memory) + self._aicore_launch
+        if kind is TaskKind.AI_CPU:
+            compute = flops / self._aicpu_flops
+            memory = bytes / self._aicpu_bw
+            return (compute if compute > memory else memory) + self._aicpu_launch
+        if kind in MEMCPY_KINDS:
+            return self.memcpy_time(bytes, kind)
+        raise InvalidArgumentError(
+            f"kernel_time covers AI_CORE, AI_VECTOR, AI_CPU and memcpy kinds, not {kind!r}")
+
+    def memcpy_time(self, nbytes: int, direction: str | TaskKind) -> float:
+        """Duration (us) of one async copy: latency + bytes / link bandwidth ("H2D", "D2H" or "D2D")."""
+        kind = _DIRECTIONS.get(direction) if isinstance(direction, str) else direction
+        bw = self._memcpy_bw.get(kind) if kind is not None else None
+        if bw is None:
+            raise InvalidArgumentError(f"memcpy direction must be H2D, D2H or D2D, got {direction!r}")
+        if nbytes < 0:
+            raise InvalidArgumentError(f"memcpy size must be >= 0 bytes, got {nbytes!r}")
+        return self.soc.memcpy_latency_us + nbytes / bw
+
+    def table(self) -> list[tuple[str, float, str]]:
+        """(name, value, provenance) for every host phase and device parameter, after overrides."""
+        rows = [(k, v, self.provenance[k]) for k, v in self._host.items()]
+        rows += [(k, v, self.provenance[k]) for k, v in self.params.items()]
+        return rows

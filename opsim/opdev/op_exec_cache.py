@@ -1,0 +1,471 @@
+"""OpExecCache: the per-thread phase-1 skip and device-task replay (op-exec-cache.md).
+
+The key is built by L2_DFX_PHASE_1 with opbase's exact byte layout; equality is exact bytes. A hit returns
+a cache wrapper; phase 2 replays the AI Core launches recorded during the first run with fresh addresses.
+Capacity comes from ACLNN_CACHE_LIMIT (read once per thread), eviction drops 30 LRU entries at a time and
+happens before the duplicate check.
+"""
+from __future__ import annotations
+
+import logging
+import struct
+from collections import OrderedDict
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from opsim.acl.dtypes import DataType
+from opsim.acl.status import AclnnStatus
+from opsim.acl.tensor import BoolArray, FloatArray, Fp16Array, IntArray, Scalar, ScalarList, Tensor, TensorList
+from opsim.opdev.op_args import Null
+from opsim.opdev.thread_local import OpLogInfo, ThreadLocalContext, current
+
+log = logging.getLogger("opsim.opdev")
+S = AclnnStatus
+
+K_HASH_BUF_SIZE = 8192
+K_INVALID_HASH_OFFSET = 8192 + 1024
+K_CACHE_BUF_SIZE = 65536
+K_CACHE_SHRINK_NUM = 30
+K_CACHE_SIZE_ALIGN = 32
+MAX_CACHE_TILING_SIZE = 65536
+_COMMA = b","
+_Q = struct.Struct("<q")
+_I = struct.Struct("<i")
+
+
+# ---- key construction (§4) -----------------------------------------------------------------------
+
+class _KeyBuilder:
+    """Appends DFX_IN / DFX_OUT elements to a key, collecting L2 storages, tensors and aliasing labels."""
+
+    __slots__ = ("parts", "storages", "tensors", "labels", "_seen")
+
+    def __init__(self) -> None:
+        self.parts: list[bytes] = []
+        self.storages: list = []
+        self.tensors: list[Tensor] = []
+        self.labels: list[int] = []
+        self._seen: dict[int, int] = {}
+
+    def tensor(self, t: Tensor | None) -> None:
+        if t is None:
+            self.parts.append(_COMMA)
+            return
+        vs, nd = t.view_shape, len(t.view_shape)
+        ss = t.storage_shape
+        self.parts.append(b"".join((
+            struct.pack(f"<{nd}q", *vs), _COMMA, struct.pack(f"<{nd}q", *t.strides), _COMMA,
+            struct.pack(f"<{len(ss)}q", *ss), _COMMA, _I.pack(int(t.dtype)), _COMMA, _Q.pack(t.view_offset),
+            _COMMA, _I.pack(int(t.view_format)))))
+        self.storages.append(t.storage)
+        self.tensors.append(t)
+        label = self._seen.setdefault(id(t), len(self._seen))
+        self.labels.append(label)
+
+    def scalar(self, s: Scalar | None) -> None:
+        if s is None:
+            self.parts.append(_COMMA)
+            return
+        self.parts.append(s.raw + _COMMA + _I.pack(int(s.dtype)) + _COMMA)
+
+    def value(self, v: Any) -> None:
+        p = self.parts
+        if v is None:
+            p.append(_COMMA)
+        elif isinstance(v, Tensor):
+            self.tensor(v)
+        elif isinstance(v, Scalar):
+            self.scalar(v)
+        elif isinstance(v, (IntArray, BoolArray, FloatArray, Fp16Array)):
+            p.append(v.values.tobytes() + _Q.pack(len(v.values)))
+        elif isinstance(v, TensorList):
+            for t in v.tensors:
+                self.tensor(t)
+            p.append(_Q.pack(len(v.tensors)))
+        elif isinstance(v, ScalarList):
+            for s in v.scalars:
+                self.scalar(s)
+            p.append(_Q.pack(len(v.scalars)))
+        elif isinstance(v, Null):
+            p.append(_COMMA)
+        elif isinstance(v, str):  # const char*: characters then length
+            b = v.encode()
+            p.append(b + _Q.pack(len(b)))
+        elif isinstance(v, (bool, np.bool_)):
+            p.append(b"\x01" if v else b"\x00")
+        elif isinstance(v, DataType):
+            p.append(_I.pack(int(v)))
+        elif isinstance(v, np.generic):
+            p.append(v.tobytes())
+        elif isinstance(v, int) and type(v) is not int:  # other enums: 4-byte C enums
+            p.append(_I.pack(int(v)))
+        elif isinstance(v, int):
+            p.append(_Q.pack(v))
+        elif isinstance(v, float):
+            p.append(struct.pack("<d", v))
+        else:
+            p.append(struct.pack("<Q", id(v) & 0xFFFFFFFFFFFFFFFF))  # unlisted pointers: keyed by identity
+
+
+def build_l2_key(api_name: str, aic_num: int, aiv_num: int, deterministic_level: int,
+                 dfx_in: tuple, dfx_out: tuple) -> tuple[bytes, list, list]:
+    """The L2 key bytes (empty when longer than 8192 bytes), the L2 storages and the L2 tensors."""
+    kb = _KeyBuilder()
+    name = api_name.encode()
+    kb.parts.append(name + _Q.pack(len(name)))
+    kb.parts.append(struct.pack("<IIB", aic_num & 0xFFFFFFFF, aiv_num & 0xFFFFFFFF, deterministic_level & 0xFF))
+    for v in dfx_in:
+        kb.value(v)
+    for v in dfx_out:
+        kb.value(v)
+    if kb.labels:
+        kb.parts.append(struct.pack(f"<{len(kb.labels)}q", *kb.labels))
+    key = b"".join(kb.parts)
+    if len(key) > K_HASH_BUF_SIZE:
+        key = b""
+    return key, kb.storages, kb.tensors
+
+
+def check_cacheable(ctx: ThreadLocalContext) -> bool:
+    """CheckCacheable: dump, exception dump, overflow dump, op-arg recording, level-2 profiling or
+    DISABLE_L2_CACHE disable the OpExecCache."""
+    p = ctx.process
+    return not (ctx.config.is_op_dump_enable or p.exception_dump or p.overflow_dump or p.record_op_args
+                or p.level2_profiling or p.disable_l2_cache)
+
+
+# ---- cache objects ---------------------------------------------------------------------------------
+
+@dataclass
+class AddrRule:
+    """How a recorded address argument is re-patched: workspace offset, or L2 tensor index + byte offset."""
+
+    is_workspace: bool
+    workspace_offset: int = 0
+    l2_index: int = -1
+    byte_offset: int = 0
+    host_tensor: Tensor | None = None
+
+
+@dataclass
+class RecordedTask:
+    """One recorded AI Core launch: enough to resubmit it and, with numerics on, recompute it."""
+
+    op_name: str
+    task_type: str
+    block_dim: int
+    duration: float
+    templates: list  # Tensor templates (dtype, shapes, strides) in kernel-argument order
+    rules: list      # AddrRule per template
+    n_inputs: int
+    n_outputs: int
+    attrs: list
+    compute: Any
+    size: int
+
+
+class OpExecCache:
+    """One executor's cache: key, recorded tasks and address rules, workspace size, validity."""
+
+    __slots__ = ("key", "l2_name", "storage_index", "relation", "tasks", "workspace_size", "usable", "recording",
+                 "finalized", "manager", "record_offset", "dead", "__weakref__")
+
+    def __init__(self, key: bytes, l2_name: str | None, storages: list):
+        self.key = key
+        self.l2_name = l2_name
+        self.storage_index = {}
+        for i, st in enumerate(storages):
+            self.storage_index.setdefault(id(st), i)
+        self.relation: dict[int, int] = {}
+        self.tasks: list[RecordedTask] = []
+        self.workspace_size = 0
+        self.usable = False
+        self.recording = False
+        self.finalized = False
+        self.manager: "OpExecCacheManager | None" = None
+        self.record_offset = 0
+        self.dead = False
+
+    @classmethod
+    def from_thread(cls, ctx: ThreadLocalContext) -> "OpExecCache":
+        return cls(ctx.key, ctx.log_info.l2_api_name, ctx.l2_storage_list)
+
+    @property
+    def valid(self) -> bool:
+        return bool(self.key)
+
+    def can_use(self, api_name: str | None) -> bool:
+        return self.usable and api_name == self.l2_name
+
+    def mark_invalid(self, ctx: ThreadLocalContext | None = None) -> None:
+        """MarkOpCacheInvalid: refused exactly while CanUse() holds."""
+        name = (ctx or current()).log_info.l2_api_name
+        if self.can_use(name):
+            return
+        self.key = b""
+
+    def add_relation(self, middle_storage, out_storage) -> None:
+        if self.valid and not self.usable:
+            self.relation[id(middle_storage)] = id(out_storage)
+
+    def _rule_for(self, t: Tensor) -> AddrRule | None:
+        st = t.storage
+        esize = t.dtype.itemsize
+        if st.from_workspace:
+            return AddrRule(True, st.workspace_offset + int(t.view_offset * esize))
+        if st.placement != 0:  # host data is copied into the record
+            return AddrRule(False, host_tensor=t)
+        idx = self.storage_index.get(id(st))
+        if idx is None:
+            rel = self.relation.get(id(st))
+            if rel is not None:
+                idx = self.storage_index.get(rel)
+        if idx is None:
+            return None
+        return AddrRule(False, l2_index=idx, byte_offset=int((t.view_offset + st.offset) * esize))
+
+    def record(self, op_name: str, task_type: str, block_dim: int, duration: float, tensors: list,
+               n_inputs: int, n_outputs: int, attrs: list, compute: Any, tiling_data_size: int) -> None:
+        """Record one AI Core launch (only while valid, recording and not yet usable)."""
+        if not self.valid or self.usable or not self.recording:
+            return
+        if tiling_data_size <= 0 or tiling_data_size >= MAX_CACHE_TILING_SIZE:
+            self.key = b""
+            return
+        rules, templates = [], []
+        for t in tensors:
+            if t is None:
+                rules.append(None)
+                templates.append(None)
+                continue
+            rule = self._rule_for(t)
+            if rule is None:
+                log.info("op cache invalid: %s argument is neither workspace nor an L2 tensor", op_name)
+                self.key = b""
+                return
+            rules.append(rule)
+            templates.append(t)
+        size = 64 + 16 * len(tensors) + _round_up(tiling_data_size, K_CACHE_SIZE_ALIGN)
+        if self.record_offset + size > K_CACHE_BUF_SIZE:
+            self.key = b""
+            return
+        self.record_offset += size
+        self.tasks.append(RecordedTask(op_name, task_type, block_dim, duration, templates, rules, n_inputs,
+                                       n_outputs, attrs, compute, size))
+
+    def finalize(self) -> None:
+        """End of the first run: copy the record (needs a recording buffer), usable := valid."""
+        if self.finalized:
+            return
+        self.finalized = True
+        if self.valid and not self.recording:
+            self.key = b""
+        self.usable = self.valid
+        self.storage_index = {k: v for k, v in self.storage_index.items()} if self.usable else {}
+        self.relation = {}
+
+    def drop(self) -> None:
+        """Delete the cache object (refused insertion, repeatable executor destroyed, error path)."""
+        self.dead = True
+        if self.manager is not None:
+            self.manager.remove(self)
+
+    def run(self, ctx: ThreadLocalContext, workspace: int, stream: Any, addresses: list, l2_storages: list | None = None,
+            l2_tensors: list | None = None) -> AclnnStatus:
+        """Replay: patch every address, resubmit every recorded task in order."""
+        from opsim.opdev import rt
+        numerics = ctx.process.numerics and ctx.process.device is not None
+        for task in self.tasks:
+            ctx.charge("cache replay", task.op_name)
+            status = rt.fault_status(ctx, "rt.launch_kernel", task.op_name)
+            if status != S.ACLNN_SUCCESS:
+                return status
+            if numerics and task.compute is not None:
+                tensors = [None if r is None else _patched(tmpl, r, workspace, addresses)
+                           for tmpl, r in zip(task.templates, task.rules)]
+                ins = tensors[:task.n_inputs]
+                outs = tensors[task.n_inputs:task.n_inputs + task.n_outputs]
+                wss = tensors[task.n_inputs + task.n_outputs:]
+                task.compute(ins, outs, task.attrs, wss)
+            rt.submit_kernel(ctx, stream, task.op_name, task.task_type, task.block_dim, task.duration,
+                             replay=True)
+        return S.ACLNN_SUCCESS
+
+
+def _patched(tmpl: Tensor, rule: AddrRule, workspace: int, addresses: list) -> Tensor:
+    if rule.host_tensor is not None:
+        return rule.host_tensor
+    addr = workspace + rule.workspace_offset if rule.is_workspace else addresses[rule.l2_index] + rule.byte_offset
+    t = Tensor(tmpl.view_shape, tmpl.dtype, tmpl.view_format, strides=tmpl.strides,
+               storage_shape=tmpl.storage_shape, storage_format=tmpl.storage_format, address=addr)
+    t.storage.memory = tmpl.storage.memory
+    return t
+
+
+def _round_up(n: int, a: int) -> int:
+    return max(a, (n + a - 1) // a * a)
+
+
+class OpExecCacheManager:
+    """The thread's manager: capacity from ACLNN_CACHE_LIMIT, an LRU key container, the (PTA) hash map."""
+
+    def __init__(self, capacity: int):
+        self.capacity = capacity
+        self.container: "OrderedDict[bytes, OpExecCache]" = OrderedDict()
+        self.hash_map: dict[int, OpExecCache] = {}
+        self.evictions = 0
+
+    def find(self, key: bytes) -> OpExecCache | None:
+        """Lookup by exact bytes; a found entry moves to the MRU end."""
+        cache = self.container.get(key)
+        if cache is not None:
+            self.container.move_to_end(key)
+        return cache
+
+    def add(self, ctx: ThreadLocalContext, cache: OpExecCache) -> bool:
+        """AddOpExecCache (§8): returns whether the cache was accepted."""
+        if not cache.valid:
+            return False
+        if len(self.hash_map) >= self.capacity:
+            ctx.cache_has_full = True
+            return False
+        if len(self.container) >= self.capacity:
+            evicted = 0
+            while self.container and evicted < K_CACHE_SHRINK_NUM:
+                _, old = self.container.popitem(last=False)
+                old.manager = None
+                evicted += 1
+            self.evictions += evicted
+            if evicted:
+                rec = ctx.process.recorder
+                op = ctx.log_info.l2_api_name or ""
+                ctx.at(lambda t, n=evicted: rec.cache_event(t, ctx.name, "exec", "evict", op, 0, str(n)))
+        if cache.key and self.find(cache.key) is None:
+            self.container[cache.key] = cache
+            cache.manager = self
+            return True
+        return False
+
+    def remove(self, cache: OpExecCache) -> None:
+        if cache.key and self.container.get(cache.key) is cache:
+            del self.container[cache.key]
+        else:
+            for k, v in list(self.container.items()):
+                if v is cache:
+                    del self.container[k]
+                    break
+        cache.manager = None
+
+    def clear(self) -> None:
+        """aclnnReselectStaticKernel on this thread: both maps cleared, cacheHasFull reset by the caller."""
+        for c in self.container.values():
+            c.manager = None
+        self.container.clear()
+        self.hash_map.clear()
+
+
+def get_manager(ctx: ThreadLocalContext) -> OpExecCacheManager:
+    if ctx.op_cache_manager is None:
+        ctx.op_cache_manager = OpExecCacheManager(ctx.process.exec_cache_limit)
+    return ctx.op_cache_manager
+
+
+def add_cache(ctx: ThreadLocalContext, cache: OpExecCache) -> bool:
+    """Insert an executor's cache at ReleaseTo; a refused cache is deleted."""
+    ok = get_manager(ctx).add(ctx, cache)
+    if not ok:
+        cache.drop()
+    return ok
+
+
+def reselect_static_kernel(ctx: ThreadLocalContext | None = None) -> AclnnStatus:
+    """aclnnReselectStaticKernel: clears the calling thread's caches only and resets cacheHasFull."""
+    ctx = ctx or current()
+    get_manager(ctx).clear()
+    ctx.cache_has_full = False
+    return S.ACLNN_SUCCESS
+
+
+class OpExecCacheWrap:
+    """What phase 1 returns on a hit: the cache, this call's L2 tensors/addresses and log info."""
+
+    kind = "wrap"
+    __slots__ = ("cache", "tensors", "addresses", "log_info", "alive", "thread")
+
+    def __init__(self, cache: OpExecCache, tensors: list, log_info: OpLogInfo, thread: ThreadLocalContext):
+        self.cache = cache
+        self.tensors = tensors
+        self.addresses = [t.storage.address for t in tensors]
+        self.log_info = log_info
+        self.alive = True
+        self.thread = thread
+
+    def replay(self, workspace: int, stream: Any) -> AclnnStatus:
+        return self.cache.run(current(), workspace, stream, self.addresses)
+
+    def delete(self) -> None:
+        self.alive = False
+
+    def get_workspace_size(self) -> int:
+        return self.cache.workspace_size
+
+
+# ---- the L2 DFX macros ----------------------------------------------------------------------------
+
+def l2_dfx_phase_1(api_name: str, dfx_in: tuple, dfx_out: tuple, *, with_cache: bool = True):
+    """L2_DFX_PHASE_1: TLS init, key construction and lookup. Returns a cache wrapper on a hit, else None."""
+    ctx = current()
+    p = ctx.process
+    ctx.current_op = api_name
+    ctx.charge("L2 phase1 entry")
+    li = ctx.log_info
+    li.l2_api_name = api_name
+    li.l0_name = None
+    li.l2_sequence_counter = p.next_sequence()
+    cfg = ctx.config
+    cfg.aic_num, cfg.aiv_num = p.aic_num, p.aiv_num
+    cfg.is_op_dump_enable = p.op_dump
+    cfg.deterministic_level = p.deterministic_level
+    cfg.is_deterministic_on = p.deterministic_level >= 1
+    if p.op_dump:
+        ctx.l2_io_tensors = (list(dfx_in), list(dfx_out))
+    if not with_cache:
+        return None
+    ctx.charge("make key")
+    key, storages, tensors = build_l2_key(api_name, cfg.aic_num, cfg.aiv_num, cfg.deterministic_level,
+                                          dfx_in, dfx_out)
+    ctx.key = key
+    ctx.l2_storage_list = storages
+    ctx.l2_tensor_list = tensors
+    rec = p.recorder
+    if not check_cacheable(ctx):
+        ctx.cache_has_full = True
+        return None
+    if not key:
+        return None
+    ctx.charge("match cache")
+    cache = get_manager(ctx).find(key)
+    if cache is not None and cache.can_use(api_name):
+        if rec.enabled:
+            name = ctx.name
+            ctx.at(lambda t: rec.cache_event(t, name, "exec", "hit", api_name, 0, ""))
+        return OpExecCacheWrap(cache, tensors, li.copy(), ctx)
+    if rec.enabled:
+        name = ctx.name
+        ctx.at(lambda t: rec.cache_event(t, name, "exec", "miss", api_name, 0, ""))
+    return None
+
+
+def l2_dfx_phase_2(api_name: str, executor: Any) -> None:
+    """L2_DFX_PHASE_2: restore the TLS log info (and config) from the executor or wrapper."""
+    ctx = current()
+    ctx.current_op = api_name
+    ctx.charge("L2 phase2 entry")
+    if isinstance(executor, OpExecCacheWrap):
+        ctx.log_info = executor.log_info.copy()
+    elif executor is not None and getattr(executor, "kind", "") == "executor":
+        ctx.log_info = executor.log_info.copy()
+        ctx.config = executor.config.copy()
+    ctx.log_info.l0_name = None

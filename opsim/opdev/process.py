@@ -1,0 +1,108 @@
+"""Process-wide opbase state of one simulation (what lives in globals in the C++ library).
+
+Per process in opbase: AicpuTaskSpace registry and its cache limit, the AI CPU timestamp record and print
+counter, profiling and dump switches, the L2 sequence counter, DISABLE_L2_CACHE. One `ProcessContext` per
+simulation keeps several simulations in one Python process independent and deterministic.
+"""
+from __future__ import annotations
+
+import sys
+from typing import Any, Callable, Mapping
+
+from opsim.opdev import env as envmod
+from opsim.opdev.profiles import BehaviourProfile, get_profile
+from opsim.opdev.thread_local import ThreadLocalContext
+
+FIRST_THREAD_ID = 10001
+
+
+class ProcessContext:
+    """The simulated application process: environment, switches and process-global opbase state."""
+
+    def __init__(self, *, env: Mapping[str, str] | None = None, profile: str | BehaviourProfile | None = None,
+                 cost: Any = None, recorder: Any = None, device: Any = None, numerics: bool = False,
+                 aic_num: int | None = None, aiv_num: int | None = None, stdout: Callable[[str], Any] | None = None,
+                 dump_dir: str | None = None, op_dump: bool = False, overflow_dump: bool = False,
+                 exception_dump: bool = False, level2_profiling: bool = False, record_op_args: bool = False,
+                 deterministic_level: int = 0, soc_name: str = "Ascend910B2"):
+        self.env: dict[str, str] = dict(env or {})
+        self.profile = profile if isinstance(profile, BehaviourProfile) else get_profile(profile)
+        if cost is None:
+            from opsim.device.cost import CostModel
+            cost = CostModel()
+        self.cost = cost
+        if recorder is None:
+            from opsim.trace.recorder import Recorder
+            recorder = Recorder(enabled=False)
+        self.recorder = recorder
+        self.device = device
+        self.numerics = numerics
+        soc = getattr(device, "soc", None)
+        self.soc_name = getattr(soc, "name", soc_name)
+        self.aic_num = aic_num if aic_num is not None else getattr(soc, "aicore_count", 24)
+        self.aiv_num = aiv_num if aiv_num is not None else getattr(soc, "vector_core_count", 48)
+        self.stdout = stdout or sys.stdout.write
+        self.dump_dir = dump_dir
+        # DFX switches (dfx-and-profiling.md): dump queried per phase 1, overflow read once per process.
+        self.op_dump = op_dump
+        self.overflow_dump = overflow_dump
+        self.exception_dump = exception_dump
+        self.level2_profiling = level2_profiling
+        self.record_op_args = record_op_args
+        self.deterministic_level = deterministic_level
+        self.disable_l2_cache = envmod.is_set(self.env, "DISABLE_L2_CACHE")
+        self.l2_sequence_counter = 0
+        self._next_tid = FIRST_THREAD_ID
+        self.threads: list[ThreadLocalContext] = []
+        # AI CPU process globals (aicpu-tasks.md §3, §12, §14)
+        self.aicpu_cache_limit, self.aicpu_limit_warning = self._aicpu_limit()
+        self.aicpu_registry: dict = {}          # AicpuTaskSpace objects registered by task creation
+        self.aicpu_spaces: dict = {}            # (op type, unknown type, is_tf) -> space ("static" per op)
+        self.aicpu_timestamps = [0.0] * 10      # the process-global timestamp record
+        self.aicpu_print_index = 0
+        self.warnings: list[str] = []
+        if self.aicpu_limit_warning:
+            self.warnings.append(self.aicpu_limit_warning)
+        # fault injection points (tests): name -> callable returning True to fail
+        self.faults: dict[str, Callable[..., bool]] = {}
+        # DFX outputs collected in memory (dumps and overflow detections)
+        self.dumps: list = []
+        self.overflows: list = []
+
+    def _aicpu_limit(self) -> tuple[int, str | None]:
+        p = self.profile
+        value = self.env.get(p.aicpu_cache_limit_var)
+        if p.aicpu_cache_limit_rule == "guide":
+            return envmod.parse_aicpu_cache_limit_guide(value)
+        return envmod.parse_aicpu_cache_limit(value), None
+
+    @property
+    def exec_cache_limit(self) -> int:
+        """ACLNN_CACHE_LIMIT as a thread's OpExecCache manager reads it."""
+        return envmod.parse_aclnn_cache_limit(self.env.get("ACLNN_CACHE_LIMIT"))
+
+    @property
+    def ge_profiling(self) -> bool:
+        """GE_PROFILING_TO_STD_OUT, re-read at every AI CPU GetOrCreateTask."""
+        return envmod.ge_profiling_enabled(self.env.get("GE_PROFILING_TO_STD_OUT"))
+
+    def next_sequence(self) -> int:
+        n = self.l2_sequence_counter
+        self.l2_sequence_counter += 1
+        return n
+
+    def new_thread(self, name: str | None = None) -> ThreadLocalContext:
+        """A new simulated application thread with a fresh OS thread id."""
+        tid = self._next_tid
+        self._next_tid += 1
+        ctx = ThreadLocalContext(process=self, thread_id=tid, name=name or f"thread-{len(self.threads)}")
+        self.threads.append(ctx)
+        return ctx
+
+    def fault(self, point: str, *args: Any) -> bool:
+        """True when a test injected a failure at `point` (e.g. 'direct_invoke.alloc_tensor')."""
+        f = self.faults.get(point)
+        return bool(f and f(*args))
+
+    def warn(self, message: str) -> None:
+        self.warnings.append(message)

@@ -1,0 +1,62 @@
+"""The runtime calls opbase makes (kernel launch, memcpy, stream sync), as host actions on the thread.
+
+Every submission becomes a device task queued on the stream at the thread's simulated time; its duration
+comes from the cost model. Fault injection (tests) can make a runtime call fail with its opbase status.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from opsim.acl.status import AclnnStatus
+from opsim.opdev.thread_local import ThreadLocalContext
+
+S = AclnnStatus
+
+
+def fault_status(ctx: ThreadLocalContext, point: str, *args: Any) -> AclnnStatus:
+    """ACLNN_ERR_RUNTIME_ERROR when a test injected a failure at `point`, else success."""
+    return S.ACLNN_ERR_RUNTIME_ERROR if ctx.process.fault(point, *args) else S.ACLNN_SUCCESS
+
+
+def _task(kind_name: str, **kw):
+    from opsim.device.task import DeviceTask, TaskKind
+    return DeviceTask(TaskKind[kind_name], **kw)
+
+
+def submit_kernel(ctx: ThreadLocalContext, stream: Any, op_name: str, task_type: str, block_dim: int,
+                  duration: float, *, replay: bool = False, aicpu: bool = False) -> None:
+    """rtKernelLaunch / aclrtLaunchKernel: one AI Core (or AI CPU) task on `stream`."""
+    ctx.charge("launch" if not aicpu else "Launch", op_name)
+    if stream is None:
+        return
+    kind = "AI_CPU" if aicpu else ("AI_VECTOR" if task_type in ("AI_VECTOR_CORE", "MIX_AIV") else "AI_CORE")
+    task = _task(kind, duration=duration, block_dim=max(1, int(block_dim)), op_name=op_name,
+                 task_type=task_type, corr_id=ctx.current_corr)
+    ctx.submit(stream, task)
+
+
+def submit_memcpy(ctx: ThreadLocalContext, stream: Any, nbytes: int, direction: str, op_name: str = "Memcpy") -> None:
+    """aclrtMemcpyAsync: direction 'H2D', 'D2H' or 'D2D'."""
+    if stream is None:
+        return
+    cost = ctx.process.cost
+    task = _task("MEMCPY_" + direction, duration=cost.memcpy_time(nbytes, direction), block_dim=1,
+                 op_name=op_name, task_type="MEMCPY_ASYNC", corr_id=ctx.current_corr, nbytes=int(nbytes))
+    ctx.submit(stream, task)
+
+
+def synchronize_stream(ctx: ThreadLocalContext, stream: Any) -> AclnnStatus:
+    """aclrtSynchronizeStream: the thread blocks until the stream drains."""
+    status = fault_status(ctx, "rt.synchronize_stream")
+    if status != S.ACLNN_SUCCESS:
+        return status
+    ctx.charge("stream sync")
+    ctx.sync(stream)
+    return S.ACLNN_SUCCESS
+
+
+def kernel_duration(ctx: ThreadLocalContext, tiling: Any, kind: str = "AI_CORE") -> float:
+    """Duration of a kernel from its tiling result: explicit duration or the cost model's roofline."""
+    if tiling.duration is not None:
+        return float(tiling.duration)
+    return ctx.process.cost.kernel_time(tiling.flops, tiling.bytes, tiling.block_dim, kind)

@@ -1,0 +1,89 @@
+"""Host threads: SimPy processes that run an application program against the opbase API.
+
+A framework call is synchronous Python; it leaves an action log on the thread's context (host-cost spans,
+device submissions, stream synchronisations). `HostThread.call` makes the thread's context current, runs the
+call, then replays the log in simulated time: spans are recorded back to back from the thread's clock,
+submissions are queued on their stream at the moment they are reached, and a synchronisation blocks the
+thread until the stream drains.
+"""
+from __future__ import annotations
+
+from typing import Any, Callable, Generator
+
+from opsim.opdev.thread_local import A_CALL, A_SPAN, A_SUBMIT, A_SYNC, ThreadLocalContext, set_current
+
+
+class HostThread:
+    """One application thread: its opbase TLS (`ctx`) and its SimPy process."""
+
+    def __init__(self, sim: Any, program: Callable[["HostThread"], Generator], name: str | None = None):
+        self.sim = sim
+        self.env = sim.env
+        self.ctx: ThreadLocalContext = sim.process.new_thread(name)
+        self.name = self.ctx.name
+        self.program = program
+        self.busy_us = 0.0
+        self.calls = 0
+        self.result: Any = None
+        self.error: BaseException | None = None
+        self.proc = self.env.process(self._main())
+
+    @property
+    def thread_id(self) -> int:
+        return self.ctx.thread_id
+
+    def _main(self):
+        try:
+            self.result = yield from self.program(self)
+        except BaseException as exc:  # surfaced by Simulation.run
+            self.error = exc
+            raise
+
+    def call(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Generator[Any, Any, Any]:
+        """Run one framework call on this thread, then spend its simulated host time (use `yield from`)."""
+        prev = set_current(self.ctx)
+        try:
+            result = fn(*args, **kwargs)
+        finally:
+            set_current(prev)
+        self.calls += 1
+        if self.ctx.actions:
+            yield from self._replay()
+        return result
+
+    def _replay(self):
+        ctx = self.ctx
+        acts = ctx.take_actions()
+        env = self.env
+        rec = self.sim.recorder
+        record = rec.enabled
+        name = self.name
+        t = env.now
+        busy = 0.0
+        for a in acts:
+            kind = a[0]
+            if kind == A_SPAN:
+                dur = a[3]
+                if record:
+                    rec.host_span(name, a[1], a[2], t, dur, a[4])
+                t += dur
+                busy += dur
+            elif kind == A_SUBMIT:
+                a[1].submit(a[2], t)
+            elif kind == A_SYNC:
+                if t > env.now:
+                    yield env.timeout(t - env.now)
+                ev = a[1].synchronize() if a[1] is not None else self.sim.device.synchronize()
+                if not ev.processed:
+                    yield ev
+                t = env.now
+            elif kind == A_CALL:
+                a[1](t)
+        self.busy_us += busy
+        if t > env.now:
+            yield env.timeout(t - env.now)
+
+    def sleep(self, us: float):
+        """Idle host time (not busy)."""
+        if us > 0:
+            yield self.env.timeout(us)
