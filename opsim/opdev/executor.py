@@ -130,19 +130,6 @@ class AclOpExecutor:
         dev = self.thread.process.device
         return dev.memory if (dev is not None and self.thread.process.numerics) else None
 
-    # ---- launchers and graph ---------------------------------------------------------------------
-    def add_launcher(self, launcher, args) -> AclnnStatus:
-        """Append a launcher and build its graph node (registration order = launch order)."""
-        self.kernel_launch_obj_list.append(launcher)
-        from opsim.opdev.op_args import flatten_tensors
-        inputs = flatten_tensors(args.inputs(), keep_null_list_elements=False)
-        outputs = flatten_tensors(args.outputs())
-        workspaces = flatten_tensors(args.workspaces())
-        return self.graph.build_graph(launcher.op_type, inputs, outputs, workspaces)
-
-    def add_graph_node(self, op_type: int, inputs: list, outputs: list, workspaces: list) -> AclnnStatus:
-        return self.graph.build_graph(op_type, inputs, outputs, workspaces)
-
     # ---- workspace -------------------------------------------------------------------------------
     def get_workspace_size(self, strategy: str = "max") -> int:
         """GetWorkspaceSize: the caller's last phase-2 size if any, else plan (MaxAllocator) + AI CPU region."""

@@ -105,7 +105,7 @@ def register_launcher(executor: Any, launcher: KernelLauncher, inputs: list, out
 
 
 def graph_lists(args: OpArgContext, with_outshape: bool) -> tuple[list, list, list]:
-    inputs = [t for t in flatten_tensors(args.inputs()) if t is not None]
+    inputs = flatten_tensors(args.inputs())  # null ACLTENSOR dropped, null list elements kept (BuildGraph)
     outputs = flatten_tensors(args.outputs())
     workspaces = flatten_tensors(args.workspaces())
     if with_outshape:
