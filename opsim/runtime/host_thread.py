@@ -87,3 +87,25 @@ class HostThread:
         """Idle host time (not busy)."""
         if us > 0:
             yield self.env.timeout(us)
+
+
+def run_op(thread: HostThread, get_workspace_size: Callable[..., Any], run: Callable[..., Any], args: tuple,
+           stream: Any) -> Generator[Any, Any, tuple[int, int]]:
+    """The application side of one ACLNN call: phase 1, workspace malloc, phase 2, stream-ordered free.
+
+    Returns (status, workspace size). A workspace allocation failure destroys the executor (nothing leaks)."""
+    from opsim.opdev.executor import destroy_executor
+    from opsim.runtime import acl_rt
+    status, size, executor = yield from thread.call(get_workspace_size, *args)
+    if status != 0:
+        return int(status), 0
+    workspace = 0
+    if size:
+        status, workspace = yield from thread.call(acl_rt.malloc, size)
+        if status != 0:
+            yield from thread.call(destroy_executor, executor)
+            return int(status), size
+    status = yield from thread.call(run, workspace, size, executor, stream)
+    if workspace:
+        yield from thread.call(acl_rt.free_async, workspace, stream)
+    return int(status), size
