@@ -90,22 +90,34 @@ class HostThread:
 
 
 def run_op(thread: HostThread, get_workspace_size: Callable[..., Any], run: Callable[..., Any], args: tuple,
-           stream: Any) -> Generator[Any, Any, tuple[int, int]]:
+           stream: Any, api: str | None = None) -> Generator[Any, Any, tuple[int, int]]:
     """The application side of one ACLNN call: phase 1, workspace malloc, phase 2, stream-ordered free.
 
-    Returns (status, workspace size). A workspace allocation failure destroys the executor (nothing leaks)."""
+    The whole call is recorded as one host span of phase "op_call" named `api`, and every host span and
+    device task it causes carries the same correlation id. Returns (status, workspace size). A workspace
+    allocation failure destroys the executor (nothing leaks)."""
     from opsim.opdev.executor import destroy_executor
     from opsim.runtime import acl_rt
-    status, size, executor = yield from thread.call(get_workspace_size, *args)
-    if status != 0:
-        return int(status), 0
-    workspace = 0
-    if size:
-        status, workspace = yield from thread.call(acl_rt.malloc, size)
+    ctx = thread.ctx
+    rec = thread.sim.recorder
+    ctx.current_corr = rec.next_corr()
+    start = thread.env.now
+    try:
+        status, size, executor = yield from thread.call(get_workspace_size, *args)
         if status != 0:
-            yield from thread.call(destroy_executor, executor)
-            return int(status), size
-    status = yield from thread.call(run, workspace, size, executor, stream)
-    if workspace:
-        yield from thread.call(acl_rt.free_async, workspace, stream)
-    return int(status), size
+            return int(status), 0
+        workspace = 0
+        if size:
+            status, workspace = yield from thread.call(acl_rt.malloc, size)
+            if status != 0:
+                yield from thread.call(destroy_executor, executor)
+                return int(status), size
+        status = yield from thread.call(run, workspace, size, executor, stream)
+        if workspace:
+            yield from thread.call(acl_rt.free_async, workspace, stream)
+        return int(status), size
+    finally:
+        if rec.enabled:
+            rec.host_span(thread.name, "op_call", api or getattr(get_workspace_size, "__name__", "op"), start,
+                          thread.env.now - start, ctx.current_corr)
+        ctx.current_corr = -1
