@@ -1,0 +1,396 @@
+"""The device: AI Core / vector / AI CPU / copy-engine pools, HBM, streams and events, on one SimPy clock.
+
+Speed matters here (every simulated op call ends in one or more device tasks), so the model avoids SimPy
+Store/Resource round trips. Queues are deques, unit availability is an integer per pool with a FIFO of
+waiting streams, and a stream is a small state machine driven by callbacks: it is woken only when it has
+work (a submission to an idle stream, a wake-up at a future submission time, a grant of units, a recorded
+event, the end of its running task). A task costs one SimPy timeout for its duration, plus one wake-up
+when the stream was idle and the task's submission time lies in the future.
+
+Semantics:
+
+- ``Stream.submit(task, at)``: the host submits ``task`` at simulated time ``at`` (>= env.now; a host
+  thread charges its costs ahead of env.now). The task does not start before ``at``. Tasks on one stream
+  run one at a time in arrival order (``at``, then submission order); different streams run concurrently
+  as units allow.
+- AI Core tasks take min(block_dim, AI Core count) cores for their whole duration, AI_VECTOR tasks the same
+  on the vector cores, AI CPU tasks one AI CPU, memcpy tasks one copy engine. A task waits on its stream,
+  holding nothing, until all its units are free; waiting streams are served first come, first served.
+- ``EVENT_RECORD``/``EVENT_WAIT``: a wait captures the event's most recent record submitted before it (none:
+  the wait passes at once) and holds its stream exactly until that record completes.
+- ``HOST_FUNC`` tasks take no units and run their callback in stream order.
+- Every finished task records one "device" row in the recorder.
+"""
+from __future__ import annotations
+
+import math
+from collections import deque
+from typing import Any
+
+import simpy
+
+from opsim.device.cost import CostModel
+from opsim.device.memory import DeviceMemory
+from opsim.device.soc import SocSpec
+from opsim.device.task import DeviceTask, TaskKind
+from opsim.errors import InvalidArgumentError
+from opsim.trace.recorder import Recorder
+
+__all__ = ["Device", "Stream", "StreamEvent", "DeviceTask", "TaskKind", "UnitPool"]
+
+_AI_CORE = TaskKind.AI_CORE
+_AI_VECTOR = TaskKind.AI_VECTOR
+_EVENT_RECORD = TaskKind.EVENT_RECORD
+_EVENT_WAIT = TaskKind.EVENT_WAIT
+_INF = math.inf
+
+
+class UnitPool:
+    """``capacity`` identical units (cores, AI CPUs or copy engines): a free count and a FIFO of waiters."""
+
+    __slots__ = ("name", "capacity", "free", "_waiters")
+
+    def __init__(self, name: str, capacity: int) -> None:
+        self.name = name
+        self.capacity = capacity
+        self.free = capacity
+        self._waiters: deque[tuple[int, Stream]] = deque()
+
+    def acquire(self, n: int, stream: Stream) -> bool:
+        """Take ``n`` units now (True) or queue ``stream`` to be granted them later (False)."""
+        if self.free >= n and not self._waiters:
+            self.free -= n
+            return True
+        self._waiters.append((n, stream))
+        return False
+
+    def release(self, n: int) -> None:
+        """Return ``n`` units and grant waiting streams, in order, while the first one fits."""
+        self.free += n
+        waiters = self._waiters
+        while waiters and waiters[0][0] <= self.free:
+            need, stream = waiters.popleft()
+            self.free -= need
+            stream._granted()
+
+    @property
+    def busy(self) -> int:
+        return self.capacity - self.free
+
+    @property
+    def waiting(self) -> int:
+        return len(self._waiters)
+
+
+class StreamEvent:
+    """aclrtEvent: recorded on one stream, waited on by others, or synchronised on by the host."""
+
+    __slots__ = ("device", "event_id", "name", "_recorded", "_completed", "time", "_waiters", "_syncs")
+
+    def __init__(self, device: Device, event_id: int, name: str = "") -> None:
+        self.device = device
+        self.event_id = event_id
+        self.name = name or f"event{event_id}"
+        self._recorded = 0   # records submitted
+        self._completed = 0  # highest record (by submission count) completed
+        self.time = math.nan  # simulated time the latest completed record completed
+        self._waiters: list[Stream] = []
+        self._syncs: list[tuple[int, simpy.Event]] = []
+
+    def query(self) -> bool:
+        """aclrtQueryEvent: True when every record submitted so far has completed."""
+        return self._completed >= self._recorded
+
+    def synchronize(self) -> simpy.Event:
+        """A SimPy event that fires (value: the time) when the most recent record submitted so far completes."""
+        ev = self.device.env.event()
+        if self._completed >= self._recorded:
+            ev.succeed(self.device.env.now)
+        else:
+            self._syncs.append((self._recorded, ev))
+        return ev
+
+    def _complete(self, target: int, now: float) -> None:
+        if target > self._completed:
+            self._completed = target
+        self.time = now
+        done = self._completed
+        if self._waiters:
+            ready = [s for s in self._waiters if s._current._target <= done]
+            if ready:
+                self._waiters = [s for s in self._waiters if s._current._target > done]
+                for stream in ready:
+                    stream._finish(stream._current)
+                    stream._advance()
+        if self._syncs:
+            fire = [ev for t, ev in self._syncs if t <= done]
+            if fire:
+                self._syncs = [(t, ev) for t, ev in self._syncs if t > done]
+                for ev in fire:
+                    ev.succeed(now)
+
+
+class Stream:
+    """One aclrtStream: a FIFO of device tasks run one at a time on the device's units."""
+
+    def __init__(self, device: Device, stream_id: int) -> None:
+        self.device = device
+        self.env = device.env
+        self.stream_id = stream_id
+        self.depth = device.soc.stream_depth
+        self.pending = 0
+        """Tasks submitted and not yet finished (queued, waiting or running)."""
+        self._queue: deque[DeviceTask] = deque()
+        self._current: DeviceTask | None = None
+        self._pool: UnitPool | None = None
+        self._wake_at = _INF
+        self._next_task_id = 0
+        self._sync_waits: dict[int, list[simpy.Event]] = {}
+        self._space_waiters: list[simpy.Event] = []
+        self._record = device.recorder.device_task
+        self._device_id = device.device_id
+        self._pools = device._pools
+        self._on_end_cb = self._on_end
+        self._on_wake_cb = self._on_wake
+
+    def __repr__(self) -> str:
+        return f"Stream({self.stream_id}, pending={self.pending})"
+
+    # --- host side -----------------------------------------------------------------------------------------
+    def submit(self, task: DeviceTask, at: float) -> DeviceTask:
+        """Put ``task`` on this stream at simulated time ``at`` (>= env.now); returns the task."""
+        env = self.env
+        if not at >= env._now:
+            raise InvalidArgumentError(
+                f"submit time at={at!r} is before the simulation clock ({env._now}); "
+                "submit at the host thread's current time or later")
+        if task.task_id >= 0:
+            raise InvalidArgumentError(f"{task!r} was already submitted; create a new DeviceTask for each launch")
+        task.stream_id = self.stream_id
+        task.task_id = self._next_task_id
+        self._next_task_id += 1
+        task.queued = at + 0.0
+        kind = task.kind
+        if kind is _EVENT_RECORD:
+            event = task.event
+            event._recorded += 1
+            task._target = event._recorded
+        elif kind is _EVENT_WAIT:
+            task._target = task.event._recorded
+        self.pending += 1
+        q = self._queue
+        if not q or q[-1].queued <= at:
+            q.append(task)
+        else:  # an earlier arrival from another host thread: keep the queue in arrival order
+            i = len(q) - 1
+            while i > 0 and q[i - 1].queued > at:
+                i -= 1
+            q.insert(i, task)
+        if self._current is None and q[0] is task:
+            if at <= env._now:
+                self._advance()
+            elif at < self._wake_at:
+                self._schedule_wake(at)
+        return task
+
+    def record_event(self, event: StreamEvent, at: float, corr_id: int = -1) -> DeviceTask:
+        """aclrtRecordEvent: mark ``event`` when the work queued so far on this stream is done."""
+        return self.submit(DeviceTask(TaskKind.EVENT_RECORD, event=event, op_name=event.name, corr_id=corr_id), at)
+
+    def wait_event(self, event: StreamEvent, at: float, corr_id: int = -1) -> DeviceTask:
+        """aclrtStreamWaitEvent: hold this stream until the latest record of ``event`` submitted so far completes."""
+        return self.submit(DeviceTask(TaskKind.EVENT_WAIT, event=event, op_name=event.name, corr_id=corr_id), at)
+
+    def synchronize(self) -> simpy.Event:
+        """A SimPy event that fires (value: the time) once every task submitted so far has finished."""
+        ev = self.env.event()
+        q = self._queue
+        last = q[-1] if q else self._current
+        if last is None:
+            ev.succeed(self.env._now)
+        else:
+            self._sync_waits.setdefault(id(last), []).append(ev)
+        return ev
+
+    def query(self) -> bool:
+        """aclrtStreamQuery: True when the stream has no unfinished task."""
+        return self.pending == 0
+
+    @property
+    def full(self) -> bool:
+        """True when ``depth`` tasks are outstanding (a real submit would block)."""
+        return self.pending >= self.depth
+
+    def space_available(self) -> simpy.Event:
+        """A SimPy event that fires once fewer than ``depth`` tasks are outstanding."""
+        ev = self.env.event()
+        if self.pending < self.depth:
+            ev.succeed(self.env._now)
+        else:
+            self._space_waiters.append(ev)
+        return ev
+
+    # --- the stream's state machine ---------------------------------------------------------------------------
+    def _schedule_wake(self, at: float) -> None:
+        self._wake_at = at
+        self.env.timeout(at - self.env._now).callbacks.append(self._on_wake_cb)
+
+    def _on_wake(self, _ev: Any) -> None:
+        # Any wake clears the mark: `now + (at - now)` can land one ulp short of `at`, and a stale wake only
+        # costs a duplicate (harmless) wake-up that `_advance` schedules again if still needed.
+        self._wake_at = _INF
+        if self._current is None:
+            self._advance()
+
+    def _advance(self) -> None:
+        """Start queued tasks until one has to wait (for time, units, an event) or the queue is empty."""
+        if self._current is not None:
+            return
+        q = self._queue
+        env = self.env
+        while q:
+            task = q[0]
+            if task.queued > env._now:
+                if task.queued < self._wake_at:
+                    self._schedule_wake(task.queued)
+                return
+            q.popleft()
+            self._current = task
+            pool = self._pools[task.kind]
+            if pool is not None:
+                if task.kind is _AI_CORE or task.kind is _AI_VECTOR:
+                    n = task.block_dim if task.block_dim < pool.capacity else pool.capacity
+                else:
+                    n = 1
+                task.units = n
+                self._pool = pool
+                if not pool.acquire(n, self):
+                    return  # `_granted` starts it
+                if not self._begin(task):
+                    return
+            elif task.kind is _EVENT_WAIT and task.event._completed < task._target:
+                # The wait starts now (the stream reached it) and ends when the record completes.
+                task.start = env._now + 0.0
+                if task.callback is not None:
+                    task.callback(task)
+                task.event._waiters.append(self)
+                return  # `StreamEvent._complete` finishes it
+            elif not self._begin(task):
+                return
+
+    def _granted(self) -> None:
+        self._begin(self._current)
+
+    def _begin(self, task: DeviceTask) -> bool:
+        """The task starts now; True when it also finished now (zero-length and holding no units)."""
+        task.start = self.env._now + 0.0
+        if task.callback is not None:
+            task.callback(task)
+        if task.duration > 0.0 or task.units:
+            self.env.timeout(task.duration).callbacks.append(self._on_end_cb)
+            return False
+        self._finish(task)
+        return True
+
+    def _on_end(self, _ev: Any) -> None:
+        self._finish(self._current)
+        self._advance()
+
+    def _finish(self, task: DeviceTask) -> None:
+        now = self.env._now + 0.0
+        task.end = now
+        self._current = None
+        self.pending -= 1
+        pool = self._pool
+        self._record(self.stream_id, pool.name if pool is not None else "none", task.units, task.task_id,
+                     task.op_name, task.task_type, task.block_dim, task.queued, task.start, now, task.corr_id,
+                     self._device_id)
+        if pool is not None:
+            self._pool = None
+            pool.release(task.units)
+        if task.kind is _EVENT_RECORD:
+            task.event._complete(task._target, now)
+        if task.on_done is not None:
+            task.on_done(task)
+        if self._sync_waits:
+            for ev in self._sync_waits.pop(id(task), ()):
+                ev.succeed(now)
+        if self._space_waiters and self.pending < self.depth:
+            waiters, self._space_waiters = self._space_waiters, []
+            for ev in waiters:
+                ev.succeed(now)
+
+
+class Device:
+    """One NPU: unit pools, HBM, streams and events, driven by ``env``."""
+
+    def __init__(self, env: simpy.Environment, soc: SocSpec, recorder: Recorder, cost: CostModel | None = None,
+                 numerics: bool = False, device_id: int = 0, memory_strategy: str = "first_fit") -> None:
+        self.env = env
+        self.soc = soc
+        self.recorder = recorder
+        self.cost = cost if cost is not None else CostModel(soc)
+        self.numerics = bool(numerics)
+        self.device_id = device_id
+        self.aicore = UnitPool("aicore", soc.aicore_count)
+        self.vector = UnitPool("vector", soc.vector_core_count) if soc.vector_core_count > 0 else self.aicore
+        self.aicpu = UnitPool("aicpu", soc.aicpu_count)
+        self.dma = UnitPool("dma", soc.memcpy_engines)
+        pools: list[UnitPool | None] = [None] * len(TaskKind)
+        pools[TaskKind.AI_CORE] = self.aicore
+        pools[TaskKind.AI_VECTOR] = self.vector
+        pools[TaskKind.AI_CPU] = self.aicpu
+        pools[TaskKind.MEMCPY_H2D] = pools[TaskKind.MEMCPY_D2H] = pools[TaskKind.MEMCPY_D2D] = self.dma
+        self._pools = pools
+        self.memory = DeviceMemory(soc.hbm_bytes, recorder, env, numerics=self.numerics,
+                                   strategy=memory_strategy, device_id=device_id)
+        self.streams: list[Stream] = []
+        self._events = 0
+
+    def __repr__(self) -> str:
+        return f"Device({self.device_id}, {self.soc.name}, streams={len(self.streams)})"
+
+    def create_stream(self) -> Stream:
+        """aclrtCreateStream: a new stream with the next id (0, 1, 2, ...)."""
+        if len(self.streams) >= self.soc.max_streams:
+            raise InvalidArgumentError(
+                f"{self.soc.name} supports {self.soc.max_streams} streams and all are in use; "
+                "create fewer streams or raise max_streams in the SoC overrides")
+        stream = Stream(self, len(self.streams))
+        self.streams.append(stream)
+        return stream
+
+    def stream(self, stream_id: int) -> Stream:
+        """The stream with id ``stream_id``."""
+        if type(stream_id) is int and 0 <= stream_id < len(self.streams):
+            return self.streams[stream_id]
+        existing = f"0..{len(self.streams) - 1}" if self.streams else "none (call create_stream first)"
+        raise InvalidArgumentError(f"unknown stream id {stream_id!r}; existing stream ids: {existing}")
+
+    def create_event(self, name: str = "") -> StreamEvent:
+        """aclrtCreateEvent."""
+        self._events += 1
+        return StreamEvent(self, self._events - 1, name)
+
+    def synchronize(self) -> simpy.Event:
+        """aclrtSynchronizeDevice: fires (value: the time) once every task on every stream has finished."""
+        env = self.env
+        done = env.event()
+        waits = [s.synchronize() for s in self.streams if s.pending]
+        if not waits:
+            done.succeed(env.now)
+            return done
+        remaining = [len(waits)]
+
+        def _one(_ev: Any) -> None:
+            remaining[0] -= 1
+            if remaining[0] == 0:
+                done.succeed(env.now)
+
+        for w in waits:
+            w.callbacks.append(_one)
+        return done
+
+    def idle(self) -> bool:
+        """True when no stream has unfinished work."""
+        return all(s.pending == 0 for s in self.streams)
