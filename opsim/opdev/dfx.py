@@ -37,10 +37,12 @@ class DumpRecord:
     files: list = field(default_factory=list)
 
 
-def tensor_descriptor(t: Tensor) -> dict:
-    return {"size": t.storage_nbytes, "format": t.storage_format.name, "dtype": t.dtype.name,
-            "address": t.data_address, "placement": int(t.placement), "storage_dims": list(t.storage_shape),
-            "origin_dims": list(t.origin_shape)}
+def tensor_descriptor(t: Tensor, kind: str = "input") -> dict:
+    """One dumped tensor (§2): kind, storage bytes, storage format, dtype, view-adjusted data address, address
+    type, placement, storage and origin dims."""
+    return {"kind": kind, "size": t.storage_nbytes, "format": t.storage_format.name, "dtype": t.dtype.name,
+            "address": t.data_address, "address_type": "traditional", "placement": int(t.placement),
+            "storage_dims": list(t.storage_shape), "origin_dims": list(t.origin_shape)}
 
 
 @contextmanager
@@ -57,16 +59,29 @@ def l0_dfx(name: str, executor: Any = None) -> Iterator[None]:
         ctx.log_info.l0_name = None
 
 
-def _dump(ctx: ThreadLocalContext, name: str, op_type: str, kind: str, tensors: list[Tensor]) -> DumpRecord:
+def dump_file_name(op_type: str, name: str, dump_id: int, kind: str, index: int) -> str:
+    """`<opType>.<opName>.<dumpId>.<input|output>.<i>.npy`: the adump file name (op type first, then opbase's dump
+    name) as the dump-to-npy conversion writes it; the process-wide dump id stands in for task id and timestamp."""
+    return f"{op_type}.{name}.{dump_id}.{kind}.{index}.npy"
+
+
+def _dump(ctx: ThreadLocalContext, name: str, op_type: str, kind: str, tensors: list[Tensor],
+          kinds: list[str] | None = None) -> DumpRecord:
+    """One dump of `tensors` (each tagged input/output) under opbase's name and op type."""
     p = ctx.process
-    rec = DumpRecord(name, op_type, kind, [tensor_descriptor(t) for t in tensors])
+    kinds = kinds if kinds is not None else [kind] * len(tensors)
+    rec = DumpRecord(name, op_type, kind, [tensor_descriptor(t, k) for t, k in zip(tensors, kinds)])
     ctx.charge("dump")
+    dump_id = len(p.dumps)
     if p.dump_dir and p.numerics:
         os.makedirs(p.dump_dir, exist_ok=True)
-        for i, t in enumerate(tensors):
+        per_kind: dict[str, int] = {}
+        for t, k in zip(tensors, kinds):
+            i = per_kind.get(k, 0)
+            per_kind[k] = i + 1
             if not t.has_data():
                 continue
-            path = os.path.join(p.dump_dir, f"{name}.{op_type}.{kind}.{i}.npy")
+            path = os.path.join(p.dump_dir, dump_file_name(op_type, name, dump_id, k, i))
             np.save(path, np.array(t.numpy()))
             rec.files.append(path)
     p.dumps.append(rec)
@@ -97,6 +112,22 @@ def is_capturing(stream: Any) -> bool:
     return bool(getattr(stream, "capturing", False))
 
 
+def begin_capture(stream: Any) -> None:
+    """aclmdlRICaptureBegin: the stream's capture status becomes ACTIVE (overflow checks are skipped on it)."""
+    if stream is None:
+        from opsim.errors import InvalidArgumentError
+        raise InvalidArgumentError("begin_capture needs a stream (sim.device.create_stream()), got None")
+    stream.capturing = True
+
+
+def end_capture(stream: Any) -> None:
+    """aclmdlRICaptureEnd: the stream is no longer being captured."""
+    if stream is None:
+        from opsim.errors import InvalidArgumentError
+        raise InvalidArgumentError("end_capture needs a stream (sim.device.create_stream()), got None")
+    stream.capturing = False
+
+
 def overflow_candidates(args: OpArgContext) -> list[Tensor]:
     """Non-null, non-empty DT_FLOAT / DT_FLOAT16 / DT_BF16 tensors of the OUTPUT list."""
     return [t for t in flatten_tensors(args.outputs())
@@ -125,7 +156,8 @@ def overflow_dump_process(ctx: ThreadLocalContext, args: OpArgContext, stream: A
         name = f"{log_info.l2_api_name or L2_ABSENT}_{log_info.l2_sequence_counter}_L0"
         op_type = log_info.l0_name or L0_ABSENT
         ins = [t for t in flatten_tensors(args.inputs()) if t is not None]
-        _dump(ctx, name, op_type, "overflow", ins + candidates)
+        outs = [t for t in flatten_tensors(args.outputs()) if t is not None]
+        _dump(ctx, name, op_type, "overflow", ins + outs, ["input"] * len(ins) + ["output"] * len(outs))
         ctx.process.overflows.append((name, op_type))
         log.warning("overflow detected in %s (%s)", name, op_type)
         rec = ctx.process.recorder
@@ -141,3 +173,68 @@ def after_launch_overflow_check(ctx: ThreadLocalContext, args: OpArgContext, str
     the stream is being captured."""
     if ok and ctx.process.overflow_dump and not is_capturing(stream):
         overflow_dump_process(ctx, args, stream, log_info)
+
+
+# ---- profiling attribution (§5) -------------------------------------------------------------------
+
+@dataclass
+class ProfilingReport:
+    """One profiling record a launcher emits (kind: "kernel_launch", ...), with its attribution ids."""
+
+    kind: str
+    op_type: str
+    kernel_launcher_id: int
+    summary_item_id: int
+    l2_api_name: str | None
+    l0_name: str | None
+
+
+def profiler_hash(text: str) -> int:
+    """The profiler's string hash (abstracted as MurmurHash3_x64_128, second half, of the UTF-8 bytes)."""
+    from opsim.kernels.hashing import murmur_hash3_x64_h2
+    return int(murmur_hash3_x64_h2(text.encode()))
+
+
+def kernel_launcher_id(name: str | None) -> int:
+    """GenKernelLauncherId(name): hash of the name, 0 for null."""
+    return profiler_hash(name) if name else 0
+
+
+def summary_item_id(l2_api_name: str | None, l0_name: str | None, op_type: str | None = None,
+                    *, with_op_type: bool = True) -> int:
+    """GenSummaryItemId: hash of "l2_l0_opType" (or "l2_l0" for the two-argument form), 0 if a part is null."""
+    if not l2_api_name or not l0_name:
+        return 0
+    if not with_op_type:
+        return profiler_hash(f"{l2_api_name}_{l0_name}")
+    if not op_type:
+        return 0
+    return profiler_hash(f"{l2_api_name}_{l0_name}_{op_type}")
+
+
+def launcher_profiling_ids(core_type: int, op_type: str, log_info: OpLogInfo, *, dsa: bool = False):
+    """Attribution per task type (§5): AI Core hashes its op type, DSA its l0 name, DirectInvoke stays 0."""
+    from opsim.opdev.op_def import CoreType
+    from opsim.opdev.thread_local import ProfilingInfoId
+    if core_type == CoreType.DIRECT_INVOKE:
+        return ProfilingInfoId()
+    l2, l0 = log_info.l2_api_name, log_info.l0_name
+    if dsa:
+        return ProfilingInfoId(0, kernel_launcher_id(l0), summary_item_id(l2, l0, l0))
+    return ProfilingInfoId(0, kernel_launcher_id(op_type), summary_item_id(l2, l0, op_type))
+
+
+def report_profiling(ctx: ThreadLocalContext, kind: str, ids: Any, op_type: str, log_info: OpLogInfo) -> bool:
+    """The profiling guard: records only with profiling on (level-2 task-time switch) and a non-zero id."""
+    p = ctx.process
+    if not p.level2_profiling or ids.kernel_launcher_id == 0:
+        return False
+    p.profiling_reports.append(ProfilingReport(kind, op_type, ids.kernel_launcher_id, ids.summary_item_id,
+                                               log_info.l2_api_name, log_info.l0_name))
+    return True
+
+
+def report_kernel_launch(ctx: ThreadLocalContext, launcher: Any) -> bool:
+    """The kernel-launch report of an AI Core launch, attributed from its op type and captured DFX context."""
+    ids = launcher_profiling_ids(launcher.core_type, launcher.op_type_name, launcher.op_log_info)
+    return report_profiling(ctx, "kernel_launch", ids, launcher.op_type_name, launcher.op_log_info)

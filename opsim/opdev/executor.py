@@ -108,7 +108,10 @@ class AclOpExecutor:
                    storage_format=t.storage_format)
         return self._own(v)
 
-    def alloc_tensor_list(self, tensors: Sequence[Tensor | None]) -> TensorList:
+    def alloc_tensor_list(self, tensors: Sequence[Tensor | None]) -> TensorList | None:
+        if self.thread.process.fault("executor.alloc_tensor_list", len(tensors)):
+            log.error("AllocTensorList failed (injected), ACLNN_ERR_INNER")
+            return None
         return self._own(TensorList(tensors))
 
     def alloc_scalar(self, value, dtype: DataType | str = DataType.DT_FLOAT) -> Scalar:

@@ -139,6 +139,8 @@ class AiCoreKernelLauncher(KernelLauncher):
             dfx.l0_dump(ctx, self.op_log_info, self.args, inputs=True)
         ctx.impl_mode = self.impl_mode
         status, tiling = self._kernel_run(ctx, tiling)
+        if status == S.ACLNN_SUCCESS:
+            dfx.report_kernel_launch(ctx, self)
         if dump:
             dfx.l0_dump(ctx, self.op_log_info, self.args, inputs=False)
         dfx.after_launch_overflow_check(ctx, self.args, ex.stream, self.op_log_info, status == S.ACLNN_SUCCESS)

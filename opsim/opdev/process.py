@@ -59,6 +59,8 @@ class ProcessContext:
         self.aicpu_registry: dict = {}          # AicpuTaskSpace objects registered by task creation
         self.aicpu_spaces: dict = {}            # (op type, unknown type, is_tf) -> space ("static" per op)
         self.aicpu_timestamps = [0.0] * 10      # the process-global timestamp record
+        self.aicpu_timestamp_enabled = False    # its isEnable switch, set by every GetOrCreateTask
+        self.aicpu_kernel_lib = None            # opsim.opdev.aicpu.kernel_lib.KernelLibState (JsonLoadManger)
         self.aicpu_print_index = 0
         self.warnings: list[str] = []
         if self.aicpu_limit_warning:
@@ -68,6 +70,7 @@ class ProcessContext:
         # DFX outputs collected in memory (dumps and overflow detections)
         self.dumps: list = []
         self.overflows: list = []
+        self.profiling_reports: list = []  # dfx.ProfilingReport records (profiling switch on, id != 0)
 
     def _aicpu_limit(self) -> tuple[int, str | None]:
         p = self.profile
