@@ -44,7 +44,7 @@ def _unary_tiling(ins, outs, attrs):
 
 
 def _abs_compute(ins, outs, attrs, wss):
-    _K().abs(ins[0].numpy(), outs[0].numpy(), outs[0].dtype)
+    _K().abs_(ins[0].numpy(), outs[0].numpy(), outs[0].dtype)
 
 
 def _relu_compute(ins, outs, attrs, wss):
@@ -52,7 +52,7 @@ def _relu_compute(ins, outs, attrs, wss):
 
 
 def _cast_compute(ins, outs, attrs, wss):
-    _K().cast(ins[0].numpy(), ins[0].dtype, outs[0].numpy(), outs[0].dtype)
+    _K().cast(ins[0].numpy(), outs[0].numpy(), ins[0].dtype, outs[0].dtype)
 
 
 register_aicore_kernel(AiCoreKernel("Add", _binary_tiling, _add_compute, declares_workspace=False))

@@ -9,6 +9,7 @@ import math
 
 import numpy as np
 
+from opsim.acl.dtypes import from_compute
 from opsim.acl.status import AclnnStatus
 from opsim.acl.tensor import Scalar, Tensor
 from opsim.opdev.dfx import l0_dfx
@@ -48,7 +49,10 @@ def _muls_tiling(ins, outs, attrs):
 
 
 def _muls_compute(ins, outs, attrs, wss):
-    _K().muls(ins[0].numpy(), float(attrs[0]), outs[0].numpy(), outs[0].dtype)
+    """Muls: out = x * value, x broadcast to out's shape (Addmm scales a bias row this way)."""
+    out = outs[0].numpy()
+    scalar = from_compute(np.array(float(attrs[0]), dtype=np.float32), outs[0].dtype)
+    _K().mul(np.broadcast_to(ins[0].numpy(), out.shape), scalar, out, outs[0].dtype)
 
 
 register_aicore_kernel(AiCoreKernel("MatMulV2", _matmul_tiling, _matmul_compute, declares_workspace=False))
