@@ -53,6 +53,11 @@ HOST_PHASES: Mapping[str, tuple[float, str]] = MappingProxyType({
     "UpdateArgs": (1.5, f"{_A}: refresh IO addresses in the kernel args"),
     "Launch": (4.0, f"{_A}: one AI CPU kernel launch call"),
     "CopyShapeD2H": (5.0, f"{_A}: output-shape copy back (compute-dependent ops only; ~0 otherwise)"),
+    "load aicpu kernel json": (2000.0, f"{_A}: once per process, parse aicpu_kernel.json of the OPP package"),
+    "load tf kernel json": (2000.0, f"{_A}: once per process, parse tf_kernel.json of the OPP package"),
+    "load custom aicpu registry": (300.0, f"{_A}: once per process, read cust_aicpu_kernel.json registries"),
+    "load custom aicpu so": (500.0, f"{_A}: once per custom kernel library, read the .so into a buffer"),
+    "get soc version": (5.0, f"{_A}: once per process, query the SoC name for the launch API choice"),
     "UpdateOutputShape": (1.0, f"{_A}: apply the copied-back output shapes"),
     # --- DirectInvoke ---
     "prepare": (5.0, f"{_A}: producer prepare callback (phase 1, once per executor)"),

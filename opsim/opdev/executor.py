@@ -59,6 +59,10 @@ class AclOpExecutor:
             self.op_exec_cache = OpExecCache.from_thread(ctx)
 
     # ---- allocation APIs (all register in the allocated-object list) -----------------------------
+    def own(self, obj):
+        """Register an object made elsewhere in the allocated-object list (freed with the executor)."""
+        return self._own(obj)
+
     def _own(self, obj):
         self.allocated_obj_list.append(obj)
         if isinstance(obj, Tensor):

@@ -26,8 +26,19 @@ import numpy as np
 
 from opsim.acl.dtypes import DataType
 from opsim.acl.tensor import IntArray, Scalar, Tensor, host_tensor
-from opsim.kernels.hashing import K_HASH_SEED, gen_hash_binary
 from opsim.opdev.op_args import OpArg, OpArgType
+
+#: GenHashBinary's mixing constant (kHashSeed), as in opsim.kernels.hashing.
+K_HASH_SEED = 0x9E3779B9
+
+
+def _hash(key: bytes) -> int:
+    """GenHashBinary through the Numba kernel, imported on first use so that loading a scenario that names
+    AI CPU ops (``opsim validate``) does not import Numba."""
+    global _hash
+    from opsim.kernels.hashing import gen_hash_binary
+    _hash = gen_hash_binary
+    return gen_hash_binary(key)
 
 #: kAicpuKeyBufLen: bytes of a task key; attribute bytes past it are dropped.
 K_AICPU_KEY_BUF_LEN = 1024
@@ -156,7 +167,7 @@ def gen_task_key_and_seed(thread_id: int, inputs: list[Tensor | None], attrs: li
     key = gen_task_key(thread_id, inputs, attrs, invalid_tags)
     if key is None:
         return None
-    return key, gen_hash_binary(key)
+    return key, _hash(key)
 
 
 #: How the executor turns a scalar or int array into a host tensor it owns: (source, dtype) -> tensor.
