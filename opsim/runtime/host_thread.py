@@ -93,31 +93,38 @@ def run_op(thread: HostThread, get_workspace_size: Callable[..., Any], run: Call
            stream: Any, api: str | None = None) -> Generator[Any, Any, tuple[int, int]]:
     """The application side of one ACLNN call: phase 1, workspace malloc, phase 2, stream-ordered free.
 
-    The whole call is recorded as one host span of phase "op_call" named `api`, and every host span and
-    device task it causes carries the same correlation id. Returns (status, workspace size). A workspace
-    allocation failure destroys the executor (nothing leaks)."""
+    The four calls run back to back as one synchronous host step and their host-action log is replayed once
+    (one SimPy timeout per ACLNN call; a stream synchronisation inside still blocks at its point). The whole
+    call is recorded as one host span of phase "op_call" named `api`, and every host span and device task
+    it causes carries the same correlation id. Returns (status, workspace size). A workspace allocation
+    failure destroys the executor (nothing leaks)."""
     from opsim.opdev.executor import destroy_executor
     from opsim.runtime import acl_rt
     ctx = thread.ctx
     rec = thread.sim.recorder
     ctx.current_corr = rec.next_corr()
     start = thread.env.now
+    size = 0
+    prev = set_current(ctx)
     try:
-        status, size, executor = yield from thread.call(get_workspace_size, *args)
-        if status != 0:
-            return int(status), 0
-        workspace = 0
-        if size:
-            status, workspace = yield from thread.call(acl_rt.malloc, size)
-            if status != 0:
-                yield from thread.call(destroy_executor, executor)
-                return int(status), size
-        status = yield from thread.call(run, workspace, size, executor, stream)
-        if workspace:
-            yield from thread.call(acl_rt.free_async, workspace, stream)
-        return int(status), size
+        status, size, executor = get_workspace_size(*args)
+        if status == 0:
+            workspace = 0
+            if size:
+                status, workspace = acl_rt.malloc(size)
+                if status != 0:
+                    destroy_executor(executor)
+            if status == 0:
+                status = run(workspace, size, executor, stream)
+                if workspace:
+                    acl_rt.free_async(workspace, stream)
     finally:
-        if rec.enabled:
-            rec.host_span(thread.name, "op_call", api or getattr(get_workspace_size, "__name__", "op"), start,
-                          thread.env.now - start, ctx.current_corr)
-        ctx.current_corr = -1
+        set_current(prev)
+    thread.calls += 1
+    if ctx.actions:
+        yield from thread._replay()
+    if rec.enabled:
+        rec.host_span(thread.name, "op_call", api or getattr(get_workspace_size, "__name__", "op"), start,
+                      thread.env.now - start, ctx.current_corr)
+    ctx.current_corr = -1
+    return int(status), size

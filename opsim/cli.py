@@ -1,0 +1,216 @@
+"""The `opsim` command: run, validate, list-ops, list-socs, report.
+
+Exit codes: 0 ok, 1 the simulation found errors (a failed call such as out of memory), 2 bad input (an invalid
+scenario, a missing file, a bad option). An opsim error is printed in one or two lines, never as a traceback.
+Heavy modules (the simulator, Numba) are imported only by the commands that need them, so `opsim --help` and
+`opsim validate` start fast.
+"""
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+import sys
+from pathlib import Path
+from typing import Sequence, TextIO
+
+EXIT_OK = 0
+EXIT_SIM_ERRORS = 1
+EXIT_BAD_INPUT = 2
+
+PERFETTO_HINT = "open it at https://ui.perfetto.dev (\"Open trace file\")"
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse with exit code 2 and a one-line message for bad usage (its default, made explicit)."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        self.print_usage(sys.stderr)
+        self.exit(EXIT_BAD_INPUT, f"{self.prog}: error: {message}\n")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = _Parser(prog="opsim", description="Simulate CANN opbase's ACLNN operator runtime from a scenario file.")
+    from opsim import __version__
+    p.add_argument("--version", action="version", version=f"opsim {__version__}")
+    sub = p.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    sub.required = True
+
+    run = sub.add_parser("run", help="run a scenario and write its outputs",
+                         description="Run a scenario: trace.json (Perfetto), op_summary.csv and task_time.csv "
+                                     "(msprof columns), summary.json, the GE_PROFILING_TO_STD_OUT text when the "
+                                     "variable is set, and a summary table on standard output.")
+    run.add_argument("scenario", help="scenario YAML file (see docs/scenarios.md)")
+    run.add_argument("--out", metavar="DIR", help="output directory (default: the scenario's outputs.dir, "
+                                                  "else opsim-out/<name>)")
+    run.add_argument("--set", metavar="KEY=VALUE", action="append", default=[], dest="overrides",
+                     help="override a scenario field, e.g. --set seed=3 --set env.ACLNN_CACHE_LIMIT=64 "
+                          "--set threads.0.program.0.loop.count=100 (repeatable)")
+    run.add_argument("--profiler-output", action="store_true",
+                     help="also write the Ascend PyTorch Profiler directory layout that msprof-analyze reads")
+    run.add_argument("--no-progress", action="store_true", help="no progress bar")
+    run.add_argument("--quiet", action="store_true", help="print no summary table")
+
+    val = sub.add_parser("validate", help="check a scenario without running it")
+    val.add_argument("scenario")
+    val.add_argument("--set", metavar="KEY=VALUE", action="append", default=[], dest="overrides")
+
+    sub.add_parser("list-ops", help="the ops a scenario can call, with inputs, dtypes and attributes")
+    sub.add_parser("list-socs", help="the SoC presets and their numbers")
+
+    rep = sub.add_parser("report", help="print the summary of a finished run again")
+    rep.add_argument("outdir", help="the output directory of a run")
+    return p
+
+
+def _overrides(items: Sequence[str]) -> dict:
+    from opsim.scenario.loader import parse_override
+    return dict(parse_override(s) for s in items)
+
+
+def _print_error(err: BaseException, stream: TextIO) -> None:
+    text = str(err).strip() or type(err).__name__
+    stream.write(f"opsim: error: {text}\n")
+
+
+def cmd_validate(args: argparse.Namespace, out: TextIO) -> int:
+    from opsim.scenario.loader import load_scenario
+    cfg = load_scenario(args.scenario, _overrides(args.overrides))
+    calls = cfg.planned_calls()
+    out.write(f"{args.scenario}: ok ({cfg.name}: {len(cfg.threads)} thread(s), "
+              f"{sum(len(t.streams) for t in cfg.threads)} stream(s), {calls} op call(s))\n")
+    return EXIT_OK
+
+
+def cmd_run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    from opsim.errors import OpsimError, ScenarioError
+    from opsim.scenario.loader import load_scenario
+    cfg = load_scenario(args.scenario, _overrides(args.overrides))
+    from opsim.scenario.runner import run_scenario
+    from opsim.trace.summary import render_table
+    try:
+        result = run_scenario(cfg, out_dir=args.out, progress=not args.no_progress,
+                              profiler_output=True if args.profiler_output else None)
+    except ScenarioError:
+        raise
+    except OpsimError as exc:
+        _print_error(exc, err)
+        return EXIT_SIM_ERRORS
+    except Exception as exc:  # a simulator bug: say so in one line; OPSIM_TRACEBACK=1 shows the traceback
+        if os.environ.get("OPSIM_TRACEBACK"):
+            raise
+        err.write(f"opsim: internal error while simulating {args.scenario}: {type(exc).__name__}: {exc} "
+                  "(a simulator bug; rerun with OPSIM_TRACEBACK=1 for the traceback)\n")
+        return EXIT_SIM_ERRORS
+    if not args.quiet:
+        out.write(render_table(result.summary))
+        if result.outputs:
+            out.write(f"\noutputs in {result.out_dir}:\n")
+            for key, path in result.outputs.items():
+                hint = f"  ({PERFETTO_HINT})" if key == "trace" else ""
+                out.write(f"  {path.name}{hint}\n")
+    errors = result.summary.get("errors") or []
+    if errors:
+        err.write(f"opsim: the simulation found {len(errors)} error(s); first: {errors[0]['message']}\n")
+        return EXIT_SIM_ERRORS
+    return EXIT_OK
+
+
+def cmd_list_ops(out: TextIO) -> int:
+    from opsim.ops.registry import list_ops
+    rows = [("op", "api", "launchers", "inputs", "dtypes", "attributes")]
+    for s in list_ops():
+        attrs = ", ".join(f"{k}={v!r}" for k, v in s.attrs.items()) or "-"
+        rows.append((s.name, s.api, "+".join(s.launchers), ", ".join(s.inputs), ", ".join(s.dtypes), attrs))
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]) - 1)]
+    for r in rows:
+        out.write("  ".join(c.ljust(w) for c, w in zip(r, widths)) + "  " + r[-1] + "\n")
+    return EXIT_OK
+
+
+def cmd_list_socs(out: TextIO) -> int:
+    from opsim.device.soc import DEFAULT_SOC, soc_table
+    rows = soc_table()
+    cols = ["name", "aicore_count", "vector_core_count", "aicpu_count", "hbm_bytes", "clock_mhz",
+            "hbm_bandwidth_gbps", "peak_fp16_flops"]
+    table = [cols] + [[_fmt(r[c]) for c in cols] for r in rows]
+    widths = [max(len(r[i]) for r in table) for i in range(len(cols))]
+    for r in table:
+        out.write("  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() + "\n")
+    out.write(f"default: {DEFAULT_SOC}; every number can be overridden with soc_overrides (opsim docs: "
+              "docs/device.md)\n")
+    return EXIT_OK
+
+
+def _fmt(v: object) -> str:
+    if isinstance(v, float):
+        return f"{v:.4g}" if abs(v) >= 1e6 else f"{v:g}"
+    return str(v)
+
+
+def cmd_report(args: argparse.Namespace, out: TextIO) -> int:
+    import json
+
+    from opsim.errors import InvalidArgumentError
+    from opsim.trace.summary import render_table
+    outdir = Path(args.outdir)
+    path = outdir / "summary.json"
+    if not outdir.is_dir():
+        raise InvalidArgumentError(f"{args.outdir}: not a directory; give the output directory of a run")
+    if not path.is_file():
+        raise InvalidArgumentError(f"{args.outdir}: no summary.json here; give the output directory of a "
+                                   "finished `opsim run`")
+    try:
+        summary = json.loads(path.read_text(encoding="utf-8"))
+    except ValueError as exc:
+        raise InvalidArgumentError(f"{path}: not valid JSON ({exc})") from None
+    if not isinstance(summary, dict):
+        raise InvalidArgumentError(f"{path}: not an opsim summary")
+    out.write(render_table(summary))
+    files = sorted(p.name for p in outdir.iterdir() if p.is_file())
+    out.write(f"\nfiles in {outdir}: {', '.join(files)}\n")
+    if "trace.json" in files:
+        out.write(f"trace.json: {PERFETTO_HINT}\n")
+    return EXIT_SIM_ERRORS if summary.get("errors") else EXIT_OK
+
+
+def main(argv: Sequence[str] | None = None, *, stdout: TextIO | None = None, stderr: TextIO | None = None) -> int:
+    """Run the CLI; returns the exit code (the console script exits with it)."""
+    out = stdout or sys.stdout
+    err = stderr or sys.stderr
+    parser = build_parser()
+    try:
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            args = parser.parse_args(argv)
+    except SystemExit as exc:
+        return int(exc.code) if isinstance(exc.code, int) else EXIT_BAD_INPUT
+    from opsim.errors import OpsimError
+    try:
+        if args.command == "validate":
+            return cmd_validate(args, out)
+        if args.command == "run":
+            return cmd_run(args, out, err)
+        if args.command == "list-ops":
+            return cmd_list_ops(out)
+        if args.command == "list-socs":
+            return cmd_list_socs(out)
+        if args.command == "report":
+            return cmd_report(args, out)
+    except OpsimError as exc:
+        _print_error(exc, err)
+        return EXIT_BAD_INPUT
+    except KeyboardInterrupt:
+        err.write("opsim: interrupted\n")
+        return 130
+    except BrokenPipeError:
+        return EXIT_OK
+    parser.error(f"unknown command {args.command!r}")
+    return EXIT_BAD_INPUT  # pragma: no cover
+
+
+def console_main() -> None:  # pragma: no cover - thin wrapper
+    sys.exit(main())
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,147 @@
+"""The typed form of a validated scenario: what the runner and the workload generator read.
+
+Every value here has been checked (schema and catalogue); defaults are filled in, op names resolved to their
+`OpSpec`, shape sets expanded to one tuple of input shapes per choice.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Mapping, Union
+
+from opsim.ops.registry import OpSpec
+
+Shape = tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class OpStep:
+    """One ACLNN call (or, with `repeat` > 1, one repeatable executor run `repeat` times)."""
+
+    op: str
+    spec: OpSpec
+    stream: str
+    shape_sets: tuple[tuple[Shape, ...], ...]
+    """One tuple of input shapes per choice (a single entry when the shapes are fixed)."""
+    dtypes: tuple[str, ...]
+    """Dtype choices (a single entry when fixed)."""
+    attrs: Mapping[str, Any]
+    repeat: int = 1
+    where: str = ""
+    """Where the step was written ("file:line"), for messages."""
+
+    @property
+    def variants(self) -> int:
+        return len(self.shape_sets) * len(self.dtypes)
+
+
+@dataclass(frozen=True)
+class LoopStep:
+    count: int
+    body: tuple["Step", ...]
+
+
+@dataclass(frozen=True)
+class ChooseStep:
+    """Run one of `options`, picked uniformly at random (seeded) each time the step is reached."""
+
+    options: tuple["Step", ...]
+
+
+@dataclass(frozen=True)
+class SyncStep:
+    stream: str
+
+
+@dataclass(frozen=True)
+class SyncDeviceStep:
+    pass
+
+
+@dataclass(frozen=True)
+class EventStep:
+    event: str
+    stream: str
+    record: bool
+    """True: aclrtRecordEvent; False: aclrtStreamWaitEvent."""
+
+
+@dataclass(frozen=True)
+class SleepStep:
+    us: float
+
+
+Step = Union[OpStep, LoopStep, ChooseStep, SyncStep, SyncDeviceStep, EventStep, SleepStep]
+
+
+@dataclass(frozen=True)
+class ThreadConfig:
+    name: str
+    streams: tuple[str, ...]
+    program: tuple[Step, ...]
+
+
+@dataclass(frozen=True)
+class OutputsConfig:
+    dir: str | None = None
+    trace: bool = True
+    csv: bool = True
+    timestamps: bool = True
+    summary: bool = True
+    profiler: bool = False
+
+
+@dataclass(frozen=True)
+class DumpConfig:
+    op_dump: bool = False
+    overflow_dump: bool = False
+    dir: str | None = None
+
+
+@dataclass(frozen=True)
+class ScenarioConfig:
+    """A validated scenario."""
+
+    name: str
+    threads: tuple[ThreadConfig, ...]
+    description: str = ""
+    seed: int = 0
+    soc: str = "Ascend910B2"
+    soc_overrides: Mapping[str, float] = field(default_factory=dict)
+    profile: str | None = None
+    env: Mapping[str, str] = field(default_factory=dict)
+    cost_overrides: Mapping[str, float] = field(default_factory=dict)
+    numerics: bool = False
+    trace: bool = True
+    memory_strategy: str = "first_fit"
+    epoch_us: int = 0
+    on_error: str = "stop"
+    dump: DumpConfig = field(default_factory=DumpConfig)
+    direct_invoke_module: str | None = None
+    events: tuple[str, ...] = ()
+    outputs: OutputsConfig = field(default_factory=OutputsConfig)
+    source: Path | None = None
+    data: Mapping[str, Any] = field(default_factory=dict)
+    """The scenario as loaded (after overrides), for the record written next to the outputs."""
+    extra_ops: Mapping[str, OpSpec] = field(default_factory=dict)
+    """Ops from `direct_invoke_module`."""
+
+    def planned_calls(self) -> int:
+        """ACLNN calls the program makes (a `choose` counts its largest option): the progress bar's total."""
+        return sum(_calls(th.program) for th in self.threads)
+
+
+def _calls(program: tuple[Step, ...]) -> int:
+    n = 0
+    for step in program:
+        if isinstance(step, OpStep):
+            n += step.repeat
+        elif isinstance(step, LoopStep):
+            n += step.count * _calls(step.body)
+        elif isinstance(step, ChooseStep):
+            n += max(_calls((o,)) for o in step.options)
+    return n
+
+
+__all__ = ["OpStep", "LoopStep", "ChooseStep", "SyncStep", "SyncDeviceStep", "EventStep", "SleepStep", "Step",
+           "ThreadConfig", "OutputsConfig", "DumpConfig", "ScenarioConfig"]

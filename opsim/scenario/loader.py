@@ -1,0 +1,592 @@
+"""Reading and validating a scenario: YAML (safe loading only) -> checked data -> `ScenarioConfig`.
+
+Every error names the file, the line, the field path and what is allowed, and all errors are collected before
+one `ScenarioError` is raised. Line numbers come from a `yaml.compose` pass over the same text; that pass also
+rejects tags other than YAML's standard ones (a `!!python/...` tag is refused by name, nothing is
+constructed) and duplicate keys. The data itself is read with `yaml.safe_load`. The only user code a scenario
+can cause to run is the module it names in `direct_invoke_module`.
+"""
+from __future__ import annotations
+
+import difflib
+from pathlib import Path
+from typing import Any, Iterable, Mapping
+
+import yaml
+
+from opsim.errors import InvalidArgumentError, OpsimError, ScenarioError
+from opsim.scenario import config as C
+from opsim.scenario.schema import DEFAULT_EPOCH_US, STEP_KEYS, validator
+
+Path_ = tuple  # a field path: keys and list indices
+
+_STANDARD_TAGS = frozenset("tag:yaml.org,2002:" + t for t in (
+    "str", "int", "float", "bool", "null", "map", "seq", "binary", "merge", "value"))
+DEFAULT_STREAM = "default"
+MAX_ERRORS = 50
+
+
+# ---- paths and messages ---------------------------------------------------------------------------------
+
+def format_path(path: Iterable[Any]) -> str:
+    """("threads", 0, "program", 1, "op") -> "threads[0].program[1].op"."""
+    out = ""
+    for p in path:
+        if isinstance(p, int):
+            out += f"[{p}]"
+        else:
+            out += ("." if out else "") + str(p)
+    return out or "(top level)"
+
+
+class _Errors:
+    """Collects "file:line: path: message" entries."""
+
+    def __init__(self, label: str, lines: Mapping[Path_, int], overridden: set[Path_]):
+        self.label = label
+        self.lines = lines
+        self.overridden = overridden
+        self.items: list[tuple[int, str]] = []
+
+    def line_of(self, path: Path_) -> int | None:
+        path = tuple(path)
+        while True:
+            if path in self.lines:
+                return self.lines[path]
+            if not path:
+                return None
+            path = path[:-1]
+
+    def add(self, path: Iterable[Any], message: str) -> None:
+        path = tuple(path)
+        where = self.label
+        if any(path[:len(o)] == o for o in self.overridden):
+            where += " (--set)"
+        else:
+            line = self.line_of(path)
+            if line is not None:
+                where += f":{line}"
+        entry = f"{where}: {format_path(path)}: {message}"
+        if entry not in (e for _, e in self.items):
+            self.items.append((self.line_of(path) or 0, entry))
+
+    def raise_if_any(self) -> None:
+        if self.items:
+            entries = [e for _, e in sorted(self.items, key=lambda x: x[0])]
+            more = len(entries) - MAX_ERRORS
+            entries = entries[:MAX_ERRORS] + ([f"... and {more} more"] if more > 0 else [])
+            head = f"{self.label}: {len(self.items)} error{'s' if len(self.items) > 1 else ''} in the scenario"
+            raise ScenarioError(head + ":\n  " + "\n  ".join(entries) if len(entries) > 1 else entries[0])
+
+
+def _suggest(word: Any, choices: Iterable[str]) -> str:
+    close = difflib.get_close_matches(str(word), list(choices), n=1, cutoff=0.6)
+    return f" (did you mean {close[0]!r}?)" if close else ""
+
+
+# ---- reading ----------------------------------------------------------------------------------------
+
+def _walk(node: yaml.Node, path: Path_, lines: dict[Path_, int], errors: _Errors) -> None:
+    lines.setdefault(path, node.start_mark.line + 1)
+    tag = node.tag or ""
+    if tag not in _STANDARD_TAGS:
+        line = node.start_mark.line + 1
+        shown = tag.replace("tag:yaml.org,2002:", "!!")
+        if "python/" in tag:
+            why = ("scenarios are plain data read with yaml.safe_load and never construct Python objects; "
+                   "to run your own DirectInvoke producers name their module in `direct_invoke_module`")
+        else:
+            why = "only YAML's standard tags (strings, numbers, booleans, null, lists, mappings) are allowed"
+        errors.items.append((line, f"{errors.label}:{line}: {format_path(path)}: the tag {shown} is not "
+                                   f"allowed: {why}"))
+        return
+    if isinstance(node, yaml.MappingNode):
+        seen: set[Any] = set()
+        for key_node, value_node in node.value:
+            key = key_node.value if isinstance(key_node, yaml.ScalarNode) else None
+            if key is None:
+                errors.items.append((key_node.start_mark.line + 1,
+                                     f"{errors.label}:{key_node.start_mark.line + 1}: {format_path(path)}: "
+                                     "mapping keys must be plain names"))
+                continue
+            if key in seen:
+                errors.items.append((key_node.start_mark.line + 1,
+                                     f"{errors.label}:{key_node.start_mark.line + 1}: "
+                                     f"{format_path(path + (key,))}: duplicate key {key!r} (each field once)"))
+            seen.add(key)
+            lines.setdefault(path + (key,), key_node.start_mark.line + 1)
+            _walk(value_node, path + (key,), lines, errors)
+    elif isinstance(node, yaml.SequenceNode):
+        for i, item in enumerate(node.value):
+            _walk(item, path + (i,), lines, errors)
+
+
+def read_yaml(text: str, label: str) -> tuple[Any, dict[Path_, int]]:
+    """Parse scenario text: (data, field path -> line). Raises ScenarioError on syntax errors and bad tags."""
+    lines: dict[Path_, int] = {}
+    errors = _Errors(label, lines, set())
+    try:
+        node = yaml.compose(text, Loader=yaml.SafeLoader)
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        where = f"{label}:{mark.line + 1}:{mark.column + 1}" if mark else label
+        problem = " ".join(x for x in (exc.context, exc.problem) if x) or str(exc)
+        raise ScenarioError(f"{where}: YAML syntax error: {problem}") from None
+    except yaml.YAMLError as exc:
+        raise ScenarioError(f"{label}: YAML syntax error: {exc}") from None
+    if node is None:
+        raise ScenarioError(f"{label}: the scenario is empty; it needs at least `name` and `threads`")
+    _walk(node, (), lines, errors)
+    errors.raise_if_any()
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:  # pragma: no cover - compose accepted it
+        raise ScenarioError(f"{label}: YAML error: {exc}") from None
+    return data, lines
+
+
+def read_source(source: str | Path | Mapping[str, Any]) -> tuple[Any, dict[Path_, int], str, Path | None]:
+    """(data, lines, label, path) of a scenario file or an in-memory dict."""
+    if isinstance(source, Mapping):
+        return _plain(source), {}, "<scenario>", None
+    if not isinstance(source, (str, Path)):
+        raise ScenarioError(f"a scenario is a YAML file path or a dict, got {type(source).__name__}")
+    path = Path(source)
+    label = str(source)
+    if not path.exists():
+        raise ScenarioError(f"{label}: scenario file not found (check the path; bundled scenarios are in "
+                            "scenarios/)")
+    if path.is_dir():
+        raise ScenarioError(f"{label}: is a directory; give the path of a scenario .yaml file")
+    try:
+        text = path.read_bytes().decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ScenarioError(f"{label}: not UTF-8 text (byte {exc.start}); scenarios are UTF-8 YAML") from None
+    except OSError as exc:
+        raise ScenarioError(f"{label}: cannot read the file: {exc.strerror or exc}") from None
+    data, lines = read_yaml(text, label)
+    return data, lines, label, path
+
+
+def _plain(obj: Any) -> Any:
+    """A deep copy of dict/list data (so overrides never touch the caller's dict)."""
+    if isinstance(obj, Mapping):
+        return {k: _plain(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_plain(v) for v in obj]
+    return obj
+
+
+# ---- overrides --------------------------------------------------------------------------------------
+
+def parse_key(key: str) -> Path_:
+    """"threads.0.program[1].loop.count" -> ("threads", 0, "program", 1, "loop", "count")."""
+    path: list[Any] = []
+    for part in key.replace("[", ".").replace("]", "").split("."):
+        if part == "":
+            raise ScenarioError(f"--set {key}: empty field name in the key (use dots between names, "
+                                "e.g. threads.0.program.0.loop.count)")
+        path.append(int(part) if part.isdigit() else part)
+    return tuple(path)
+
+
+def parse_override(text: str) -> tuple[str, Any]:
+    """"key=value" with the value read as a YAML scalar or flow collection ("5", "true", "[1, 2]")."""
+    key, sep, value = text.partition("=")
+    if not sep or not key.strip():
+        raise ScenarioError(f"--set {text!r}: expected key=value, e.g. --set seed=3 or "
+                            "--set env.GE_PROFILING_TO_STD_OUT=1")
+    try:
+        parsed = yaml.safe_load(value) if value.strip() else ""
+    except yaml.YAMLError:
+        parsed = value
+    return key.strip(), parsed
+
+
+def apply_overrides(data: Any, overrides: Mapping[str, Any]) -> set[Path_]:
+    """Set each dotted key in `data` (creating mappings on the way); returns the paths set."""
+    done: set[Path_] = set()
+    if not isinstance(data, dict):
+        return done
+    for key, value in overrides.items():
+        path = parse_key(key) if isinstance(key, str) else tuple(key)
+        node: Any = data
+        for i, part in enumerate(path[:-1]):
+            if isinstance(node, dict):
+                node = node.setdefault(part, [] if isinstance(path[i + 1], int) else {})
+            elif isinstance(node, list) and isinstance(part, int) and part < len(node):
+                node = node[part]
+            else:
+                raise ScenarioError(f"--set {key}: {format_path(path[:i + 1])} does not exist in the scenario")
+        last = path[-1]
+        if isinstance(node, dict):
+            node[last] = _plain(value)
+        elif isinstance(node, list) and isinstance(last, int) and last <= len(node):
+            if last == len(node):
+                node.append(_plain(value))
+            else:
+                node[last] = _plain(value)
+        else:
+            raise ScenarioError(f"--set {key}: {format_path(path)} cannot be set (its parent is not a mapping "
+                                "or the list index is out of range)")
+        done.add(path)
+    return done
+
+
+# ---- schema errors -----------------------------------------------------------------------------------
+
+def _schema_errors(data: Any, errors: _Errors) -> None:
+    from jsonschema.exceptions import best_match
+    for err in validator().iter_errors(data):
+        _report(err, errors, best_match)
+
+
+def _allowed_props(schema: Mapping[str, Any]) -> list[str]:
+    return list((schema.get("properties") or {}).keys())
+
+
+def _report(err: Any, errors: _Errors, best_match: Any) -> None:
+    path = tuple(err.absolute_path)
+    kind = err.validator
+    inst = err.instance
+    if kind == "additionalProperties" and isinstance(inst, dict):
+        allowed = _allowed_props(err.schema)
+        for k in inst:
+            if k not in allowed:
+                errors.add(path + (k,), f"unknown field {k!r}{_suggest(k, allowed)}; allowed fields: "
+                                        f"{', '.join(allowed)}")
+        return
+    if kind == "anyOf" and isinstance(err.schema.get("anyOf"), list) and \
+            all(set(s) == {"required"} for s in err.schema["anyOf"]):
+        keys = list(inst) if isinstance(inst, dict) else []
+        hint = "".join(_suggest(k, STEP_KEYS) for k in keys[:1])
+        errors.add(path, f"a program step needs one of the keys {', '.join(STEP_KEYS)}; got "
+                         f"{', '.join(map(str, keys)) or 'nothing'}{hint}")
+        return
+    if kind in ("oneOf", "anyOf") and err.context:
+        sub = best_match(err.context)
+        if sub is not None:
+            _report(sub, errors, best_match)
+            return
+    if kind == "required":
+        missing = [k for k in err.validator_value if not isinstance(inst, dict) or k not in inst]
+        for k in missing:
+            errors.add(path, f"missing required field {k!r}")
+        return
+    if kind == "enum":
+        allowed = err.validator_value
+        errors.add(path, f"{inst!r} is not allowed{_suggest(inst, map(str, allowed))}; use one of: "
+                         f"{', '.join(map(str, allowed))}")
+        return
+    if kind == "type":
+        want = err.validator_value
+        want = " or ".join(want) if isinstance(want, list) else want
+        errors.add(path, f"expected {_article(want)}, got {_describe(inst)}")
+        return
+    if kind == "minimum" and path and (isinstance(path[-1], int)) and any(
+            p in ("shape", "shapes", "shape_choices") for p in path if isinstance(p, str)):
+        errors.add(path, f"negative dimension {inst}; every dimension must be >= 0")
+        return
+    if kind in ("minimum", "maximum"):
+        errors.add(path, f"{inst!r} is out of range; the value must be {'>=' if kind == 'minimum' else '<='} "
+                         f"{err.validator_value}")
+        return
+    if kind == "pattern":
+        errors.add(path, f"{inst!r} is not a valid name; use letters, digits, '_', '.' or '-' and start with a "
+                         "letter or '_'")
+        return
+    if kind == "const":
+        errors.add(path, f"must be {err.validator_value!r}, got {inst!r}")
+        return
+    if kind == "minItems":
+        errors.add(path, f"needs at least {err.validator_value} item(s), got {len(inst)}")
+        return
+    if kind == "maxItems":
+        errors.add(path, f"has {len(inst)} items; at most {err.validator_value} are allowed")
+        return
+    errors.add(path, err.message)
+
+
+def _article(t: str) -> str:
+    return {"object": "a mapping", "array": "a list", "string": "a string", "integer": "an integer",
+            "number": "a number", "boolean": "true or false"}.get(t, t)
+
+
+def _describe(v: Any) -> str:
+    if isinstance(v, bool):
+        return f"boolean {v}"
+    if isinstance(v, dict):
+        return "a mapping"
+    if isinstance(v, list):
+        return "a list"
+    if v is None:
+        return "nothing (null)"
+    return f"{type(v).__name__} {v!r}"
+
+
+# ---- catalogue checks and the typed config -------------------------------------------------------
+
+def _dtype_name(name: str) -> str | None:
+    from opsim.acl.dtypes import DataType
+    try:
+        return DataType.parse(name).short_name
+    except InvalidArgumentError:
+        return None
+
+
+class _Builder:
+    """Checks what the schema cannot (ops, dtypes, shapes, stream and event names) and builds the config."""
+
+    def __init__(self, data: dict[str, Any], errors: _Errors, extra_ops: Mapping[str, Any], label: str):
+        self.data = data
+        self.errors = errors
+        self.extra_ops = extra_ops
+        self.label = label
+        self.events = tuple(data.get("events") or ())
+
+    def thread(self, i: int, th: Mapping[str, Any]) -> C.ThreadConfig:
+        streams = tuple(th.get("streams") or (DEFAULT_STREAM,))
+        path = ("threads", i)
+        program = self.program(th.get("program") or [], path + ("program",), streams)
+        return C.ThreadConfig(name=str(th.get("name")), streams=streams, program=program)
+
+    def program(self, steps: list, path: Path_, streams: tuple[str, ...]) -> tuple:
+        out = []
+        for j, step in enumerate(steps):
+            built = self.step(step, path + (j,), streams)
+            if built is not None:
+                out.append(built)
+        return tuple(out)
+
+    def step(self, step: Any, path: Path_, streams: tuple[str, ...]) -> Any:
+        if not isinstance(step, dict):
+            return None
+        if "op" in step:
+            return self.op_step(step, path, streams)
+        if "loop" in step and isinstance(step["loop"], dict):
+            lp = step["loop"]
+            body = self.program(lp.get("body") or [], path + ("loop", "body"), streams)
+            return C.LoopStep(count=int(lp.get("count", 0)), body=body)
+        if "choose" in step and isinstance(step["choose"], list):
+            opts = self.program(step["choose"], path + ("choose",), streams)
+            return C.ChooseStep(options=opts) if opts else None
+        if "sync" in step:
+            return C.SyncStep(self.stream(step["sync"], path + ("sync",), streams))
+        if "sync_device" in step:
+            return C.SyncDeviceStep()
+        for key, record in (("record_event", True), ("wait_event", False)):
+            if key in step and isinstance(step[key], dict):
+                ev = step[key]
+                name = ev.get("event")
+                if name not in self.events:
+                    self.errors.add(path + (key, "event"), f"unknown event {name!r}{_suggest(name, self.events)}; "
+                                    f"declare it in the top-level `events` list (declared: "
+                                    f"{', '.join(self.events) or 'none'})")
+                stream = self.stream(ev.get("stream", streams[0]), path + (key, "stream"), streams)
+                return C.EventStep(event=str(name), stream=stream, record=record)
+        if "sleep" in step:
+            return C.SleepStep(float(step["sleep"]))
+        return None
+
+    def stream(self, name: Any, path: Path_, streams: tuple[str, ...]) -> str:
+        if name not in streams:
+            self.errors.add(path, f"unknown stream {name!r}{_suggest(name, streams)}; this thread's streams: "
+                                  f"{', '.join(streams)}")
+        return str(name)
+
+    def op_step(self, step: dict[str, Any], path: Path_, streams: tuple[str, ...]) -> C.OpStep | None:
+        from opsim.ops.registry import get_op, op_names
+        name = step.get("op")
+        try:
+            spec = get_op(str(name), self.extra_ops)
+        except InvalidArgumentError:
+            known = sorted(set(op_names()) | set(self.extra_ops))
+            self.errors.add(path + ("op",), f"unknown op {name!r}{_suggest(name, known)}; known ops: "
+                                            f"{', '.join(known)} (opsim list-ops shows their inputs and dtypes)")
+            return None
+        stream = self.stream(step.get("stream", streams[0]), path + ("stream",), streams)
+        shape_sets = self.shapes(step, spec, path)
+        dtypes = self.dtypes(step, spec, path)
+        attrs = self.attrs(step.get("attrs") or {}, spec, path + ("attrs",))
+        if shape_sets is None or dtypes is None or attrs is None:
+            return None
+        for k, shapes in enumerate(shape_sets):
+            res = spec.infer(list(shapes), attrs)
+            if isinstance(res, str):
+                where = path + (("shape_choices", k) if "shape_choices" in step else
+                                ("shapes",) if "shapes" in step else ("shape",))
+                self.errors.add(where, f"{spec.name}: {res}")
+        line = self.errors.line_of(path)
+        return C.OpStep(op=spec.name, spec=spec, stream=stream, shape_sets=shape_sets, dtypes=dtypes,
+                        attrs=attrs, repeat=int(step.get("repeat", 1)),
+                        where=f"{self.label}:{line}" if line else self.label)
+
+    def _one_set(self, value: Any, spec: Any, path: Path_, single: bool) -> tuple | None:
+        n = len(spec.inputs)
+        if single:  # `shape`: every input gets it
+            return tuple(tuple(value) for _ in range(n))
+        if isinstance(value, dict):
+            unknown = [k for k in value if k not in spec.inputs]
+            missing = [k for k in spec.inputs if k not in value]
+            for k in unknown:
+                self.errors.add(path + (k,), f"{spec.name} has no input {k!r}{_suggest(k, spec.inputs)}; its "
+                                             f"inputs: {', '.join(spec.inputs)}")
+            if missing:
+                self.errors.add(path, f"{spec.name} needs a shape for each input ({', '.join(spec.inputs)}); "
+                                      f"missing: {', '.join(missing)}")
+            if unknown or missing:
+                return None
+            return tuple(tuple(value[k]) for k in spec.inputs)
+        if len(value) != n:
+            self.errors.add(path, f"{spec.name} takes {n} input shape(s) ({', '.join(spec.inputs)}), got "
+                                  f"{len(value)}")
+            return None
+        return tuple(tuple(s) for s in value)
+
+    def shapes(self, step: dict[str, Any], spec: Any, path: Path_) -> tuple | None:
+        given = [k for k in ("shape", "shapes", "shape_choices") if k in step]
+        if len(given) != 1:
+            self.errors.add(path, f"give exactly one of shape (the same shape for every input), shapes (one per "
+                                  f"input: {', '.join(spec.inputs)}) or shape_choices (a list of either, picked at "
+                                  f"random); got {', '.join(given) or 'none'}")
+            return None
+        key = given[0]
+        if key == "shape":
+            one = self._one_set(step["shape"], spec, path + ("shape",), True)
+            return (one,) if one is not None else None
+        if key == "shapes":
+            one = self._one_set(step["shapes"], spec, path + ("shapes",), False)
+            return (one,) if one is not None else None
+        sets = []
+        for k, choice in enumerate(step["shape_choices"]):
+            single = bool(choice) and all(isinstance(d, int) for d in choice) or choice == []
+            one = self._one_set(choice, spec, path + ("shape_choices", k), single)
+            if one is None:
+                return None
+            sets.append(one)
+        return tuple(sets)
+
+    def dtypes(self, step: dict[str, Any], spec: Any, path: Path_) -> tuple | None:
+        if "dtype" in step and "dtype_choices" in step:
+            self.errors.add(path, "give dtype or dtype_choices, not both")
+            return None
+        names = ([step["dtype"]] if "dtype" in step else list(step.get("dtype_choices") or [spec.dtypes[0]]))
+        out = []
+        ok = True
+        for k, n in enumerate(names):
+            where = path + (("dtype",) if "dtype" in step else ("dtype_choices", k))
+            short = _dtype_name(n)
+            if short is None or short not in spec.dtypes:
+                self.errors.add(where, f"{spec.name} does not take dtype {n!r}; supported: {', '.join(spec.dtypes)}")
+                ok = False
+            else:
+                out.append(short)
+        return tuple(out) if ok else None
+
+    def attrs(self, attrs: Any, spec: Any, path: Path_) -> dict[str, Any] | None:
+        if not isinstance(attrs, dict):
+            return None
+        out = dict(spec.attrs)
+        ok = True
+        for k, v in attrs.items():
+            known = list(spec.attrs) + [a for a in spec.attr_types if a not in spec.attrs]
+            if k not in known:
+                allowed = ", ".join(known) or "none"
+                self.errors.add(path + (k,), f"{spec.name} has no attribute {k!r}{_suggest(k, known)}; "
+                                             f"its attributes: {allowed}")
+                ok = False
+                continue
+            want = spec.attr_types.get(k)
+            if want is not None and (not isinstance(v, want) or (isinstance(v, bool) and bool not in _tuple(want))):
+                names = " or ".join(t.__name__ for t in _tuple(want))
+                self.errors.add(path + (k,), f"attribute {k!r} of {spec.name} must be {names}, got {_describe(v)}")
+                ok = False
+                continue
+            if k == "dtype" and isinstance(v, str) and _dtype_name(v) is None:
+                self.errors.add(path + (k,), f"unknown dtype {v!r}")
+                ok = False
+                continue
+            out[k] = v
+        return out if ok else None
+
+
+def _tuple(t: Any) -> tuple:
+    return t if isinstance(t, tuple) else (t,)
+
+
+def _load_extra_ops(module: str, errors: _Errors) -> dict[str, Any]:
+    from opsim.ops.registry import catalogue_from_module
+    try:
+        return catalogue_from_module(module, "DIRECT_INVOKE_OPS", "DIRECT_INVOKE")
+    except ImportError as exc:
+        errors.add(("direct_invoke_module",), f"cannot import {module!r}: {exc}; the module must be importable "
+                                              "(installed or on PYTHONPATH)")
+    except OpsimError as exc:
+        errors.add(("direct_invoke_module",), str(exc))
+    except Exception as exc:  # user code: report, never crash
+        errors.add(("direct_invoke_module",), f"importing {module!r} failed: {type(exc).__name__}: {exc}")
+    return {}
+
+
+def load_scenario(source: str | Path | Mapping[str, Any], overrides: Mapping[str, Any] | None = None
+                  ) -> C.ScenarioConfig:
+    """Read, override and validate a scenario; raise `ScenarioError` listing every problem found."""
+    data, lines, label, path = read_source(source)
+    if not isinstance(data, dict):
+        raise ScenarioError(f"{label}:1: the scenario must be a mapping of fields (name, threads, ...), got "
+                            f"{_describe(data)}")
+    overridden = apply_overrides(data, dict(overrides or {}))
+    errors = _Errors(label, lines, overridden)
+    _schema_errors(data, errors)
+    extra_ops: dict[str, Any] = {}
+    if isinstance(data.get("direct_invoke_module"), str) and not errors.items:
+        extra_ops = _load_extra_ops(data["direct_invoke_module"], errors)
+    threads: list[C.ThreadConfig] = []
+    builder = _Builder(data, errors, extra_ops, label)
+    raw_threads = data.get("threads") if isinstance(data.get("threads"), list) else []
+    names: dict[str, int] = {}
+    for i, th in enumerate(raw_threads):
+        if not isinstance(th, dict):
+            continue
+        name = th.get("name")
+        if isinstance(name, str):
+            if name in names:
+                errors.add(("threads", i, "name"), f"thread name {name!r} is already used by threads[{names[name]}]; "
+                                                   "thread names must be unique")
+            names.setdefault(name, i)
+        try:
+            threads.append(builder.thread(i, th))
+        except (TypeError, ValueError, AttributeError, KeyError):
+            continue  # malformed parts are already reported by the schema
+    errors.raise_if_any()
+    return _config(data, threads, path, extra_ops)
+
+
+def _config(data: dict[str, Any], threads: list[C.ThreadConfig], path: Path | None,
+            extra_ops: Mapping[str, Any]) -> C.ScenarioConfig:
+    out = data.get("outputs") or {}
+    dump = data.get("dump") or {}
+    return C.ScenarioConfig(
+        name=data["name"], threads=tuple(threads), description=str(data.get("description", "")),
+        seed=int(data.get("seed", 0)), soc=str(data.get("soc", "Ascend910B2")),
+        soc_overrides=dict(data.get("soc_overrides") or {}), profile=data.get("profile"),
+        env={k: str(v) for k, v in (data.get("env") or {}).items()},
+        cost_overrides=dict(data.get("cost_overrides") or {}), numerics=bool(data.get("numerics", False)),
+        trace=bool(data.get("trace", True)), memory_strategy=str(data.get("memory_strategy", "first_fit")),
+        epoch_us=int(data.get("epoch_us", DEFAULT_EPOCH_US)), on_error=str(data.get("on_error", "stop")),
+        dump=C.DumpConfig(op_dump=bool(dump.get("op_dump", False)), overflow_dump=bool(dump.get("overflow_dump", False)),
+                          dir=dump.get("dir")),
+        direct_invoke_module=data.get("direct_invoke_module"), events=tuple(data.get("events") or ()),
+        outputs=C.OutputsConfig(dir=out.get("dir"), trace=bool(out.get("trace", True)), csv=bool(out.get("csv", True)),
+                                timestamps=bool(out.get("timestamps", True)), summary=bool(out.get("summary", True)),
+                                profiler=bool(out.get("profiler", False))),
+        source=path, data=data, extra_ops=dict(extra_ops))
+
+
+def validate(source: str | Path | Mapping[str, Any], overrides: Mapping[str, Any] | None = None) -> C.ScenarioConfig:
+    """`load_scenario` under the name the CLI uses."""
+    return load_scenario(source, overrides)
+
+
+__all__ = ["load_scenario", "validate", "read_yaml", "read_source", "apply_overrides", "parse_override",
+           "parse_key", "format_path", "DEFAULT_STREAM"]

@@ -1,0 +1,338 @@
+"""Running a scenario: build the simulation, run every thread's program, write the outputs, summarise.
+
+`run_scenario(path_or_dict, out_dir=..., overrides=..., progress=...)` is the one entry point the CLI and the
+Python API use. Every output is derived from the simulation's one recorder. With `trace: false` nothing is
+kept per record: the recorder's record methods fold into the summary's totals instead, so a million calls run
+in constant memory and still get every summary figure.
+"""
+from __future__ import annotations
+
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Generator, Mapping
+
+from opsim.scenario.config import OpStep, ScenarioConfig
+from opsim.scenario.loader import load_scenario
+
+DEFAULT_OUT_ROOT = "opsim-out"
+"""Outputs go to `<DEFAULT_OUT_ROOT>/<scenario name>` unless the scenario or the caller names a directory."""
+
+OUTPUT_FILES = {
+    "summary": "summary.json",
+    "trace": "trace.json",
+    "op_summary": "op_summary.csv",
+    "task_time": "task_time.csv",
+    "timestamps": "ge_profiling_stdout.txt",
+    "scenario": "scenario.yaml",
+}
+
+
+@dataclass
+class RunResult:
+    """A finished run."""
+
+    scenario: ScenarioConfig
+    sim: Any
+    summary: dict[str, Any]
+    outputs: dict[str, Path] = field(default_factory=dict)
+    wall_seconds: float = 0.0
+    out_dir: Path | None = None
+    stdout_text: str = ""
+    """The GE_PROFILING_TO_STD_OUT text (empty when the variable is off)."""
+
+    @property
+    def ok(self) -> bool:
+        """True when no call failed."""
+        return not self.summary.get("errors")
+
+    @property
+    def exit_code(self) -> int:
+        """The CLI's exit code for this run: 0 ok, 1 the simulation found errors."""
+        return 0 if self.ok else 1
+
+
+class _Run:
+    """The state of one scenario run shared by its threads (error list, counters, call tagging)."""
+
+    def __init__(self, config: ScenarioConfig, progress: Callable[[int], None] | None):
+        from opsim.runtime.simulation import Simulation
+        from opsim.trace.ge_profiling import StdoutCapture
+        from opsim.trace.summary import SummaryStats
+        self.config = config
+        self.stats = SummaryStats()
+        self._now: Callable[[], float] = lambda: 0.0
+        self.capture = StdoutCapture(lambda: self._now())
+        self.sim = Simulation(
+            soc=config.soc, soc_overrides=config.soc_overrides, env=config.env, profile=config.profile,
+            numerics=config.numerics, trace=True, cost_overrides=config.cost_overrides, stdout=self.capture,
+            dump_dir=config.dump.dir, op_dump=config.dump.op_dump, overflow_dump=config.dump.overflow_dump,
+            memory_strategy=config.memory_strategy)
+        env = self.sim.env
+        self._now = lambda: env.now
+        if not config.trace:
+            self.stats.install(self.sim.recorder)
+        self.events = {name: self.sim.device.create_event(name) for name in config.events}
+        self.errors: list[dict[str, Any]] = []
+        self.warnings: list[str] = []
+        self.calls = 0
+        self.calls_by_thread: dict[str, int] = {}
+        self.peak_workspace = 0
+        self.progress = progress
+        self.capture_calls = config.trace and config.outputs.csv
+        self.corr_variant: dict[int, tuple[OpStep, int]] = {}
+        self.variant_info: dict[tuple[int, int], dict[str, str]] = {}
+        self.current_variant: tuple[OpStep, int] | None = None
+        from opsim.scenario.workload import ThreadWorkload
+        self.workloads = [ThreadWorkload(self, th, i) for i, th in enumerate(config.threads)]
+        for wl in self.workloads:
+            self.sim.add_thread(wl.program, wl.cfg.name)
+
+    # --- per-call hooks ------------------------------------------------------------------------------------
+    def call_tagger(self, gws: Callable[..., Any]) -> Callable[..., Any]:
+        """Wrap a phase-1 function so each call's correlation id is linked to its (op step, variant)."""
+        from opsim.opdev.thread_local import current
+        corr_variant = self.corr_variant
+
+        def tagged(*args: Any) -> Any:
+            corr_variant[current().current_corr] = self.current_variant
+            return gws(*args)
+
+        tagged.__name__ = getattr(gws, "__name__", "get_workspace_size")
+        return tagged
+
+    def describe_variant(self, step: OpStep, variant: int, shapes: Any, dtype: str, out_shapes: Any,
+                         out_dtype: Any) -> None:
+        if not self.capture_calls:
+            return
+        from opsim.acl.dtypes import DataType
+        from opsim.trace.msprof_csv import tensor_columns
+
+        def name(d: Any) -> str:
+            return DataType.parse(d).name[3:]
+
+        self.variant_info[(id(step), variant)] = tensor_columns(
+            [(tuple(s), name(dtype), "ND") for s in shapes], [(tuple(s), name(out_dtype), "ND") for s in out_shapes])
+
+    def tensor_info(self, corr: int) -> dict[str, str] | None:
+        hit = self.corr_variant.get(corr)
+        if hit is None:
+            return None
+        step, variant = hit
+        return self.variant_info.get((id(step), variant))
+
+    def _count(self, th: Any, size: int) -> None:
+        self.calls += 1
+        self.calls_by_thread[th.name] = self.calls_by_thread.get(th.name, 0) + 1
+        if size > self.peak_workspace:
+            self.peak_workspace = size
+        if self.progress is not None and not self.calls & 1023:
+            self.progress(self.calls)
+
+    def op_call(self, th: Any, gws: Any, run_fn: Any, args: tuple, stream: Any, api: str, step: OpStep,
+                _repeat: int) -> Generator:
+        """One ACLNN call through the runtime's run_op (phase 1, workspace, phase 2, stream-ordered free)."""
+        from opsim.runtime.host_thread import run_op
+        status, size = yield from run_op(th, gws, run_fn, args, stream, api)
+        self._count(th, size)
+        if status:
+            self.fail(th, step, status)
+
+    def repeat_call(self, th: Any, gws: Any, run_fn: Any, args: tuple, stream: Any, api: str, step: OpStep,
+                    repeat: int) -> Generator:
+        """Phase 1 once, aclSetAclOpExecutorRepeatable, phase 2 `repeat` times on one workspace, then
+        aclDestroyAclOpExecutor. Each run is one op_call span with its own correlation id. When the executor
+        cannot be made repeatable (for example phase 1 hit the op-exec cache and returned its wrapper) the
+        call runs once as an ordinary call and the remaining runs are ordinary calls; a warning says so."""
+        from opsim.opdev.executor import destroy_executor, set_repeatable
+        from opsim.runtime import acl_rt
+        ctx = th.ctx
+        rec = self.sim.recorder
+        env = th.env
+        executor = None
+        workspace = 0
+        size = 0
+        for i in range(repeat):
+            ctx.current_corr = rec.next_corr()
+            start = env.now
+            status = 0
+            fallback = False
+            try:
+                if i == 0:
+                    status, size, executor = yield from th.call(gws, *args)
+                    if status == 0:
+                        st = yield from th.call(set_repeatable, executor)
+                        if st != 0:
+                            fallback = True
+                    if status == 0 and size:
+                        status, workspace = yield from th.call(acl_rt.malloc, size)
+                        if status != 0:
+                            workspace = 0
+                            yield from th.call(destroy_executor, executor)
+                            executor = None
+                if status == 0:
+                    status = yield from th.call(run_fn, workspace, size, executor, stream)
+                if fallback or status != 0 or i == repeat - 1:
+                    if workspace:
+                        yield from th.call(acl_rt.free_async, workspace, stream)
+                        workspace = 0
+                    if executor is not None and not fallback:
+                        yield from th.call(destroy_executor, executor)
+                    executor = None
+            finally:
+                if rec.enabled:
+                    rec.host_span(th.name, "op_call", api, start, env.now - start, ctx.current_corr)
+                ctx.current_corr = -1
+            self._count(th, size)
+            if status:
+                self.fail(th, step, status)
+                return
+            if fallback:
+                self.warnings.append(f"{step.where}: {api} repeat {repeat}: aclSetAclOpExecutorRepeatable failed "
+                                     "(phase 1 returned an op-exec cache wrapper or an unrepeatable executor); the "
+                                     "runs are ordinary calls")
+                for _ in range(repeat - 1):
+                    yield from self.op_call(th, gws, run_fn, args, stream, api, step, 1)
+                return
+
+    def fail(self, th: Any, step: OpStep, status: int, message: str | None = None) -> None:
+        """Record a failed call; with `on_error: stop` the thread stops (it still drains and frees)."""
+        from opsim.acl.status import AclnnStatus
+        from opsim.scenario.workload import StopThread
+        try:
+            code = AclnnStatus(int(status)).name
+        except ValueError:
+            code = str(int(status))
+        if message is None:
+            last = self.sim.device.memory.last_error
+            message = last if code == "ACLNN_ERR_RUNTIME_ERROR" and last.startswith("out of device memory") else \
+                f"{step.spec.api} returned {code} ({int(status)})"
+        self.errors.append({
+            "thread": th.name, "op": step.op, "api": step.spec.api, "status": int(status), "status_name": code,
+            "time_us": round(float(self.sim.env.now), 3), "where": step.where,
+            "message": f"{th.name} at {self.sim.env.now:.3f} us: {step.op} ({step.where}): {message}",
+        })
+        if self.config.on_error == "stop":
+            raise StopThread()
+
+
+def _progress_bar(total: int, enabled: bool) -> tuple[Callable[[int], None] | None, Callable[[], None]]:
+    """A tqdm bar on stderr that appears after one second, only on a terminal."""
+    if not enabled or total <= 0 or not sys.stderr.isatty():
+        return None, lambda: None
+    try:
+        from tqdm import tqdm
+    except ImportError:
+        return None, lambda: None
+    bar = tqdm(total=total, unit="call", delay=1.0, file=sys.stderr, dynamic_ncols=True, leave=False)
+    last = [0]
+
+    def update(n: int) -> None:
+        bar.update(n - last[0])
+        last[0] = n
+
+    return update, bar.close
+
+
+def run_scenario(source: str | Path | Mapping[str, Any] | ScenarioConfig, *, out_dir: str | Path | None = None,
+                 overrides: Mapping[str, Any] | None = None, progress: bool = False,
+                 profiler_output: bool | None = None, write: bool = True) -> RunResult:
+    """Load (unless given a ScenarioConfig), run and write the outputs of one scenario.
+
+    `out_dir` overrides the scenario's `outputs.dir` (default `opsim-out/<name>`); `write=False` keeps
+    everything in memory. Raises `ScenarioError` for a bad scenario; failed calls (e.g. out of memory) are
+    reported in `summary["errors"]`, not raised."""
+    config = source if isinstance(source, ScenarioConfig) else load_scenario(source, overrides)
+    want_profiler = config.outputs.profiler if profiler_output is None else profiler_output
+    update, close = _progress_bar(config.planned_calls(), progress)
+    t0 = time.perf_counter()
+    try:
+        run = _Run(config, update)
+        if not config.trace:
+            skipped = [n for n, on in (("trace.json", config.outputs.trace), ("the msprof CSVs", config.outputs.csv),
+                                       ("the profiler output", want_profiler)) if on]
+            if skipped:
+                run.warnings.append(f"trace: false keeps no records, so {', '.join(skipped)} cannot be written "
+                                    "(set outputs.trace/csv/profiler to false, or trace: true)")
+        run.sim.run()
+    finally:
+        close()
+    wall = time.perf_counter() - t0
+    from opsim.trace.summary import build_summary
+    stats = run.stats if not config.trace else run.stats.feed_recorder(run.sim.recorder)
+    summary = build_summary(run, stats, wall)
+    stdout_text = _stdout_text(run)
+    result = RunResult(scenario=config, sim=run.sim, summary=summary, wall_seconds=wall, stdout_text=stdout_text)
+    if write:
+        target = Path(out_dir) if out_dir is not None else Path(config.outputs.dir) if config.outputs.dir \
+            else Path(DEFAULT_OUT_ROOT) / config.name
+        result.out_dir = target
+        result.outputs = write_outputs(run, summary, stdout_text, target, profiler=want_profiler)
+    return result
+
+
+def _stdout_text(run: _Run) -> str:
+    from opsim.trace.ge_profiling import aicore_blocks, merge_text
+    blocks = []
+    if run.config.trace and run.sim.process.ge_profiling:
+        blocks = aicore_blocks(run.sim.recorder.records("host"))
+    return merge_text(run.capture.writes, blocks)
+
+
+def write_outputs(run: _Run, summary: dict[str, Any], stdout_text: str, out_dir: Path, *,
+                  profiler: bool = False) -> dict[str, Path]:
+    """Write every output the scenario asks for into `out_dir`; returns name -> path."""
+    import yaml
+
+    from opsim.trace.summary import summary_json
+    cfg = run.config
+    sim = run.sim
+    out_dir.mkdir(parents=True, exist_ok=True)
+    outputs: dict[str, Path] = {}
+
+    def path(key: str) -> Path:
+        p = out_dir / OUTPUT_FILES[key]
+        outputs[key] = p
+        return p
+
+    with open(path("scenario"), "w", encoding="utf-8") as fh:
+        fh.write(yaml.safe_dump(_plain_data(cfg.data), sort_keys=False, allow_unicode=True))
+    if cfg.trace and cfg.outputs.trace:
+        from opsim.trace.chrome_trace import write_chrome_trace
+        with open(path("trace"), "w", encoding="utf-8") as fh:
+            write_chrome_trace(sim, fh)
+    if cfg.trace and cfg.outputs.csv:
+        from opsim.trace.msprof_csv import write_op_summary, write_task_time
+        with open(path("op_summary"), "w", encoding="utf-8", newline="") as fh:
+            write_op_summary(sim.recorder, fh, epoch_us=cfg.epoch_us, clock_mhz=sim.soc.clock_mhz,
+                             tensor_info=run.tensor_info, device_id=sim.device.device_id)
+        with open(path("task_time"), "w", encoding="utf-8", newline="") as fh:
+            write_task_time(sim.recorder, fh, epoch_us=cfg.epoch_us, device_id=sim.device.device_id)
+    if cfg.outputs.timestamps and stdout_text:
+        with open(path("timestamps"), "w", encoding="utf-8", newline="") as fh:
+            fh.write(stdout_text)
+    if profiler and cfg.trace:
+        from opsim.trace.ascend_profiler import write_profiler_output
+        produced = write_profiler_output(sim, out_dir, name=cfg.name, epoch_us=cfg.epoch_us, rank=0)
+        if isinstance(produced, (str, Path)):
+            outputs["profiler"] = Path(produced)
+        elif isinstance(produced, Mapping):
+            outputs.update({f"profiler.{k}": Path(v) for k, v in produced.items()})
+        else:
+            outputs["profiler"] = out_dir
+    if cfg.outputs.summary:
+        with open(path("summary"), "w", encoding="utf-8") as fh:
+            fh.write(summary_json(summary))
+    return outputs
+
+
+def _plain_data(obj: Any) -> Any:
+    if isinstance(obj, Mapping):
+        return {str(k): _plain_data(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_plain_data(v) for v in obj]
+    return obj
+
+
+__all__ = ["run_scenario", "load_scenario", "RunResult", "write_outputs", "OUTPUT_FILES", "DEFAULT_OUT_ROOT"]

@@ -1,0 +1,138 @@
+"""The scenario JSON Schema (draft 2020-12), validated with the `jsonschema` library.
+
+The schema checks structure, types, ranges and names that are fixed tables (SoC presets, behaviour profiles,
+cost-model phases, environment variables). What depends on the operator catalogue (op names, dtypes, how many
+input shapes an op takes, whether shapes fit) is checked afterwards by `opsim.scenario.loader`, which
+reports both kinds of error together.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from opsim.device.cost import DEVICE_PARAMS, HOST_PHASES
+from opsim.device.memory import STRATEGIES
+from opsim.device.soc import SOC_PRESETS
+from opsim.opdev.profiles import PROFILES
+
+ENV_VARS: dict[str, str] = {
+    "ACLNN_CACHE_LIMIT": "OpExecCache capacity per thread (default 10000, clamped to 10000000)",
+    "ACLNN_AICPU_CACHE_LIMIT": "AI CPU task cache limit per task space (default 32768; 0 caches nothing)",
+    "GE_PROFILING_TO_STD_OUT": "timestamp text on standard output when the value starts with '1'",
+    "DISABLE_L2_CACHE": "any value (even empty) disables the L2 cache hint",
+    "NPU_COLLECT_PATH": "a non-empty value enables debug kernels",
+}
+"""The opbase environment variables a scenario may set, as a user would export them."""
+
+DEFAULT_EPOCH_US = 1_700_000_000_000_000
+"""Epoch base (us) added to simulated time in profiler-style outputs (fixed, so outputs are reproducible)."""
+
+MAX_DIMS = 8
+SOC_FIELDS = tuple(next(iter(SOC_PRESETS.values())).numbers())
+"""SoC numbers a scenario may override."""
+NAME = {"type": "string", "pattern": r"^[A-Za-z_][A-Za-z0-9_.\-]*$", "maxLength": 64}
+DIM = {"type": "integer", "minimum": 0, "maximum": 1 << 40}
+SHAPE = {"type": "array", "items": DIM, "maxItems": MAX_DIMS}
+NUMBER = {"type": "number", "minimum": 0}
+STEP_KEYS = ("op", "loop", "choose", "sync", "sync_device", "record_event", "wait_event", "sleep")
+
+
+def _obj(properties: dict[str, Any], required: tuple[str, ...] = ()) -> dict[str, Any]:
+    out: dict[str, Any] = {"type": "object", "properties": properties, "additionalProperties": False}
+    if required:
+        out["required"] = list(required)
+    return out
+
+
+def build_schema() -> dict[str, Any]:
+    """The scenario schema (a fresh dict)."""
+    op_step = _obj({
+        "op": {"type": "string", "minLength": 1},
+        "stream": NAME,
+        "shape": SHAPE,
+        "shapes": {"oneOf": [{"type": "array", "items": SHAPE, "minItems": 1},
+                             {"type": "object", "additionalProperties": SHAPE, "minProperties": 1}]},
+        "shape_choices": {"type": "array", "minItems": 1,
+                          "items": {"oneOf": [SHAPE, {"type": "array", "items": SHAPE, "minItems": 1}]}},
+        "dtype": {"type": "string"},
+        "dtype_choices": {"type": "array", "items": {"type": "string"}, "minItems": 1},
+        "attrs": {"type": "object"},
+        "repeat": {"type": "integer", "minimum": 1},
+    }, ("op",))
+    loop = _obj({"loop": _obj({"count": {"type": "integer", "minimum": 0},
+                                "body": {"$ref": "#/$defs/program"}}, ("count", "body"))}, ("loop",))
+    choose = _obj({"choose": {"type": "array", "minItems": 1, "items": {"$ref": "#/$defs/step"}}}, ("choose",))
+    event_ref = _obj({"event": NAME, "stream": NAME}, ("event",))
+    steps = {
+        "op": op_step,
+        "loop": loop,
+        "choose": choose,
+        "sync": _obj({"sync": NAME}, ("sync",)),
+        "sync_device": _obj({"sync_device": {"const": True}}, ("sync_device",)),
+        "record_event": _obj({"record_event": event_ref}, ("record_event",)),
+        "wait_event": _obj({"wait_event": event_ref}, ("wait_event",)),
+        "sleep": _obj({"sleep": NUMBER}, ("sleep",)),
+    }
+    step = {
+        "type": "object",
+        "anyOf": [{"required": [k]} for k in STEP_KEYS],
+        "allOf": [{"if": {"required": [k]}, "then": {"$ref": f"#/$defs/step_{k}"}} for k in STEP_KEYS],
+    }
+    thread = _obj({
+        "name": NAME,
+        "streams": {"type": "array", "items": NAME, "minItems": 1, "uniqueItems": True},
+        "program": {"$ref": "#/$defs/program"},
+    }, ("name", "program"))
+    defs: dict[str, Any] = {"program": {"type": "array", "items": {"$ref": "#/$defs/step"}}, "step": step,
+                            "thread": thread}
+    defs.update({f"step_{k}": v for k, v in steps.items()})
+    return {
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "title": "opsim scenario",
+        "$defs": defs,
+        **_obj({
+            "name": NAME,
+            "description": {"type": "string"},
+            "seed": {"type": "integer", "minimum": 0, "maximum": (1 << 63) - 1},
+            "soc": {"enum": list(SOC_PRESETS)},
+            "soc_overrides": _obj({f: NUMBER for f in SOC_FIELDS}),
+            "profile": {"enum": list(PROFILES)},
+            "env": _obj({k: {"type": ["string", "integer"]} for k in ENV_VARS}),
+            "cost_overrides": _obj({k: NUMBER for k in (*HOST_PHASES, *DEVICE_PARAMS)}),
+            "numerics": {"type": "boolean"},
+            "trace": {"type": "boolean"},
+            "memory_strategy": {"enum": list(STRATEGIES)},
+            "epoch_us": {"type": "integer", "minimum": 0, "maximum": (1 << 62)},
+            "on_error": {"enum": ["stop", "continue"]},
+            "dump": _obj({"op_dump": {"type": "boolean"}, "overflow_dump": {"type": "boolean"},
+                          "dir": {"type": "string", "minLength": 1}}),
+            "direct_invoke_module": {"type": "string", "pattern": r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$"},
+            "events": {"type": "array", "items": NAME, "uniqueItems": True},
+            "threads": {"type": "array", "items": {"$ref": "#/$defs/thread"}, "minItems": 1},
+            "outputs": _obj({
+                "dir": {"type": "string", "minLength": 1},
+                "trace": {"type": "boolean"},
+                "csv": {"type": "boolean"},
+                "timestamps": {"type": "boolean"},
+                "summary": {"type": "boolean"},
+                "profiler": {"type": "boolean"},
+            }),
+        }, ("name", "threads")),
+    }
+
+
+_VALIDATOR = None
+
+
+def validator():
+    """A cached `jsonschema` validator of the scenario schema."""
+    global _VALIDATOR
+    if _VALIDATOR is None:
+        import jsonschema
+        schema = build_schema()
+        cls = jsonschema.validators.validator_for(schema)
+        cls.check_schema(schema)
+        _VALIDATOR = cls(schema)
+    return _VALIDATOR
+
+
+__all__ = ["build_schema", "validator", "ENV_VARS", "DEFAULT_EPOCH_US", "STEP_KEYS", "MAX_DIMS"]

@@ -1,0 +1,243 @@
+"""Workload generation: a thread's program compiled into a SimPy generator, drawing its choices from a seeded rng.
+
+Each program step becomes a small generator function, compiled once; loops run them in place, so a million
+calls cost no more memory than ten (nothing is expanded ahead). Random choices (shape sets, dtypes, `choose`
+options) come from `numpy.random.default_rng` seeded from the scenario seed and the thread's index, drawn in
+batches. The tensors of each (op, shapes, dtype) variant are created once per thread, placed in device memory
+at first use (filled with seeded random data when numerics are on), reused by every later call, and freed when
+the thread ends.
+"""
+from __future__ import annotations
+
+from typing import Any, Callable, Generator
+
+import numpy as np
+
+from opsim.scenario import config as C
+
+_BATCH = 4096
+
+
+class StopThread(Exception):
+    """The thread stops here (a failed call with `on_error: stop`)."""
+
+
+class Chooser:
+    """Uniform choices from a seeded generator, drawn `_BATCH` at a time."""
+
+    __slots__ = ("rng", "_buf", "_i")
+
+    def __init__(self, rng: np.random.Generator):
+        self.rng = rng
+        self._buf = rng.random(_BATCH)
+        self._i = 0
+
+    def pick(self, n: int) -> int:
+        """An index in [0, n)."""
+        if n == 1:
+            return 0
+        i = self._i
+        if i == _BATCH:
+            self._buf = self.rng.random(_BATCH)
+            i = 0
+        self._i = i + 1
+        return int(self._buf[i] * n)
+
+
+def thread_rngs(seed: int, index: int) -> tuple[np.random.Generator, np.random.Generator]:
+    """(choice rng, data rng) of thread `index`: independent streams, so numerics never change the workload."""
+    choice_seq, data_seq = np.random.SeedSequence([seed, index]).spawn(2)
+    return np.random.default_rng(choice_seq), np.random.default_rng(data_seq)
+
+
+class ThreadWorkload:
+    """One thread's runtime state: its streams, tensors, chooser, and the compiled program."""
+
+    def __init__(self, run: Any, cfg: C.ThreadConfig, index: int):
+        self.run = run
+        self.cfg = cfg
+        self.index = index
+        sim = run.sim
+        self.sim = sim
+        self.memory = sim.device.memory
+        self.streams = {name: sim.device.create_stream() for name in cfg.streams}
+        choice_rng, self.data_rng = thread_rngs(run.config.seed, index)
+        self.chooser = Chooser(choice_rng)
+        self.allocations: list[int] = []
+        self.stopped = False
+        self.step_no = 0
+        self._program = [self._compile(s, top=True) for s in cfg.program]
+
+    # --- tensors ------------------------------------------------------------------------------------------
+    def make_tensor(self, shape: tuple[int, ...], dtype: Any, role: str) -> Any:
+        """A tensor at a fresh device allocation (seeded random data for inputs when numerics are on)."""
+        from opsim.acl.dtypes import DataType, from_compute
+        from opsim.acl.tensor import Tensor
+        dt = DataType.parse(dtype)
+        t = Tensor(shape, dt)
+        nbytes = t.storage_nbytes
+        # An empty tensor still gets a (minimum-size) buffer, as an application passes a valid address.
+        status, addr = self.memory.malloc(max(nbytes, 1), at=self.sim.env.now)
+        if status != 0:
+            raise _AllocFailed(int(status), self.memory.last_error)
+        self.allocations.append(addr)
+        t.set_storage_address(addr)
+        if self.sim.process.numerics:
+            t.storage.memory = self.memory
+            if role == "input" and nbytes > 0:
+                n = t.numel()
+                rng = self.data_rng
+                if dt in (DataType.DT_FLOAT, DataType.DT_FLOAT16, DataType.DT_BF16, DataType.DT_DOUBLE):
+                    values = from_compute(rng.standard_normal(n).astype(np.float32), dt)
+                elif dt == DataType.DT_BOOL:
+                    values = rng.integers(0, 2, n).astype(np.bool_)
+                else:
+                    values = rng.integers(-8, 8, n).astype(dt.numpy_dtype)
+                t.write(values)
+        return t
+
+    def free_all(self) -> Generator:
+        """aclrtFree of every tensor this thread placed (after its streams drained)."""
+        from opsim.runtime import acl_rt
+        for addr in self.allocations:
+            yield from self.thread.call(acl_rt.free, addr)
+        self.allocations.clear()
+
+    # --- compilation ----------------------------------------------------------------------------------
+    def _compile(self, step: C.Step, top: bool = False) -> Callable[[Any], Generator]:
+        if isinstance(step, C.OpStep):
+            return self._compile_op(step)
+        if isinstance(step, C.LoopStep):
+            body = [self._compile(s) for s in step.body]
+            count = step.count
+            if top:
+                return lambda th: self._top_loop(th, body, count)
+            return lambda th: self._loop(th, body, count)
+        if isinstance(step, C.ChooseStep):
+            options = [self._compile(s) for s in step.options]
+            pick = self.chooser.pick
+            n = len(options)
+            return lambda th: options[pick(n)](th)
+        if isinstance(step, C.SyncStep):
+            stream = self.streams[step.stream]
+            return lambda th: self._sync(th, stream)
+        if isinstance(step, C.SyncDeviceStep):
+            return self._sync_device
+        if isinstance(step, C.EventStep):
+            stream = self.streams[step.stream]
+            event = self.run.events[step.event]
+            return lambda th: self._event(th, event, stream, step.record)
+        if isinstance(step, C.SleepStep):
+            return lambda th: th.sleep(step.us)
+        raise TypeError(f"unknown step {step!r}")  # pragma: no cover - the loader builds only these
+
+    @staticmethod
+    def _loop(th: Any, body: list, count: int) -> Generator:
+        for _ in range(count):
+            for fn in body:
+                yield from fn(th)
+
+    def _top_loop(self, th: Any, body: list, count: int) -> Generator:
+        rec = self.sim.recorder
+        env = self.sim.env
+        name = th.name
+        for _ in range(count):
+            self.step_no += 1
+            n = self.step_no
+            rec.instant(env.now, "step", name, {"step": n, "phase": "begin"})
+            for fn in body:
+                yield from fn(th)
+            rec.instant(env.now, "step", name, {"step": n, "phase": "end"})
+
+    @staticmethod
+    def _sync(th: Any, stream: Any) -> Generator:
+        from opsim.runtime import acl_rt
+        yield from th.call(acl_rt.synchronize_stream, stream)
+
+    @staticmethod
+    def _sync_device(th: Any) -> Generator:
+        from opsim.runtime import acl_rt
+        yield from th.call(acl_rt.synchronize_device)
+
+    @staticmethod
+    def _event(th: Any, event: Any, stream: Any, record: bool) -> Generator:
+        from opsim.runtime import acl_rt
+        if record:
+            yield from th.call(acl_rt.record_event, event, stream)
+        else:
+            yield from th.call(acl_rt.stream_wait_event, stream, event)
+
+    def _compile_op(self, step: C.OpStep) -> Callable[[Any], Generator]:
+        spec = step.spec
+        gws, run_fn = spec.resolve()
+        api = spec.api
+        stream = self.streams[step.stream]
+        n_shapes, n_dtypes = len(step.shape_sets), len(step.dtypes)
+        cache: dict[int, tuple] = {}
+        pick = self.chooser.pick
+        runner = self.run
+        if runner.capture_calls:
+            gws = runner.call_tagger(gws)
+
+        def args_of(variant: int) -> tuple:
+            args = cache.get(variant)
+            if args is None:
+                shapes = step.shape_sets[variant // n_dtypes]
+                dtype = step.dtypes[variant % n_dtypes]
+                ins = [self.make_tensor(s, dtype, "input") for s in shapes]
+                out_shapes = spec.infer(list(shapes), step.attrs)
+                out_dtype = spec.output_dtype(dtype, step.attrs)
+                made = spec.build(self._factory(out_dtype), ins, _parse_dtype(dtype), step.attrs, out_shapes)
+                args = cache[variant] = made
+                runner.describe_variant(step, variant, shapes, dtype, out_shapes, out_dtype)
+            return args
+
+        variants = n_shapes * n_dtypes
+        repeat = step.repeat
+        call = runner.op_call if repeat == 1 else runner.repeat_call
+
+        def op_step(th: Any) -> Generator:
+            variant = pick(variants)
+            try:
+                args = args_of(variant)
+            except _AllocFailed as exc:
+                runner.fail(th, step, exc.status, f"allocating the inputs/outputs failed: {exc.message}")
+                return
+            runner.current_variant = (step, variant)
+            yield from call(th, gws, run_fn, args, stream, api, step, repeat)
+
+        return op_step
+
+    def _factory(self, out_dtype: Any) -> Callable[[Any, Any, str], Any]:
+        def make(shape: Any, dtype: Any, role: str) -> Any:
+            return self.make_tensor(tuple(shape), dtype if dtype is not None else out_dtype, role)
+        return make
+
+    # --- the program ---------------------------------------------------------------------------------
+    def program(self, th: Any) -> Generator:
+        """The SimPy program of this thread: the compiled steps, then drain its streams and free its tensors."""
+        self.thread = th
+        from opsim.runtime import acl_rt
+        try:
+            for fn in self._program:
+                yield from fn(th)
+        except StopThread:
+            self.stopped = True
+        for stream in self.streams.values():
+            yield from th.call(acl_rt.synchronize_stream, stream)
+        yield from self.free_all()
+
+
+class _AllocFailed(Exception):
+    def __init__(self, status: int, message: str):
+        super().__init__(message)
+        self.status = status
+        self.message = message
+
+
+def _parse_dtype(name: str) -> Any:
+    from opsim.acl.dtypes import DataType
+    return DataType.parse(name)
+
+
+__all__ = ["Chooser", "ThreadWorkload", "StopThread", "thread_rngs"]

@@ -1,0 +1,135 @@
+"""msprof-style `op_summary.csv` and `task_time.csv`, with msprof's column names, so its analysis scripts read them.
+
+op_summary follows msprof's op-summary assembler: the base columns, the tensor columns, then per-core time
+columns; one row per compute task (AI Core, AI Vector, AI CPU), sorted by start time; `Task Start Time(us)`
+is an absolute epoch microsecond value with three decimals and msprof's trailing TAB; `Task Wait Time(us)` is
+msprof's "gap since the previous task on the device ended" (0 for the first row, then printed with six
+decimals, as std::to_string does). Shapes are written with the literal quotes msprof puts around them.
+
+What the simulator does not model is marked as msprof marks missing data: `Context ID` is N/A, `Mix Block Num`
+is 0, `HF32 Eligible` is NO, and the PMU pipe-ratio columns are omitted (only the time and cycle columns that
+follow from a task's duration, block count and the SoC clock are written). Tensor columns describe the ACLNN
+call's own tensors (the simulator does not record per-kernel tensor descriptors).
+
+task_time.csv has one row per device task (kernels, copies, event records and waits; the simulator's
+stream-ordered frees are not runtime tasks and are left out).
+"""
+from __future__ import annotations
+
+import csv
+from typing import Any, Callable, Mapping, TextIO
+
+OP_SUMMARY_BASE = ("Device_id", "Model ID", "Task ID", "Stream ID", "Op Name", "OP Type", "OP State", "Task Type",
+                   "Task Start Time(us)", "Task Duration(us)", "Task Wait Time(us)")
+OP_SUMMARY_TENSOR = ("Block Num", "Mix Block Num", "HF32 Eligible", "Input Shapes", "Input Data Types",
+                     "Input Formats", "Output Shapes", "Output Data Types", "Output Formats", "Context ID")
+OP_SUMMARY_PMU = ("aicore_time(us)", "aic_total_cycles", "aiv_time(us)", "aiv_total_cycles")
+OP_SUMMARY_HEADER = OP_SUMMARY_BASE + OP_SUMMARY_TENSOR + OP_SUMMARY_PMU
+"""op_summary.csv columns, in order."""
+
+TASK_TIME_HEADER = ("Device_id", "kernel_name", "kernel_type", "stream_id", "task_id", "task_time(us)",
+                    "task_start(us)", "task_stop(us)")
+"""task_time.csv columns, in order."""
+
+MODEL_ID_SINGLE_OP = 4294967295
+"""msprof's Model ID for tasks outside a model (single-op execution, as every ACLNN call)."""
+NA = "N/A"
+COMPUTE_POOLS = frozenset({"aicore", "vector", "aicpu"})
+HOST_FUNC = "HOST_FUNC"
+
+TensorInfo = Mapping[str, str]
+"""Input Shapes, Input Data Types, Input Formats, Output Shapes, Output Data Types, Output Formats."""
+
+
+def epoch_us_text(epoch_us: int, t_us: float) -> str:
+    """Absolute time epoch_us + t with three decimals, built in integer nanoseconds (exact)."""
+    ns = epoch_us * 1000 + int(round(t_us * 1000.0))
+    return f"{ns // 1000}.{ns % 1000:03d}"
+
+
+def _us3(us: float) -> str:
+    ns = int(round(us * 1000.0))
+    return f"{ns // 1000}.{ns % 1000:03d}"
+
+
+def _api_by_corr(recorder: Any) -> dict[int, str]:
+    host = recorder.records("host")
+    return {corr: op for phase, op, corr in zip(host["phase"], host["op"], host["corr"])
+            if phase == "op_call" and corr >= 0}
+
+
+def write_op_summary(recorder: Any, fh: TextIO, *, epoch_us: int, clock_mhz: float,
+                     tensor_info: Callable[[int], TensorInfo | None] | None = None, device_id: int = 0) -> int:
+    """Write op_summary.csv rows for every compute task; returns the row count."""
+    api = _api_by_corr(recorder)
+    dev = recorder.records("device")
+    rows = []
+    for (stream, kind, units, task_id, op, task_type, block_dim, start, end, corr,
+         dev_id) in zip(dev["stream"], dev["unit_kind"], dev["units"], dev["task_id"], dev["op"], dev["task_type"],
+                        dev["block_dim"], dev["start"], dev["end"], dev["corr"], dev["device"]):
+        if kind not in COMPUTE_POOLS or dev_id != device_id:
+            continue
+        rows.append((start, stream, task_id, kind, units, op, task_type, block_dim, end, corr))
+    rows.sort(key=lambda r: (r[0], r[1], r[2]))
+    w = csv.writer(fh, lineterminator="\n")
+    w.writerow(OP_SUMMARY_HEADER)
+    prev_start = prev_dur = None
+    for start, stream, task_id, kind, units, op, task_type, block_dim, end, corr in rows:
+        dur = end - start
+        if prev_start is None:
+            wait = "0"
+        else:
+            wait = "%f" % max(0.0, start - prev_start - prev_dur)
+        prev_start, prev_dur = start, dur
+        l2 = api.get(corr, "")
+        info = tensor_info(corr) if tensor_info is not None and corr >= 0 else None
+        info = info or {}
+        cycles = str(int(round(dur * clock_mhz * max(units, 1))))
+        if kind == "aicore":
+            pmu = (_us3(dur), cycles, NA, NA)
+        elif kind == "vector":
+            pmu = (NA, NA, _us3(dur), cycles)
+        else:
+            pmu = (NA, NA, NA, NA)
+        w.writerow((device_id, MODEL_ID_SINGLE_OP, task_id, stream, f"{l2}_{op}" if l2 else op, op, "dynamic",
+                    task_type, epoch_us_text(epoch_us, start) + "\t", _us3(dur), wait,
+                    block_dim, 0, "NO",
+                    info.get("Input Shapes", NA), info.get("Input Data Types", NA), info.get("Input Formats", NA),
+                    info.get("Output Shapes", NA), info.get("Output Data Types", NA), info.get("Output Formats", NA),
+                    NA) + pmu)
+    return len(rows)
+
+
+def write_task_time(recorder: Any, fh: TextIO, *, epoch_us: int, device_id: int = 0) -> int:
+    """Write task_time.csv rows for every runtime task; returns the row count."""
+    dev = recorder.records("device")
+    rows = sorted(
+        (start, stream, task_id, op, task_type, end)
+        for stream, task_id, op, task_type, start, end, dev_id in zip(
+            dev["stream"], dev["task_id"], dev["op"], dev["task_type"], dev["start"], dev["end"], dev["device"])
+        if task_type != HOST_FUNC and dev_id == device_id)
+    w = csv.writer(fh, lineterminator="\n")
+    w.writerow(TASK_TIME_HEADER)
+    for start, stream, task_id, op, task_type, end in rows:
+        w.writerow((device_id, op or task_type, task_type, stream, task_id, _us3(end - start),
+                    epoch_us_text(epoch_us, start), epoch_us_text(epoch_us, end)))
+    return len(rows)
+
+
+def tensor_columns(inputs: list[tuple[tuple[int, ...], str, str]],
+                   outputs: list[tuple[tuple[int, ...], str, str]]) -> dict[str, str]:
+    """msprof's tensor cells from (shape, dtype name, format name) lists: shapes "d0,d1;e0" in literal quotes,
+    dtypes and formats joined with ';'."""
+    def shapes(ts):
+        return '"' + ";".join(",".join(str(d) for d in s) for s, _, _ in ts) + '"'
+
+    return {
+        "Input Shapes": shapes(inputs), "Input Data Types": ";".join(d for _, d, _ in inputs),
+        "Input Formats": ";".join(f for _, _, f in inputs),
+        "Output Shapes": shapes(outputs), "Output Data Types": ";".join(d for _, d, _ in outputs),
+        "Output Formats": ";".join(f for _, _, f in outputs),
+    }
+
+
+__all__ = ["OP_SUMMARY_HEADER", "TASK_TIME_HEADER", "write_op_summary", "write_task_time", "tensor_columns",
+           "epoch_us_text", "MODEL_ID_SINGLE_OP"]

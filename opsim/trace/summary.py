@@ -1,0 +1,263 @@
+"""The run summary: every figure of the CLI's closing table, as one JSON-ready dict, and the table itself.
+
+The figures are folded from record streams by `SummaryStats`, which can read a finished recorder's columns
+(`feed_recorder`) or be installed as the recorder's record methods (`install`) so that a run that keeps no
+trace (a million calls) still gets every figure in constant memory.
+"""
+from __future__ import annotations
+
+import json
+import math
+from collections import defaultdict
+from typing import Any, Mapping
+
+
+class SummaryStats:
+    """Running totals over the record kinds the summary needs."""
+
+    def __init__(self) -> None:
+        self.stream_tasks: dict[int, int] = defaultdict(int)
+        self.stream_busy: dict[int, float] = defaultdict(float)
+        self.pool_tasks: dict[str, int] = defaultdict(int)
+        self.pool_unit_us: dict[str, float] = defaultdict(float)
+        self.task_types: dict[str, int] = defaultdict(int)
+        self.cache: dict[tuple[str, str], int] = defaultdict(int)
+        self.instants: dict[str, int] = defaultdict(int)
+        self.counter_max: dict[str, float] = {}
+        self.counter_last: dict[str, float] = {}
+        self.memory_kinds: dict[str, int] = defaultdict(int)
+        self.device_end = 0.0
+
+    # --- live record methods (same signatures as Recorder's) -----------------------------------------------
+    def host_span(self, thread: Any, phase: str, op: str, start: float, dur: float, corr: int = -1) -> None:
+        """Host time is summed by the threads themselves (HostThread.busy_us) and calls by the runner."""
+
+    def device_task(self, stream: int, unit_kind: str, units: int, task_id: int, op: str, task_type: str,
+                    block_dim: int, queued: float, start: float, end: float, corr: int = -1, device: int = 0) -> None:
+        self.task_types[task_type] += 1
+        if end > self.device_end:
+            self.device_end = end
+        if unit_kind != "none":
+            dur = end - start
+            self.stream_tasks[stream] += 1
+            self.stream_busy[stream] += dur
+            self.pool_tasks[unit_kind] += 1
+            self.pool_unit_us[unit_kind] += dur * units
+
+    def memory_event(self, time: float, kind: str, address: int, size: int, in_use: int, device: int = 0) -> None:
+        self.memory_kinds[kind] += 1
+
+    def cache_event(self, time: float, thread: Any, cache: str, kind: str, op: str, key_hash: int = 0,
+                    detail: str = "") -> None:
+        self.cache[(cache, kind)] += 1
+
+    def instant(self, time: float, name: str, track: str, args: dict | None = None) -> None:
+        self.instants[name] += 1
+
+    def counter(self, time: float, name: str, value: float) -> None:
+        self.counter_last[name] = value
+        if value > self.counter_max.get(name, -math.inf):
+            self.counter_max[name] = value
+
+    def install(self, recorder: Any) -> None:
+        """Make `recorder` fold every record into these totals instead of keeping it (call before streams
+        are created: a stream binds the recorder's device_task when it is made)."""
+        for name in ("host_span", "device_task", "memory_event", "cache_event", "instant", "counter"):
+            setattr(recorder, name, getattr(self, name))
+
+    # --- from a finished recorder ---------------------------------------------------------------------------
+    def feed_recorder(self, recorder: Any) -> "SummaryStats":
+        dev = recorder.records("device")
+        for args in zip(dev["stream"], dev["unit_kind"], dev["units"], dev["task_id"], dev["op"], dev["task_type"],
+                        dev["block_dim"], dev["queued"], dev["start"], dev["end"]):
+            self.device_task(*args)
+        for kind in recorder.records("memory")["kind"]:
+            self.memory_kinds[kind] += 1
+        cache = recorder.records("cache")
+        for c, k in zip(cache["cache"], cache["kind"]):
+            self.cache[(c, k)] += 1
+        for name in recorder.records("instant")["name"]:
+            self.instants[name] += 1
+        cnt = recorder.records("counter")
+        for t, name, value in zip(cnt["time"], cnt["name"], cnt["value"]):
+            self.counter(t, name, value)
+        return self
+
+
+def _rate(hits: int, total: int) -> float | None:
+    return round(hits / total, 6) if total else None
+
+
+def _r(x: float, nd: int = 3) -> float:
+    return round(float(x), nd)
+
+
+def build_summary(run: Any, stats: SummaryStats, wall_seconds: float) -> dict[str, Any]:
+    """The summary dict of a finished run (`run` is the runner's `_Run`)."""
+    sim = run.sim
+    cfg = run.config
+    makespan = float(sim.now)
+    span = makespan if makespan > 0 else 1.0
+    threads = {}
+    for wl in run.workloads:
+        th = wl.thread
+        threads[th.name] = {
+            "thread_id": th.thread_id,
+            "op_calls": run.calls_by_thread.get(th.name, 0),
+            "host_busy_us": _r(th.busy_us),
+            "host_busy_pct": _r(100.0 * th.busy_us / span, 2),
+            "streams": [f"Stream {s.stream_id}" for s in wl.streams.values()],
+            "stopped_on_error": wl.stopped,
+        }
+    streams = {}
+    owner = {s.stream_id: wl.thread.name for wl in run.workloads for s in wl.streams.values()}
+    for s in sim.device.streams:
+        busy = stats.stream_busy.get(s.stream_id, 0.0)
+        streams[f"Stream {s.stream_id}"] = {
+            "thread": owner.get(s.stream_id, ""),
+            "tasks": stats.stream_tasks.get(s.stream_id, 0),
+            "busy_us": _r(busy),
+            "busy_pct": _r(100.0 * busy / span, 2),
+        }
+    units = {}
+    dev = sim.device
+    seen = set()
+    for pool in (dev.aicore, dev.vector, dev.aicpu, dev.dma):
+        if pool.name in seen:
+            continue
+        seen.add(pool.name)
+        unit_us = stats.pool_unit_us.get(pool.name, 0.0)
+        units[pool.name] = {
+            "capacity": pool.capacity,
+            "tasks": stats.pool_tasks.get(pool.name, 0),
+            "unit_busy_us": _r(unit_us),
+            "utilization_pct": _r(100.0 * unit_us / (pool.capacity * span), 2),
+        }
+    c = stats.cache
+    exec_hits, exec_misses = c.get(("exec", "hit"), 0), c.get(("exec", "miss"), 0)
+    ai_hits, ai_misses = c.get(("aicpu", "hit"), 0), c.get(("aicpu", "miss"), 0)
+    ai_oneshot = c.get(("aicpu", "oneshot"), 0)
+    mem = dev.memory
+    leaks = mem.leaks()
+    calls = run.calls
+    summary: dict[str, Any] = {
+        "scenario": cfg.name,
+        "seed": cfg.seed,
+        "soc": sim.soc.name,
+        "profile": sim.process.profile.name,
+        "simulated_makespan_us": _r(makespan),
+        "device_busy_until_us": _r(stats.device_end),
+        "op_calls": calls,
+        "failed_calls": len(run.errors),
+        "threads": threads,
+        "streams": streams,
+        "units": units,
+        "task_types": dict(sorted(stats.task_types.items())),
+        "exec_cache": {
+            "hits": exec_hits, "misses": exec_misses, "evictions": c.get(("exec", "evict"), 0),
+            "hit_rate": _rate(exec_hits, exec_hits + exec_misses),
+        },
+        "aicpu_cache": {
+            "hits": ai_hits, "misses": ai_misses, "oneshot": ai_oneshot,
+            "evictions": c.get(("aicpu", "evict"), 0),
+            "hit_rate": _rate(ai_hits, ai_hits + ai_misses + ai_oneshot),
+        },
+        "cache_events": {f"{k[0]}.{k[1]}": v for k, v in sorted(c.items())},
+        "oneshot_tasks": ai_oneshot + stats.instants.get("oneshot", 0),
+        "memory": {
+            "capacity_bytes": mem.capacity,
+            "peak_hbm_bytes": mem.peak,
+            "peak_workspace_bytes": run.peak_workspace,
+            "in_use_at_end_bytes": mem.in_use,
+            "oom_events": stats.memory_kinds.get("oom", 0),
+        },
+        "leaks": {
+            "count": len(leaks),
+            "bytes": sum(a.size for a in leaks),
+            "allocations": [{"address": f"{a.address:#x}", "size": a.size, "time_us": _r(a.time)} for a in leaks[:20]],
+        },
+        "overflows": len(sim.process.overflows),
+        "instants": dict(sorted(stats.instants.items())),
+        "counters_max": {k: v for k, v in sorted(stats.counter_max.items())},
+        "errors": list(run.errors),
+        "warnings": list(run.warnings) + list(sim.process.warnings),
+        "wall": {
+            "wall_seconds": round(wall_seconds, 3),
+            "simulated_calls_per_wall_second": round(calls / wall_seconds, 1) if wall_seconds > 0 else None,
+        },
+    }
+    return summary
+
+
+def summary_json(summary: Mapping[str, Any]) -> str:
+    """Deterministic JSON text of a summary (only the `wall` section depends on the machine)."""
+    return json.dumps(summary, indent=2, sort_keys=False) + "\n"
+
+
+def _fmt_us(us: float) -> str:
+    if us >= 1e6:
+        return f"{us / 1e6:.3f} s"
+    if us >= 1e3:
+        return f"{us / 1e3:.3f} ms"
+    return f"{us:.3f} us"
+
+
+def _fmt_bytes(n: int) -> str:
+    for unit, size in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if n >= size:
+            return f"{n / size:.2f} {unit} ({n} B)"
+    return f"{n} B"
+
+
+def _pct(rate: float | None) -> str:
+    return "n/a (no lookups)" if rate is None else f"{100.0 * rate:.1f}%"
+
+
+def render_table(summary: Mapping[str, Any]) -> str:
+    """The closing table the CLI prints (plain text, fixed layout)."""
+    rows: list[tuple[str, str]] = []
+    wall = summary.get("wall") or {}
+    rows.append(("scenario", f"{summary.get('scenario')} (seed {summary.get('seed')}, {summary.get('soc')}, "
+                             f"profile {summary.get('profile')})"))
+    rows.append(("simulated makespan", _fmt_us(summary.get("simulated_makespan_us", 0.0))))
+    if wall.get("wall_seconds") is not None:
+        rows.append(("wall time", f"{wall['wall_seconds']:.3f} s"))
+    rate = wall.get("simulated_calls_per_wall_second")
+    rows.append(("op calls", f"{summary.get('op_calls')} ({summary.get('failed_calls')} failed)"
+                             + (f", {rate:,.0f} calls per wall-second" if rate else "")))
+    for name, th in (summary.get("threads") or {}).items():
+        rows.append((f"host {name}", f"busy {_fmt_us(th['host_busy_us'])} ({th['host_busy_pct']:.1f}%), "
+                                     f"{th['op_calls']} calls" + (", stopped on error" if th.get("stopped_on_error") else "")))
+    for name, st in (summary.get("streams") or {}).items():
+        rows.append((f"device {name}", f"busy {_fmt_us(st['busy_us'])} ({st['busy_pct']:.1f}%), {st['tasks']} tasks"
+                                       + (f" [{st['thread']}]" if st.get("thread") else "")))
+    for name, u in (summary.get("units") or {}).items():
+        rows.append((f"unit pool {name}", f"{u['utilization_pct']:.1f}% of {u['capacity']} units, {u['tasks']} tasks"))
+    ec = summary.get("exec_cache") or {}
+    rows.append(("executor cache", f"hit rate {_pct(ec.get('hit_rate'))} ({ec.get('hits', 0)} hits, "
+                                   f"{ec.get('misses', 0)} misses, {ec.get('evictions', 0)} evicted)"))
+    ac = summary.get("aicpu_cache") or {}
+    rows.append(("AI CPU task cache", f"hit rate {_pct(ac.get('hit_rate'))} ({ac.get('hits', 0)} hits, "
+                                      f"{ac.get('misses', 0)} misses)"))
+    rows.append(("one-shot AI CPU tasks", str(summary.get("oneshot_tasks", 0))))
+    mem = summary.get("memory") or {}
+    rows.append(("peak HBM in use", _fmt_bytes(mem.get("peak_hbm_bytes", 0))))
+    rows.append(("peak workspace", _fmt_bytes(mem.get("peak_workspace_bytes", 0))))
+    if mem.get("oom_events"):
+        rows.append(("out-of-memory events", str(mem["oom_events"])))
+    leaks = summary.get("leaks") or {}
+    rows.append(("leaks found", "none" if not leaks.get("count") else
+                 f"{leaks['count']} allocation(s), {_fmt_bytes(leaks.get('bytes', 0))}"))
+    if summary.get("overflows"):
+        rows.append(("overflow detections", str(summary["overflows"])))
+    width = max(len(k) for k, _ in rows)
+    lines = ["opsim run summary", "-" * (width + 40)]
+    lines += [f"{k.ljust(width)}  {v}" for k, v in rows]
+    for err in (summary.get("errors") or [])[:10]:
+        lines.append(f"error: {err.get('message')}")
+    for w in (summary.get("warnings") or [])[:10]:
+        lines.append(f"warning: {w}")
+    return "\n".join(lines) + "\n"
+
+
+__all__ = ["SummaryStats", "build_summary", "render_table", "summary_json"]
