@@ -1,0 +1,186 @@
+"""The torch_npu database layout of a simulated run: ``ascend_pytorch_profiler_<rank>.db`` and ``analysis.db``.
+
+msprof-analyze's cluster recipes (``compute_op_sum``, ``cann_api_sum``, ...) only read this layout, and
+``compare`` / ``advisor`` prefer it when present (they then derive e2e, compute and free time from TASK rather
+than from an Overlap Analysis track). The tables and columns are the ones msprof-analyze queries; text values
+are ids into STRING_IDS, times are integer epoch nanoseconds (PMU times too), ``analysis.db`` is in
+microseconds. Everything comes from the same ``AscendProfile`` the text files are written from.
+"""
+from __future__ import annotations
+
+import os
+import sqlite3
+from typing import Iterable
+
+from opsim.trace.ascend_profiler import FILE_MODE, MODEL_ID_NONE, AscendProfile, KernelPmu, _quoted
+
+__all__ = ["write_profiler_db", "ENUM_API_TYPE", "PROFILER_DB_TABLES", "RTS_TASK_TYPE"]
+
+ENUM_API_TYPE = {20000: "acl", 15000: "model", 10000: "node", 5500: "communication", 5000: "runtime",
+                 50001: "op", 50002: "queue", 50003: "trace", 50004: "mstx"}
+"""msprof's API type enumeration (CANN_API.type, PYTORCH_API.type)."""
+_API_TYPE_ID = {name: i for i, name in ENUM_API_TYPE.items()}
+
+RTS_TASK_TYPE = {"AI_CORE": "KERNEL_AICORE", "AI_VECTOR_CORE": "KERNEL_AIVEC", "AI_CPU": "KERNEL_AICPU",
+                 "MIX_AIC": "KERNEL_MIX_AIC", "MIX_AIV": "KERNEL_MIX_AIV", "EVENT_RECORD_SQE": "EVENT_RECORD",
+                 "EVENT_WAIT_SQE": "EVENT_WAIT"}
+"""Profiler task type -> the runtime task type TASK.taskType holds (others are kept as they are)."""
+
+CONTEXT_ID_NONE = 4294967295
+
+PROFILER_DB_TABLES: dict[str, tuple[tuple[str, str], ...]] = {
+    "STRING_IDS": (("id", "INTEGER PRIMARY KEY"), ("value", "TEXT")),
+    "ENUM_API_TYPE": (("id", "INTEGER PRIMARY KEY"), ("name", "TEXT")),
+    "TASK": (("startNs", "INTEGER"), ("endNs", "INTEGER"), ("deviceId", "INTEGER"), ("connectionId", "INTEGER"),
+             ("globalTaskId", "INTEGER PRIMARY KEY"), ("globalPid", "INTEGER"), ("taskType", "INTEGER"),
+             ("contextId", "INTEGER"), ("streamId", "INTEGER"), ("taskId", "INTEGER"), ("modelId", "INTEGER")),
+    "COMPUTE_TASK_INFO": (("name", "INTEGER"), ("globalTaskId", "INTEGER PRIMARY KEY"), ("blockDim", "INTEGER"),
+                          ("mixBlockDim", "INTEGER"), ("taskType", "INTEGER"), ("opType", "INTEGER"),
+                          ("inputFormats", "INTEGER"), ("inputDataTypes", "INTEGER"), ("inputShapes", "INTEGER"),
+                          ("outputFormats", "INTEGER"), ("outputDataTypes", "INTEGER"), ("outputShapes", "INTEGER"),
+                          ("attrInfo", "INTEGER"), ("opState", "INTEGER"), ("hf32Eligible", "INTEGER")),
+    "TASK_PMU_INFO": (("globalTaskId", "INTEGER"), ("name", "INTEGER"), ("value", "NUMERIC")),
+    "CANN_API": (("startNs", "INTEGER"), ("endNs", "INTEGER"), ("type", "INTEGER"), ("globalTid", "INTEGER"),
+                 ("connectionId", "INTEGER"), ("name", "INTEGER")),
+    "PYTORCH_API": (("startNs", "INTEGER"), ("endNs", "INTEGER"), ("globalTid", "INTEGER"),
+                    ("connectionId", "INTEGER"), ("name", "INTEGER"), ("sequenceNumber", "INTEGER"),
+                    ("fwdThreadId", "INTEGER"), ("inputDtypes", "INTEGER"), ("inputShapes", "INTEGER"),
+                    ("callchainId", "INTEGER"), ("type", "INTEGER")),
+    "PYTORCH_CALLCHAINS": (("id", "INTEGER"), ("stack", "INTEGER"), ("stackDepth", "INTEGER")),
+    "CONNECTION_IDS": (("id", "INTEGER"), ("connectionId", "INTEGER")),
+    "STEP_TIME": (("id", "INTEGER PRIMARY KEY"), ("startNs", "INTEGER"), ("endNs", "INTEGER")),
+    "RANK_DEVICE_MAP": (("rankId", "INTEGER"), ("deviceId", "INTEGER")),
+}
+"""Table -> (column, SQL type) in column order."""
+
+ANALYSIS_DB_TABLES: dict[str, tuple[tuple[str, str], ...]] = {
+    "StepTraceTime": (("deviceId", "INTEGER"), ("step", "TEXT"), ("computing", "NUMERIC"),
+                      ("communication_not_overlapped", "NUMERIC"), ("overlapped", "NUMERIC"),
+                      ("communication", "NUMERIC"), ("free", "NUMERIC"), ("stage", "NUMERIC"), ("bubble", "NUMERIC"),
+                      ("communication_not_overlapped_and_exclude_receive", "NUMERIC"), ("preparing", "NUMERIC")),
+}
+
+_PMU_SIDES = (("aic", "aic_total_time", "aic_total_cycles", "aic_mac_time", "aic_mac_ratio", "aic_scalar_time",
+               "aic_scalar_ratio"),
+              ("aiv", "aiv_total_time", "aiv_total_cycles", "aiv_vec_time", "aiv_vec_ratio", "aiv_scalar_time",
+               "aiv_scalar_ratio"))
+"""TASK_PMU_INFO names per core side; ``*_total_time`` marks the side (the tools read aic_total_time as cube)."""
+
+
+class _Strings:
+    """STRING_IDS: each distinct text gets the next id, in first-use order (deterministic)."""
+
+    def __init__(self) -> None:
+        self.ids: dict[str, int] = {}
+
+    def __call__(self, text: str | None) -> int | None:
+        if text is None:
+            return None
+        i = self.ids.get(text)
+        if i is None:
+            i = self.ids[text] = len(self.ids)
+        return i
+
+
+def _pmu_rows(task_id: int, pmu: KernelPmu | None, sid: _Strings) -> list[tuple]:
+    """TASK_PMU_INFO rows of one kernel (times in ns): only the core side(s) it ran on; none for AI CPU."""
+    rows: list[tuple] = []
+    if pmu is None:
+        return rows
+    for side, total, cycles, pipe, pipe_ratio, scalar, scalar_ratio in _PMU_SIDES:
+        s = getattr(pmu, side)
+        if s is None or s.total_ns == 0:
+            continue
+        for name, value in ((total, s.total_ns), (cycles, s.cycles), (pipe, s.pipe_ns),
+                            (pipe_ratio, float(s.pipe_ratio)), (scalar, s.scalar_ns),
+                            (scalar_ratio, float(s.scalar_ratio))):
+            rows.append((task_id, sid(name), value))
+    return rows
+
+
+def _create(conn: sqlite3.Connection, tables: dict[str, tuple[tuple[str, str], ...]]) -> None:
+    for table, cols in tables.items():
+        conn.execute(f"CREATE TABLE {table} ({', '.join(f'{c} {t}' for c, t in cols)})")
+
+
+def _insert(conn: sqlite3.Connection, table: str, ncols: int, rows: Iterable[tuple]) -> None:
+    conn.executemany(f"INSERT INTO {table} VALUES ({', '.join('?' * ncols)})", list(rows))
+
+
+def _fresh(path: str) -> sqlite3.Connection:
+    if os.path.exists(path):
+        os.remove(path)
+    return sqlite3.connect(path)
+
+
+def _finish(conn: sqlite3.Connection, path: str) -> None:
+    conn.commit()
+    conn.close()
+    os.chmod(path, FILE_MODE)
+
+
+def profiler_db_rows(p: AscendProfile, rank: int) -> dict[str, list[tuple]]:
+    """The rows of every profiler DB table (STRING_IDS last: it collects the strings the others use)."""
+    sid = _Strings()
+    rows: dict[str, list[tuple]] = {t: [] for t in PROFILER_DB_TABLES}
+    rows["ENUM_API_TYPE"] = sorted(ENUM_API_TYPE.items())
+    corr_ids = {c.corr for c in p.op_calls}
+    for gid, t in enumerate(p.tasks):
+        conn_id = t.corr if t.corr in corr_ids else None
+        rows["TASK"].append((t.start_ns, t.end_ns, t.device, conn_id, gid, 0,
+                             sid(RTS_TASK_TYPE.get(t.task_type, t.task_type)), CONTEXT_ID_NONE, t.stream,
+                             t.task_id, MODEL_ID_NONE))
+        if not t.is_kernel:
+            continue
+        ti = t.tensors
+        mix = t.block_dim if t.task_type in ("MIX_AIC", "MIX_AIV") else 0
+        rows["COMPUTE_TASK_INFO"].append((
+            sid(t.name), gid, t.block_dim, mix, sid(t.task_type), sid(t.op),
+            sid(ti.get("input_formats", "")), sid(ti.get("input_data_types", "")),
+            sid(_quoted(ti.get("input_shapes", ""))), sid(ti.get("output_formats", "")),
+            sid(ti.get("output_data_types", "")), sid(_quoted(ti.get("output_shapes", ""))), sid(""),
+            sid("static"), sid("NO")))
+        rows["TASK_PMU_INFO"].extend(_pmu_rows(gid, t.pmu, sid))
+    for a in p.api_spans:
+        rows["CANN_API"].append((a.start_ns, a.end_ns, _API_TYPE_ID["acl" if a.kind == "acl" else "node"], a.tid,
+                                 a.corr if a.corr in corr_ids else None, sid(a.name)))
+    op_type = _API_TYPE_ID["op"]
+    for w in p.steps:
+        rows["PYTORCH_API"].append((w.start_ns, w.end_ns, w.tid, None, sid(f"ProfilerStep#{w.step}"), -1, 0, None,
+                                    None, None, op_type))
+    for chain, c in enumerate(p.op_calls):
+        rows["PYTORCH_API"].append((c.start_ns, c.end_ns, c.tid, c.corr, sid(c.torch_name), -1, 0, sid(""), sid(""),
+                                    chain, op_type))
+        rows["PYTORCH_CALLCHAINS"].append((chain, sid(c.call_stack), 0))
+        rows["CONNECTION_IDS"].append((c.corr, c.corr))
+    rows["PYTORCH_API"].sort(key=lambda r: (r[0], -r[1], r[2]))
+    windows: dict[int, list[int]] = {}
+    for w in p.steps:
+        g = windows.setdefault(w.step, [w.start_ns, w.end_ns])
+        g[0], g[1] = min(g[0], w.start_ns), max(g[1], w.end_ns)
+    rows["STEP_TIME"] = [(n, s, e) for n, (s, e) in sorted(windows.items())]
+    rows["RANK_DEVICE_MAP"] = [(rank, p.device_id)]
+    rows["STRING_IDS"] = [(i, text) for text, i in sid.ids.items()]
+    return rows
+
+
+def analysis_db_rows(p: AscendProfile) -> list[tuple]:
+    """StepTraceTime rows (microseconds), the same figures as step_trace_time.csv."""
+    return [(p.device_id, str(r.step), r.computing / 1000, 0.0, 0.0, 0.0, r.free / 1000, r.stage / 1000, 0.0, 0.0,
+             r.preparing / 1000) for r in p.step_rows]
+
+
+def write_profiler_db(p: AscendProfile, out_dir: str, *, rank: int = 0) -> tuple[str, str]:
+    """Write ``ascend_pytorch_profiler_<rank>.db`` and ``analysis.db`` into ``out_dir`` (ASCEND_PROFILER_OUTPUT)."""
+    db_path = os.path.join(out_dir, f"ascend_pytorch_profiler_{rank}.db")
+    conn = _fresh(db_path)
+    _create(conn, PROFILER_DB_TABLES)
+    for table, rows in profiler_db_rows(p, rank).items():
+        _insert(conn, table, len(PROFILER_DB_TABLES[table]), rows)
+    _finish(conn, db_path)
+    analysis_path = os.path.join(out_dir, "analysis.db")
+    conn = _fresh(analysis_path)
+    _create(conn, ANALYSIS_DB_TABLES)
+    _insert(conn, "StepTraceTime", len(ANALYSIS_DB_TABLES["StepTraceTime"]), analysis_db_rows(p))
+    _finish(conn, analysis_path)
+    return db_path, analysis_path
