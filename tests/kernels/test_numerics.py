@@ -21,6 +21,7 @@ from opsim.acl.dtypes import DataType, bf16_to_float32, float32_to_bf16
 from opsim.errors import InvalidArgumentError
 from opsim.kernels import numerics as K
 from opsim.kernels.dtype_bits import f16_to_f32, f16_to_f32_soft, f32_to_bf16, f32_to_f16, f32_to_f16_soft
+from opsim.kernels.mathf32 import exp_f32, sigmoid_f32, tanh_f32
 
 F32, F16, BF16 = DataType.DT_FLOAT, DataType.DT_FLOAT16, DataType.DT_BF16
 I32, I64, I8, U8, BOOL = DataType.DT_INT32, DataType.DT_INT64, DataType.DT_INT8, DataType.DT_UINT8, DataType.DT_BOOL
@@ -177,6 +178,34 @@ def test_bf16_rounding_matches_reference_helper():
     _bf16_all(f, got)
     np.testing.assert_array_equal(got, float32_to_bf16(f))
     assert got[-6] == 0x3F80 and got[-5] == 0x3F82  # ties: 1+2^-8 -> 1.0 (even), 1+3*2^-8 -> up to even
+
+
+@njit(error_model="numpy")
+def _apply_f32(fn_id, x, out):
+    for i in range(x.size):
+        out[i] = exp_f32(x[i]) if fn_id == 0 else (tanh_f32(x[i]) if fn_id == 1 else sigmoid_f32(x[i]))
+
+
+@pytest.mark.parametrize("fn_id, ref, max_ulp", [(0, np.exp, 1.0), (1, np.tanh, 1.5),
+                                                  (2, lambda v: 1 / (1 + np.exp(-v)), 3.0)],
+                         ids=["exp", "tanh", "sigmoid"])
+def test_float32_transcendentals_are_accurate(fn_id, ref, max_ulp):
+    """exp within 1 ulp over its whole range (normal results), tanh and sigmoid within a few ulp; specials."""
+    rng = np.random.default_rng(3)
+    x = np.concatenate([np.linspace(-104, 89, 400_001, dtype=np.float32),
+                        rng.standard_normal(100_000).astype(np.float32) * np.float32(1e-3)])
+    got = np.empty_like(x)
+    _apply_f32(fn_id, x, got)
+    with np.errstate(over="ignore"):
+        want = ref(x.astype(np.float64))
+    normal = np.isfinite(want) & (np.abs(want) > 1.2e-38) & (np.abs(want) < 3.4e38)
+    ulp = np.abs(got[normal] - want[normal]) / np.spacing(np.abs(want[normal]).astype(np.float32))
+    assert ulp.max() <= max_ulp
+    specials = np.float32([np.inf, -np.inf, np.nan, 89.0, -104.0])
+    out = np.empty_like(specials)
+    _apply_f32(fn_id, specials, out)
+    expect = {0: [np.inf, 0, np.nan, np.inf, 0], 1: [1, -1, np.nan, 1, -1], 2: [1, 0, np.nan, 1, 0]}[fn_id]
+    np.testing.assert_array_equal(out, np.float32(expect))
 
 
 # --- Add / Mul ---------------------------------------------------------------------------------------
