@@ -109,6 +109,31 @@ class DeviceTask:
         self.units = 0
         self._target = 0
 
+    @classmethod
+    def trusted(cls, kind: TaskKind, duration: float, block_dim: int, op_name: str, task_type: str,
+                corr_id: int = -1, nbytes: int = 0) -> "DeviceTask":
+        """A task built by the framework from values it already validated (a TaskKind, a finite float
+        duration >= 0, an int block_dim >= 1, a task type string): the constructor without its checks."""
+        self = object.__new__(cls)
+        self.kind = kind
+        self.duration = duration
+        self.block_dim = block_dim
+        self.op_name = op_name
+        self.task_type = task_type
+        self.corr_id = corr_id
+        self.callback = None
+        self.on_done = None
+        self.event = None
+        self.nbytes = nbytes
+        self.stream_id = -1
+        self.task_id = -1
+        self.queued = math.nan
+        self.start = math.nan
+        self.end = math.nan
+        self.units = 0
+        self._target = 0
+        return self
+
     def __repr__(self) -> str:
         return (f"DeviceTask({self.kind.name}, op={self.op_name!r}, stream={self.stream_id}, id={self.task_id}, "
                 f"queued={self.queued}, start={self.start}, end={self.end})")

@@ -18,7 +18,8 @@ import numpy as np
 from opsim.acl.dtypes import FLOATING_CHECK_TYPES, DataType
 from opsim.acl.tensor import Tensor
 from opsim.opdev.op_args import OpArgContext, flatten_tensors
-from opsim.opdev.thread_local import OpLogInfo, ThreadLocalContext, current
+from opsim.opdev.op_def import CoreType
+from opsim.opdev.thread_local import OpLogInfo, ProfilingInfoId, ThreadLocalContext, current
 
 log = logging.getLogger("opsim.opdev")
 
@@ -189,10 +190,20 @@ class ProfilingReport:
     l0_name: str | None
 
 
+_PROFILER_HASHES: dict[str, int] = {}
+"""profiler_hash results by string (a pure function of the text, asked for twice per launcher built)."""
+
+
 def profiler_hash(text: str) -> int:
     """The profiler's string hash (abstracted as MurmurHash3_x64_128, second half, of the UTF-8 bytes)."""
-    from opsim.kernels.hashing import murmur_hash3_x64_h2
-    return int(murmur_hash3_x64_h2(text.encode()))
+    h = _PROFILER_HASHES.get(text)
+    if h is None:
+        from opsim.kernels.hashing import murmur_hash3_x64_h2
+        h = int(murmur_hash3_x64_h2(text.encode()))
+        if len(_PROFILER_HASHES) >= 65536:
+            _PROFILER_HASHES.clear()
+        _PROFILER_HASHES[text] = h
+    return h
 
 
 def kernel_launcher_id(name: str | None) -> int:
@@ -214,8 +225,6 @@ def summary_item_id(l2_api_name: str | None, l0_name: str | None, op_type: str |
 
 def launcher_profiling_ids(core_type: int, op_type: str, log_info: OpLogInfo, *, dsa: bool = False):
     """Attribution per task type (§5): AI Core hashes its op type, DSA its l0 name, DirectInvoke stays 0."""
-    from opsim.opdev.op_def import CoreType
-    from opsim.opdev.thread_local import ProfilingInfoId
     if core_type == CoreType.DIRECT_INVOKE:
         return ProfilingInfoId()
     l2, l0 = log_info.l2_api_name, log_info.l0_name

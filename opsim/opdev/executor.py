@@ -428,7 +428,6 @@ def set_dynamic_tensor_addr(executor: Any, tensor_list: TensorList | None, relat
 
 def common_op_executor_run(workspace: int, workspace_size: int, executor: Any, stream: Any) -> AclnnStatus:
     """CommonOpExecutorRun(workspace, workspaceSize, executor, stream), in opbase's exact order."""
-    from opsim.opdev.op_exec_cache import OpExecCacheWrap, check_cacheable
     if executor is None:
         return S.ACLNN_ERR_PARAM_NULLPTR
     ctx = current()
@@ -466,7 +465,6 @@ def common_op_executor_run(workspace: int, workspace_size: int, executor: Any, s
     ctx.charge("update tensor addr")
     executor.update_tensor_addr(workspace, workspace_size)
     ctx.executor = executor
-    from opsim.opdev import dfx
     dfx.l2_dump(ctx, executor, inputs=True)
     status = executor.run()
     dfx.l2_dump(ctx, executor, inputs=False)
@@ -480,3 +478,8 @@ def common_op_executor_run(workspace: int, workspace_size: int, executor: Any, s
         delete_executor(executor)
     ctx.executor = None
     return status
+
+
+# Imported last: both modules are used on every phase 2, and neither imports this one.
+from opsim.opdev import dfx  # noqa: E402
+from opsim.opdev.op_exec_cache import OpExecCacheWrap, check_cacheable  # noqa: E402

@@ -18,6 +18,7 @@ import numpy as np
 from opsim.acl.dtypes import DataType
 from opsim.acl.status import AclnnStatus
 from opsim.acl.tensor import BoolArray, FloatArray, Fp16Array, IntArray, Scalar, ScalarList, Tensor, TensorList
+from opsim.opdev import rt
 from opsim.opdev.op_args import Null
 from opsim.opdev.thread_local import OpLogInfo, ThreadLocalContext, current
 
@@ -37,6 +38,26 @@ _I = struct.Struct("<i")
 
 # ---- key construction (§4) -----------------------------------------------------------------------
 
+_TENSOR_KEYS: dict[tuple, bytes] = {}
+"""Key bytes of one tensor, memoised on the fields that enter them (a cache hit rebuilds the same bytes)."""
+_TENSOR_KEYS_MAX = 4096
+_HEADS: dict[tuple, bytes] = {}
+"""Key prefix (API name, its length, aicNum, aivNum, deterministic level) per tuple of those values."""
+
+
+def _tensor_key(fields: tuple) -> bytes:
+    vs, strides, ss, dtype, view_offset, view_format = fields
+    nd = len(vs)
+    part = b"".join((
+        struct.pack(f"<{nd}q", *vs), _COMMA, struct.pack(f"<{nd}q", *strides), _COMMA,
+        struct.pack(f"<{len(ss)}q", *ss), _COMMA, _I.pack(int(dtype)), _COMMA, _Q.pack(view_offset),
+        _COMMA, _I.pack(int(view_format))))
+    if len(_TENSOR_KEYS) >= _TENSOR_KEYS_MAX:
+        _TENSOR_KEYS.clear()
+    _TENSOR_KEYS[fields] = part
+    return part
+
+
 class _KeyBuilder:
     """Appends DFX_IN / DFX_OUT elements to a key, collecting L2 storages, tensors and aliasing labels."""
 
@@ -53,12 +74,11 @@ class _KeyBuilder:
         if t is None:
             self.parts.append(_COMMA)
             return
-        vs, nd = t.view_shape, len(t.view_shape)
-        ss = t.storage_shape
-        self.parts.append(b"".join((
-            struct.pack(f"<{nd}q", *vs), _COMMA, struct.pack(f"<{nd}q", *t.strides), _COMMA,
-            struct.pack(f"<{len(ss)}q", *ss), _COMMA, _I.pack(int(t.dtype)), _COMMA, _Q.pack(t.view_offset),
-            _COMMA, _I.pack(int(t.view_format)))))
+        fields = (t.view_shape, t.strides, t.storage_shape, t.dtype, t.view_offset, t.view_format)
+        part = _TENSOR_KEYS.get(fields)
+        if part is None:
+            part = _tensor_key(fields)
+        self.parts.append(part)
         self.storages.append(t.storage)
         self.tensors.append(t)
         label = self._seen.setdefault(id(t), len(self._seen))
@@ -113,16 +133,31 @@ def build_l2_key(api_name: str, aic_num: int, aiv_num: int, deterministic_level:
                  dfx_in: tuple, dfx_out: tuple) -> tuple[bytes, list, list]:
     """The L2 key bytes (empty when longer than 8192 bytes), the L2 storages and the L2 tensors."""
     kb = _KeyBuilder()
-    name = api_name.encode()
-    kb.parts.append(name + _Q.pack(len(name)))
-    kb.parts.append(struct.pack("<IIB", aic_num & 0xFFFFFFFF, aiv_num & 0xFFFFFFFF, deterministic_level & 0xFF))
-    for v in dfx_in:
-        kb.value(v)
-    for v in dfx_out:
-        kb.value(v)
-    if kb.labels:
-        kb.parts.append(struct.pack(f"<{len(kb.labels)}q", *kb.labels))
-    key = b"".join(kb.parts)
+    parts = kb.parts
+    head_fields = (api_name, aic_num, aiv_num, deterministic_level)
+    head = _HEADS.get(head_fields)
+    if head is None:
+        name = api_name.encode()
+        head = _HEADS[head_fields] = name + _Q.pack(len(name)) + struct.pack(
+            "<IIB", aic_num & 0xFFFFFFFF, aiv_num & 0xFFFFFFFF, deterministic_level & 0xFF)
+        if len(_HEADS) > _TENSOR_KEYS_MAX:
+            _HEADS.clear()
+    parts.append(head)
+    storages, tensors, labels, seen = kb.storages, kb.tensors, kb.labels, kb._seen
+    for args in (dfx_in, dfx_out):
+        for v in args:
+            if type(v) is Tensor:  # the common case, inlined (KeyBuilder.tensor)
+                fields = (v.view_shape, v.strides, v.storage_shape, v.dtype, v.view_offset, v.view_format)
+                part = _TENSOR_KEYS.get(fields)
+                parts.append(part if part is not None else _tensor_key(fields))
+                storages.append(v.storage)
+                tensors.append(v)
+                labels.append(seen.setdefault(id(v), len(seen)))
+            else:
+                kb.value(v)
+    if labels:
+        parts.append(struct.pack(f"<{len(labels)}q", *labels))
+    key = b"".join(parts)
     if len(key) > K_HASH_BUF_SIZE:
         key = b""
     return key, kb.storages, kb.tensors
@@ -275,13 +310,14 @@ class OpExecCache:
     def run(self, ctx: ThreadLocalContext, workspace: int, stream: Any, addresses: list, l2_storages: list | None = None,
             l2_tensors: list | None = None) -> AclnnStatus:
         """Replay: patch every address, resubmit every recorded task in order."""
-        from opsim.opdev import rt
         numerics = ctx.process.numerics and ctx.process.device is not None
+        faults = ctx.process.faults
         for task in self.tasks:
             ctx.charge("cache replay", task.op_name)
-            status = rt.fault_status(ctx, "rt.launch_kernel", task.op_name)
-            if status != S.ACLNN_SUCCESS:
-                return status
+            if faults:
+                status = rt.fault_status(ctx, "rt.launch_kernel", task.op_name)
+                if status != S.ACLNN_SUCCESS:
+                    return status
             if numerics and task.compute is not None:
                 tensors = [None if r is None else _patched(tmpl, r, workspace, addresses)
                            for tmpl, r in zip(task.templates, task.rules)]

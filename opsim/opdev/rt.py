@@ -11,6 +11,7 @@ from opsim.acl.status import AclnnStatus
 from opsim.opdev.thread_local import ThreadLocalContext
 
 S = AclnnStatus
+_INF = float("inf")
 
 
 def fault_status(ctx: ThreadLocalContext, point: str, *args: Any) -> AclnnStatus:
@@ -23,15 +24,29 @@ def _task(kind_name: str, **kw):
     return DeviceTask(TaskKind[kind_name], **kw)
 
 
+_KERNEL_TASK: list = []  # [DeviceTask.trusted, TaskKind.AI_CPU, AI_VECTOR, AI_CORE] once opsim.device is loaded
+
+
+def _kernel_task_parts() -> list:
+    if not _KERNEL_TASK:
+        from opsim.device.task import DeviceTask, TaskKind
+        _KERNEL_TASK.extend((DeviceTask.trusted, TaskKind.AI_CPU, TaskKind.AI_VECTOR, TaskKind.AI_CORE))
+    return _KERNEL_TASK
+
+
 def submit_kernel(ctx: ThreadLocalContext, stream: Any, op_name: str, task_type: str, block_dim: int,
                   duration: float, *, replay: bool = False, aicpu: bool = False) -> None:
     """rtKernelLaunch / aclrtLaunchKernel: one AI Core (or AI CPU) task on `stream`."""
     ctx.charge("launch" if not aicpu else "Launch", op_name)
     if stream is None:
         return
-    kind = "AI_CPU" if aicpu else ("AI_VECTOR" if task_type in ("AI_VECTOR_CORE", "MIX_AIV") else "AI_CORE")
-    task = _task(kind, duration=duration, block_dim=max(1, int(block_dim)), op_name=op_name,
-                 task_type=task_type, corr_id=ctx.current_corr)
+    trusted, k_aicpu, k_vector, k_core = _KERNEL_TASK or _kernel_task_parts()
+    kind = k_aicpu if aicpu else (k_vector if task_type in ("AI_VECTOR_CORE", "MIX_AIV") else k_core)
+    if type(duration) is float and 0.0 <= duration < _INF and type(task_type) is str:
+        task = trusted(kind, duration, max(1, int(block_dim)), op_name, task_type, ctx.current_corr)
+    else:  # anything unusual goes through the checking constructor (and its error messages)
+        task = _task(kind.name, duration=duration, block_dim=max(1, int(block_dim)), op_name=op_name,
+                     task_type=task_type, corr_id=ctx.current_corr)
     ctx.submit(stream, task)
 
 

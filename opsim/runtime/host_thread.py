@@ -89,6 +89,15 @@ class HostThread:
             yield self.env.timeout(us)
 
 
+_ACL_RT: list = []  # opsim.runtime.acl_rt, imported on the first run_op
+
+
+def _load_acl_rt() -> Any:
+    from opsim.runtime import acl_rt
+    _ACL_RT.append(acl_rt)
+    return acl_rt
+
+
 def run_op(thread: HostThread, get_workspace_size: Callable[..., Any], run: Callable[..., Any], args: tuple,
            stream: Any, api: str | None = None) -> Generator[Any, Any, tuple[int, int]]:
     """The application side of one ACLNN call: phase 1, workspace malloc, phase 2, stream-ordered free.
@@ -98,8 +107,7 @@ def run_op(thread: HostThread, get_workspace_size: Callable[..., Any], run: Call
     call is recorded as one host span of phase "op_call" named `api`, and every host span and device task
     it causes carries the same correlation id. Returns (status, workspace size). A workspace allocation
     failure destroys the executor (nothing leaks)."""
-    from opsim.opdev.executor import destroy_executor
-    from opsim.runtime import acl_rt
+    acl_rt = _ACL_RT[0] if _ACL_RT else _load_acl_rt()
     ctx = thread.ctx
     rec = thread.sim.recorder
     ctx.current_corr = rec.next_corr()
@@ -113,6 +121,7 @@ def run_op(thread: HostThread, get_workspace_size: Callable[..., Any], run: Call
             if size:
                 status, workspace = acl_rt.malloc(size)
                 if status != 0:
+                    from opsim.opdev.executor import destroy_executor
                     destroy_executor(executor)
             if status == 0:
                 status = run(workspace, size, executor, stream)

@@ -133,8 +133,7 @@ class _Run:
     def op_call(self, th: Any, gws: Any, run_fn: Any, args: tuple, stream: Any, api: str, step: OpStep,
                 _repeat: int) -> Generator:
         """One ACLNN call through the runtime's run_op (phase 1, workspace, phase 2, stream-ordered free)."""
-        from opsim.runtime.host_thread import run_op
-        status, size = yield from run_op(th, gws, run_fn, args, stream, api)
+        status, size = yield from _run_op(th, gws, run_fn, args, stream, api)
         self._count(th, size)
         if status:
             self.fail(th, step, status)
@@ -215,6 +214,14 @@ class _Run:
         })
         if self.config.on_error == "stop":
             raise StopThread()
+
+
+def _run_op(*args: Any) -> Generator:
+    """opsim.runtime.host_thread.run_op, imported on the first call (then bound here directly)."""
+    global _run_op
+    from opsim.runtime.host_thread import run_op
+    _run_op = run_op
+    return run_op(*args)
 
 
 def _progress_bar(total: int, enabled: bool) -> tuple[Callable[[int], None] | None, Callable[[], None]]:

@@ -21,10 +21,18 @@ counter    time, name, value
 
 Times are simulated microseconds. ``corr`` is the correlation id linking a host launch to its device
 tasks (``next_corr()``; -1 means none).
+
+Storage: each column is a plain list while it grows (a record is a handful of appends); every
+``CHUNK_ROWS`` records (checked once per correlation id handed out) the filled lists are folded into a
+chunk, where a numeric column whose values all have one exact type (all ``float``, or all ``int`` fitting
+in 64 bits) becomes a typed ``array.array`` (8 bytes a value instead of a list slot plus a float or int
+object). String columns keep interned references. ``records(kind)`` converts back to plain lists holding the
+same values; ``iter_chunks(kind)`` streams the columns chunk by chunk without building whole-column lists.
 """
 from __future__ import annotations
 
-from typing import Any
+from array import array
+from typing import Any, Iterator
 
 from opsim.errors import InvalidArgumentError, OpsimError
 
@@ -41,6 +49,32 @@ COLUMNS: dict[str, tuple[str, ...]] = {
 
 _RECORD_METHODS = ("host_span", "device_task", "memory_event", "cache_event", "instant", "counter")
 
+_NUMERIC: dict[str, frozenset[str]] = {
+    "host": frozenset({"start", "dur", "corr"}),
+    "device": frozenset({"device", "stream", "units", "task_id", "block_dim", "queued", "start", "end", "corr"}),
+    "memory": frozenset({"time", "device", "address", "size", "in_use"}),
+    "cache": frozenset({"time", "key_hash"}),
+    "instant": frozenset({"time"}),
+    "counter": frozenset({"time", "value"}),
+}
+"""Columns folded into typed arrays when all their values are plain floats or plain 64-bit ints."""
+CHUNK_ROWS = 1 << 16
+"""Records of one kind kept as growing lists before they are folded into a compact chunk."""
+
+
+def _compact(col: list) -> Any:
+    """A typed array holding exactly `col`'s values when they are all plain floats or all plain 64-bit ints,
+    else `col` itself (so that reading back gives the same values of the same types)."""
+    types = set(map(type, col))
+    if types == {float}:
+        return array("d", col)
+    if types == {int}:
+        try:
+            return array("q", col)
+        except OverflowError:
+            return col
+    return col
+
 
 def _noop(*_args: Any, **_kwargs: Any) -> None:
     """What every record method becomes on a disabled recorder."""
@@ -50,21 +84,47 @@ class Recorder:
     """The columnar event log of one simulation (see the module docstring for kinds and columns)."""
 
     def __init__(self, enabled: bool = True) -> None:
-        self._cols: dict[str, dict[str, list]] = {k: {c: [] for c in cols} for k, cols in COLUMNS.items()}
-        # Bound `append`s per kind, in column order: one tuple unpack per record instead of attribute lookups.
-        self._app = {k: tuple(self._cols[k][c].append for c in cols) for k, cols in COLUMNS.items()}
+        self._chunks: dict[str, list[tuple]] = {k: [] for k in COLUMNS}
+        self._folded: dict[str, int] = {k: 0 for k in COLUMNS}
+        self._strings: dict[str, str] = {}
+        self._intern = self._strings.setdefault
+        self._new_columns()
+        self._corr = 0
+        self.enabled = True
+        if not enabled:
+            self.set_enabled(False)
+
+    def _new_columns(self, kinds: Any = COLUMNS) -> None:
+        """Fresh growing lists for `kinds`, and the bound `append`s of their columns in column order."""
+        if not hasattr(self, "_cols"):
+            self._cols: dict[str, dict[str, list]] = {}
+            self._app: dict[str, tuple] = {}
+        for k in kinds:
+            self._cols[k] = {c: [] for c in COLUMNS[k]}
+            self._app[k] = tuple(self._cols[k][c].append for c in COLUMNS[k])
         self._host_app = self._app["host"]
         self._device_app = self._app["device"]
         self._memory_app = self._app["memory"]
         self._cache_app = self._app["cache"]
         self._instant_app = self._app["instant"]
         self._counter_app = self._app["counter"]
-        self._strings: dict[str, str] = {}
-        self._intern = self._strings.setdefault
-        self._corr = 0
-        self.enabled = True
-        if not enabled:
-            self.set_enabled(False)
+
+    def compact(self) -> None:
+        """Fold every growing record list into compact column chunks now (reading gives the same values)."""
+        self._fold(force=True)
+
+    def _fold(self, force: bool = False) -> None:
+        """Fold every kind with at least CHUNK_ROWS growing records (all non-empty ones with `force`)."""
+        full = []
+        for kind, cols in self._cols.items():
+            n = len(cols[COLUMNS[kind][0]])
+            if n >= CHUNK_ROWS or (force and n):
+                numeric = _NUMERIC[kind]
+                self._chunks[kind].append(tuple(_compact(col) if c in numeric else col for c, col in cols.items()))
+                self._folded[kind] += n
+                full.append(kind)
+        if full:
+            self._new_columns(full)
 
     # --- switching ---------------------------------------------------------------------------------------
     def set_enabled(self, enabled: bool) -> None:
@@ -82,6 +142,8 @@ class Recorder:
         Ids are handed out even while recording is off, so a run's ids do not depend on the switch.
         """
         self._corr += 1
+        if not self._corr & 1023:
+            self._fold()
         return self._corr
 
     # --- record kinds --------------------------------------------------------------------------------------
@@ -165,33 +227,55 @@ class Recorder:
             raise InvalidArgumentError(
                 f"unknown record kind {kind!r}; use one of {', '.join(COLUMNS)}") from None
 
+    def iter_chunks(self, kind: str) -> Iterator[dict[str, Any]]:
+        """The records of ``kind`` chunk by chunk (column name -> a sequence of values: a list or a typed
+        array), in record order: a streaming read of a large trace without building whole-column lists."""
+        cols = self._check_kind(kind)
+        for chunk in self._chunks[kind]:
+            yield dict(zip(COLUMNS[kind], chunk))
+        if cols[COLUMNS[kind][0]]:
+            yield dict(cols)
+
     def records(self, kind: str) -> dict[str, list]:
-        """Columnar access: column name -> the live column list (read it, do not modify it)."""
-        return dict(self._check_kind(kind))
+        """Columnar access: column name -> a list of the column's values in record order (read it, do not
+        modify it; it is the live list while no record of ``kind`` has been folded)."""
+        cols = self._check_kind(kind)
+        chunks = self._chunks[kind]
+        if not chunks:
+            return dict(cols)
+        out: dict[str, list] = {c: [] for c in COLUMNS[kind]}
+        for chunk in chunks:
+            for c, part in zip(COLUMNS[kind], chunk):
+                out[c].extend(part)
+        for c, col in cols.items():
+            out[c].extend(col)
+        return out
 
     def count(self, kind: str) -> int:
         """How many records of ``kind`` were taken."""
         cols = self._check_kind(kind)
-        return len(cols[COLUMNS[kind][0]])
+        return self._folded[kind] + len(cols[COLUMNS[kind][0]])
 
     def rows(self, kind: str) -> list[tuple]:
         """The records of ``kind`` as tuples in column order (for comparisons and small exports)."""
-        cols = self._check_kind(kind)
+        cols = self.records(kind)
         return list(zip(*(cols[c] for c in COLUMNS[kind])))
 
     def to_dataframe(self, kind: str):
         """The records of ``kind`` as a pandas DataFrame (pandas is an optional dependency)."""
-        cols = self._check_kind(kind)
+        self._check_kind(kind)
         try:
             import pandas as pd
         except ImportError:
             raise OpsimError(
                 "Recorder.to_dataframe needs pandas, which is not installed; "
                 "install it with `pip install opsim[analysis]`") from None
+        cols = self.records(kind)
         return pd.DataFrame({c: cols[c] for c in COLUMNS[kind]}, columns=list(COLUMNS[kind]))
 
     def clear(self) -> None:
         """Drop every record (the correlation counter keeps counting, so ids stay unique)."""
-        for cols in self._cols.values():
-            for col in cols.values():
-                col.clear()
+        for kind in COLUMNS:
+            self._chunks[kind] = []
+            self._folded[kind] = 0
+        self._new_columns()

@@ -1,0 +1,34 @@
+"""`benchmarks/run.py --quick` keeps working: it exits 0, prints every figure with its target, writes the JSON."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.mark.slow
+def test_quick_benchmark_runs_and_reports_every_figure(tmp_path):
+    out = tmp_path / "results.json"
+    res = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "run.py"), "--quick", "--out", str(out)],
+                         cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert res.returncode == 0, res.stderr
+    assert "benchmark failed" not in res.stderr, res.stderr
+    data = json.loads(out.read_text())
+    figures = {r["figure"]: r for r in data["rows"]}
+    for name in ("bare SimPy 7-event skeleton", "aclnnAdd, executor-cache hit (run_op)",
+                 "aclnnAdd, phase 1 every call (ACLNN_CACHE_LIMIT=0)", "aclnnSigmoidAicpu, AI CPU task-cache hit",
+                 "aclnnAddRmsNorm, repeatable executor, phase 2 only", "batched key hash, 64 B keys",
+                 "batched key hash, 1024 B keys", "single 1024 B key hash", "workspace plan, 100000 tensors",
+                 "opsim validate scenarios/quickstart.yaml", "opsim run scenarios/quickstart.yaml (warm cache)"):
+        assert name in figures, name
+        assert figures[name]["value"] > 0, name
+        assert name in res.stdout
+    assert figures["opsim run scenarios/large.yaml"]["note"] == "skipped (--quick)"
+    for key in ("exec_cache_hit", "exec_cache_miss", "aicpu_task_cache_hit", "direct_invoke_repeat", "skeleton"):
+        assert data["rates"][key] > 0
+    assert data["quick"] is True
