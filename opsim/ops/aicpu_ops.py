@@ -548,6 +548,7 @@ AICPU_OPS: dict[str, dict] = {
     },
     "NonZero": {
         "api": "aclnnNonzero", "launchers": ("AI_CPU",), "dtypes": _names(ALL_TYPES), "inputs": ("self",),
+        "output_shape_from_device": True,
         "infer": _infer_nonzero, "build": _build_nonzero, "out_dtype": lambda dtype, attrs: DataType.DT_INT64,
         "get_workspace_size": f"{_MOD}:aclnn_nonzero_get_workspace_size", "run": f"{_MOD}:aclnn_nonzero",
         "description": "indices of non-zero elements; DEPEND_SHAPE_RANGE: stream sync and output-shape copy back",

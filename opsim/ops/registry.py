@@ -53,6 +53,9 @@ class OpSpec:
     """Output dtype from (input dtype, attrs); None: same as the input."""
     attr_types: Mapping[str, type | tuple[type, ...]] = field(default_factory=dict)
     """Accepted Python types of each attribute (validation)."""
+    output_shape_from_device: bool = False
+    """The run overwrites the output shapes with what the device computed (DEPEND_SHAPE_RANGE ops such as
+    NonZero); a caller reusing its output tensors restores their shapes before the next call."""
 
     def resolve(self) -> tuple[Callable[..., Any], Callable[..., Any]]:
         """The (get_workspace_size, run) callables, importing their module on first use."""

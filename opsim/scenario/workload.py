@@ -196,6 +196,9 @@ class ThreadWorkload:
         repeat = step.repeat
         call = runner.op_call if repeat == 1 else runner.repeat_call
 
+        restore = spec.output_shape_from_device
+        planned: dict[int, list] = {}
+
         def op_step(th: Any) -> Generator:
             variant = pick(variants)
             try:
@@ -203,6 +206,13 @@ class ThreadWorkload:
             except _AllocFailed as exc:
                 runner.fail(th, step, exc.status, f"allocating the inputs/outputs failed: {exc.message}")
                 return
+            if restore:  # the previous run shrank the outputs to the computed shape: give back the upper bound
+                shapes = planned.get(variant)
+                if shapes is None:
+                    shapes = planned[variant] = [(t, tuple(t.view_shape)) for t in args if _is_tensor(t)]
+                for t, shape in shapes:
+                    if tuple(t.view_shape) != shape:
+                        t.set_shape(shape)
             runner.current_variant = (step, variant)
             yield from call(th, gws, run_fn, args, stream, api, step, repeat)
 
@@ -233,6 +243,11 @@ class _AllocFailed(Exception):
         super().__init__(message)
         self.status = status
         self.message = message
+
+
+def _is_tensor(value: Any) -> bool:
+    from opsim.acl.tensor import Tensor
+    return isinstance(value, Tensor)
 
 
 def _parse_dtype(name: str) -> Any:

@@ -252,3 +252,14 @@ def test_progress_bar_only_on_a_terminal(monkeypatch):
     update(100)
     close()
     assert runner._progress_bar(100, False)[0] is None
+
+
+def test_nonzero_outputs_get_their_upper_bound_back_between_calls():
+    """NonZero shrinks its output to the computed count; the next call on the same tensors must not fail."""
+    from opsim.scenario.runner import run_scenario
+    scenario = {"name": "nz", "seed": 1, "numerics": True,
+                "threads": [{"name": "t", "streams": ["s"],
+                             "program": [{"loop": {"count": 3, "body": [
+                                 {"op": "NonZero", "shape": [16], "dtype": "int32"}]}}]}]}
+    result = run_scenario(scenario, write=False)
+    assert result.exit_code == 0, result.summary
