@@ -71,6 +71,18 @@ class Shape(tuple):
         return f"Shape({list(self)})"
 
 
+def broadcast_shapes(a: Sequence[int], b: Sequence[int]) -> tuple[int, ...] | None:
+    """numpy/torch broadcasting of two shapes; None when they cannot broadcast."""
+    out = []
+    for i in range(max(len(a), len(b))):
+        x = a[len(a) - 1 - i] if i < len(a) else 1
+        y = b[len(b) - 1 - i] if i < len(b) else 1
+        if x != y and x != 1 and y != 1:
+            return None
+        out.append(max(x, y) if x != 0 and y != 0 else 0)
+    return tuple(reversed(out))
+
+
 def validate_dims(dims: Sequence[int], what: str = "shape") -> Shape:
     """Reject negative dimensions and more than 8 dims with a message naming the offending value."""
     shape = Shape(dims)

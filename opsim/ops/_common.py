@@ -12,7 +12,7 @@ from typing import Any, Callable, Iterable, Sequence
 
 from opsim.acl.dtypes import DataType
 from opsim.acl.status import AclnnStatus
-from opsim.acl.tensor import Tensor
+from opsim.acl.tensor import Tensor, broadcast_shapes as broadcast_shape
 from opsim.opdev.executor import AclOpExecutor, common_op_executor_run, create_executor
 from opsim.opdev.kernel import TilingResult
 from opsim.opdev.op_exec_cache import l2_dfx_phase_1, l2_dfx_phase_2
@@ -100,18 +100,6 @@ def first_error(*statuses: AclnnStatus) -> AclnnStatus:
         if s != S.ACLNN_SUCCESS:
             return s
     return S.ACLNN_SUCCESS
-
-
-def broadcast_shape(a: Sequence[int], b: Sequence[int]) -> tuple[int, ...] | None:
-    """numpy/torch broadcasting; None when the shapes cannot broadcast."""
-    out = []
-    for i in range(max(len(a), len(b))):
-        x = a[len(a) - 1 - i] if i < len(a) else 1
-        y = b[len(b) - 1 - i] if i < len(b) else 1
-        if x != y and x != 1 and y != 1:
-            return None
-        out.append(max(x, y) if x != 0 and y != 0 else 0)
-    return tuple(reversed(out))
 
 
 def check_broadcast(api: str, self: Tensor, other: Tensor, out: Tensor) -> AclnnStatus:

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, Callable, Mapping, Sequence
 
+from opsim.acl.tensor import broadcast_shapes
 from opsim.errors import InvalidArgumentError
 
 Shape = tuple[int, ...]
@@ -74,19 +75,8 @@ def _resolve(ref: str | Callable[..., Any]) -> Callable[..., Any]:
 
 # ---- shape inference -------------------------------------------------------------------------------
 
-def _broadcast(a: Shape, b: Shape) -> Shape | None:
-    out = []
-    for i in range(max(len(a), len(b))):
-        x = a[len(a) - 1 - i] if i < len(a) else 1
-        y = b[len(b) - 1 - i] if i < len(b) else 1
-        if x != y and x != 1 and y != 1:
-            return None
-        out.append(max(x, y) if x != 0 and y != 0 else 0)
-    return tuple(reversed(out))
-
-
 def _infer_binary(shapes: list[Shape], attrs: Mapping[str, Any]) -> list[Shape] | str:
-    out = _broadcast(shapes[0], shapes[1])
+    out = broadcast_shapes(shapes[0], shapes[1])
     if out is None:
         return f"shapes {list(shapes[0])} and {list(shapes[1])} do not broadcast"
     return [out]
@@ -136,7 +126,7 @@ def _infer_addmm(shapes: list[Shape], attrs: Mapping[str, Any]) -> list[Shape] |
     mm = _infer_matmul(shapes[1:], attrs)
     if isinstance(mm, str):
         return mm
-    if _broadcast(shapes[0], mm[0]) != mm[0]:
+    if broadcast_shapes(shapes[0], mm[0]) != mm[0]:
         return f"self {list(shapes[0])} does not broadcast to the product shape {list(mm[0])}"
     return mm
 
