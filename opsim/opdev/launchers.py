@@ -6,6 +6,7 @@ destructor; registration appends one launcher and one graph node to the executor
 from __future__ import annotations
 
 import logging
+from abc import ABC, abstractmethod
 from typing import Any
 
 import numpy as np
@@ -50,7 +51,7 @@ def flat_values(args_list) -> list:
     return out
 
 
-class KernelLauncher:
+class KernelLauncher(ABC):
     """KernelLauncher base: op type, core type, executor, profiling ids and the DFX context at registration."""
 
     core_type = CoreType.AI_CORE
@@ -68,8 +69,9 @@ class KernelLauncher:
     def op_type_name(self) -> str:
         return op_type_name(self.op_type)
 
-    def launch(self) -> AclnnStatus:  # pragma: no cover - abstract
-        raise NotImplementedError
+    @abstractmethod
+    def launch(self) -> AclnnStatus:
+        """Launch(): the launcher's phase-2 work; returns its status."""
 
     def get_bin(self) -> Any:
         return None

@@ -12,6 +12,7 @@ feeds deviceExtMemSize (DEPEND_SHAPE_RANGE), the device-region size and the shap
 from __future__ import annotations
 
 import logging
+from abc import ABC, abstractmethod
 from typing import Any
 
 from opsim.acl.status import AclnnStatus
@@ -83,7 +84,7 @@ def _has_data(tensors: list) -> bool:
     return True
 
 
-class AicpuTask:
+class AicpuTask(ABC):
     """One cached (or one-shot) AI CPU kernel invocation. Subclasses: AicpuTfTask, AicpuCCTask."""
 
     framework = kl.CC
@@ -143,8 +144,9 @@ class AicpuTask:
         if self.unknown_type == DEPEND_SHAPE_RANGE:
             self.device_ext_mem_size = self.ext_info_len
 
-    def init(self, ctx: Any, inputs: list, outputs: list, attrs: dict) -> AclnnStatus:  # pragma: no cover
-        raise NotImplementedError
+    @abstractmethod
+    def init(self, ctx: Any, inputs: list, outputs: list, attrs: dict) -> AclnnStatus:
+        """Init: the TF or CC step sequence (aicpu-tasks.md §9)."""
 
     # ---- SetIoTensors ------------------------------------------------------------------------------------
     def set_io_tensors(self, ctx: Any, executor: Any, args: OpArgContext) -> AclnnStatus:
