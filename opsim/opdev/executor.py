@@ -42,6 +42,7 @@ class AclOpExecutor:
         self.stream = None
         self.workspace = 0
         self.workspace_size = 0
+        self.planned_workspace_size = 0  # what GetWorkspaceSize last planned (diagnostics only)
         self.log_info: OpLogInfo = ctx.log_info.copy()
         self.config: OpConfigInfo = ctx.config.copy()
         self.l0_name: str | None = None
@@ -145,6 +146,7 @@ class AclOpExecutor:
         total = plan_workspace(self.graph, strategy) if self.graph is not None else 0
         self.workspace_device_aicpu_task_offset = total
         size = total + self.workspace_device_aicpu_mem
+        self.planned_workspace_size = size
         if self.op_exec_cache is not None:
             self.op_exec_cache.workspace_size = size
         return size
@@ -426,6 +428,21 @@ def set_dynamic_tensor_addr(executor: Any, tensor_list: TensorList | None, relat
     return S.ACLNN_SUCCESS
 
 
+def _warn_small_workspace(ctx, executor: AclOpExecutor, workspace_size: int) -> None:
+    """opbase does not check the caller's size against the plan; the simulator says so, and runs on."""
+    api = executor.log_info.l2_api_name
+    msg = (f"{api}: phase 2 got a {workspace_size}-byte workspace but phase 1 planned "
+           f"{executor.planned_workspace_size} bytes; opbase does not check this and kernels would write past "
+           "the buffer")
+    log.warning(msg)
+    ctx.process.warn(msg)
+    rec = ctx.process.recorder
+    if rec.enabled:
+        name = ctx.name
+        ctx.at(lambda t: rec.instant(t, "workspace too small", name, {"api": api, "given": workspace_size,
+                                                                     "planned": executor.planned_workspace_size}))
+
+
 def common_op_executor_run(workspace: int, workspace_size: int, executor: Any, stream: Any) -> AclnnStatus:
     """CommonOpExecutorRun(workspace, workspaceSize, executor, stream), in opbase's exact order."""
     if executor is None:
@@ -463,6 +480,8 @@ def common_op_executor_run(workspace: int, workspace_size: int, executor: Any, s
     ctx.op_cache_context = executor.op_exec_cache
     executor.stream = stream
     ctx.charge("update tensor addr")
+    if workspace_size < executor.planned_workspace_size:
+        _warn_small_workspace(ctx, executor, workspace_size)
     executor.update_tensor_addr(workspace, workspace_size)
     ctx.executor = executor
     dfx.l2_dump(ctx, executor, inputs=True)

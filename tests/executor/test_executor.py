@@ -234,3 +234,11 @@ def test_bad_input_codes_and_log(ctx, call, code, caplog):
         st, size, ex = call()
     assert st == code and ex is None
     assert any(w in caplog.text for w in ("self", "other", "mat", "dim", "out"))
+
+
+def test_workspace_smaller_than_planned_runs_as_opbase_but_is_reported(ctx, process, caplog):
+    ex, size = _three_launcher_executor(ctx)
+    with caplog.at_level("WARNING"):
+        assert common_op_executor_run(0x1000, size - 512, ex, None) == S.ACLNN_SUCCESS
+    assert any("planned 1536 bytes" in w for w in process.warnings)
+    assert "workspace" in caplog.text and not ex.alive
