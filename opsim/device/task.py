@@ -91,23 +91,11 @@ class DeviceTask:
             block_dim = _check_block_dim(block_dim, kind, op_name)
         if (kind is TaskKind.EVENT_RECORD or kind is TaskKind.EVENT_WAIT) and event is None:
             raise InvalidArgumentError(f"{kind.name} tasks need an event (a StreamEvent from Device.create_event())")
-        self.kind = kind
-        self.duration = float(duration)
-        self.block_dim = block_dim
-        self.op_name = op_name
-        self.task_type = task_type if task_type is not None else DEFAULT_TASK_TYPE[kind]
-        self.corr_id = corr_id
+        self._fill(kind, float(duration), block_dim, op_name,
+                   task_type if task_type is not None else DEFAULT_TASK_TYPE[kind], corr_id, nbytes)
         self.callback = callback
         self.on_done = on_done
         self.event = event
-        self.nbytes = nbytes
-        self.stream_id = -1
-        self.task_id = -1
-        self.queued = math.nan
-        self.start = math.nan
-        self.end = math.nan
-        self.units = 0
-        self._target = 0
 
     @classmethod
     def trusted(cls, kind: TaskKind, duration: float, block_dim: int, op_name: str, task_type: str,
@@ -115,15 +103,20 @@ class DeviceTask:
         """A task built by the framework from values it already validated (a TaskKind, a finite float
         duration >= 0, an int block_dim >= 1, a task type string): the constructor without its checks."""
         self = object.__new__(cls)
+        self._fill(kind, duration, block_dim, op_name, task_type, corr_id, nbytes)
+        self.callback = None
+        self.on_done = None
+        self.event = None
+        return self
+
+    def _fill(self, kind: TaskKind, duration: float, block_dim: int, op_name: str, task_type: str, corr_id: int,
+              nbytes: int) -> None:
         self.kind = kind
         self.duration = duration
         self.block_dim = block_dim
         self.op_name = op_name
         self.task_type = task_type
         self.corr_id = corr_id
-        self.callback = None
-        self.on_done = None
-        self.event = None
         self.nbytes = nbytes
         self.stream_id = -1
         self.task_id = -1
@@ -132,7 +125,6 @@ class DeviceTask:
         self.end = math.nan
         self.units = 0
         self._target = 0
-        return self
 
     def __repr__(self) -> str:
         return (f"DeviceTask({self.kind.name}, op={self.op_name!r}, stream={self.stream_id}, id={self.task_id}, "

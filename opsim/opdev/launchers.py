@@ -165,7 +165,6 @@ class AiCoreKernelLauncher(KernelLauncher):
         ex = self.executor
         stream = ex.stream
         wss = flat_values(self.args.workspaces())
-        outshape = [a.value for a in self.args.outshapes() if a.type == OpArgType.OPARG_ACLTENSOR]
         if tiling.memset_outputs:
             targets = [outs[i] for i in tiling.memset_outputs if i < len(outs) and outs[i] is not None]
             _memset_launch(ctx, ex, stream, targets)

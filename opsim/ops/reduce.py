@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import math
 
-import numpy as np
 
 from opsim.acl.dtypes import DataType
 from opsim.acl.status import AclnnStatus

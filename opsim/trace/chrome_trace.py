@@ -59,6 +59,29 @@ def thread_tids(sim: Any) -> dict[str, int]:
     return {th.name: th.thread_id for th in sim.threads}
 
 
+def _metadata_events(sim: Any, process_name: str) -> list[str]:
+    """Process and track names and sort order: the host process with a track per thread, then the device
+    process with a track per stream."""
+    device = sim.device
+    dev_pid = DEVICE_PID_BASE + device.device_id
+    out = [_dump({"ph": "M", "pid": HOST_PID, "name": "process_name", "args": {"name": process_name}}),
+           _dump({"ph": "M", "pid": HOST_PID, "name": "process_sort_index", "args": {"sort_index": 0}})]
+    for i, th in enumerate(sim.threads):
+        out.append(_dump({"ph": "M", "pid": HOST_PID, "tid": th.thread_id, "name": "thread_name",
+                          "args": {"name": f"{th.name} (tid {th.thread_id})"}}))
+        out.append(_dump({"ph": "M", "pid": HOST_PID, "tid": th.thread_id, "name": "thread_sort_index",
+                          "args": {"sort_index": i}}))
+    out.append(_dump({"ph": "M", "pid": dev_pid, "name": "process_name",
+                      "args": {"name": f"NPU {device.device_id} ({sim.soc.name})"}}))
+    out.append(_dump({"ph": "M", "pid": dev_pid, "name": "process_sort_index", "args": {"sort_index": 1}}))
+    for st in device.streams:
+        out.append(_dump({"ph": "M", "pid": dev_pid, "tid": st.stream_id + 1, "name": "thread_name",
+                          "args": {"name": f"Stream {st.stream_id}"}}))
+        out.append(_dump({"ph": "M", "pid": dev_pid, "tid": st.stream_id + 1, "name": "thread_sort_index",
+                          "args": {"sort_index": st.stream_id}}))
+    return out
+
+
 def write_chrome_trace(sim: Any, fh: TextIO, *, process_name: str = "Host") -> int:
     """Write the trace of a finished simulation to `fh`; returns the number of events written.
 
@@ -80,22 +103,7 @@ def write_chrome_trace_reference(sim: Any, fh: TextIO, *, process_name: str = "H
     events: list[str] = []
     add = events.append
 
-    # --- metadata --------------------------------------------------------------------------------------
-    add(_dump({"ph": "M", "pid": HOST_PID, "name": "process_name", "args": {"name": process_name}}))
-    add(_dump({"ph": "M", "pid": HOST_PID, "name": "process_sort_index", "args": {"sort_index": 0}}))
-    for i, th in enumerate(sim.threads):
-        add(_dump({"ph": "M", "pid": HOST_PID, "tid": th.thread_id, "name": "thread_name",
-                   "args": {"name": f"{th.name} (tid {th.thread_id})"}}))
-        add(_dump({"ph": "M", "pid": HOST_PID, "tid": th.thread_id, "name": "thread_sort_index",
-                   "args": {"sort_index": i}}))
-    add(_dump({"ph": "M", "pid": dev_pid, "name": "process_name",
-               "args": {"name": f"NPU {device.device_id} ({sim.soc.name})"}}))
-    add(_dump({"ph": "M", "pid": dev_pid, "name": "process_sort_index", "args": {"sort_index": 1}}))
-    for s in device.streams:
-        add(_dump({"ph": "M", "pid": dev_pid, "tid": s.stream_id + 1, "name": "thread_name",
-                   "args": {"name": f"Stream {s.stream_id}"}}))
-        add(_dump({"ph": "M", "pid": dev_pid, "tid": s.stream_id + 1, "name": "thread_sort_index",
-                   "args": {"sort_index": s.stream_id}}))
+    events.extend(_metadata_events(sim, process_name))
 
     # --- host slices -------------------------------------------------------------------------------------
     host = rec.records("host")
@@ -398,22 +406,8 @@ class _ColumnarTrace:
                 j = jcache[text] = json.dumps(text)
             return j
 
-        # --- metadata (as the reference writer) ---------------------------------------------------------------
-        add(_dump({"ph": "M", "pid": HOST_PID, "name": "process_name", "args": {"name": self.process_name}}))
-        add(_dump({"ph": "M", "pid": HOST_PID, "name": "process_sort_index", "args": {"sort_index": 0}}))
-        for i, th in enumerate(sim.threads):
-            add(_dump({"ph": "M", "pid": HOST_PID, "tid": th.thread_id, "name": "thread_name",
-                       "args": {"name": f"{th.name} (tid {th.thread_id})"}}))
-            add(_dump({"ph": "M", "pid": HOST_PID, "tid": th.thread_id, "name": "thread_sort_index",
-                       "args": {"sort_index": i}}))
-        add(_dump({"ph": "M", "pid": dev_pid, "name": "process_name",
-                   "args": {"name": f"NPU {device.device_id} ({sim.soc.name})"}}))
-        add(_dump({"ph": "M", "pid": dev_pid, "name": "process_sort_index", "args": {"sort_index": 1}}))
-        for s in device.streams:
-            add(_dump({"ph": "M", "pid": dev_pid, "tid": s.stream_id + 1, "name": "thread_name",
-                       "args": {"name": f"Stream {s.stream_id}"}}))
-            add(_dump({"ph": "M", "pid": dev_pid, "tid": s.stream_id + 1, "name": "thread_sort_index",
-                       "args": {"sort_index": s.stream_id}}))
+        for ev in _metadata_events(sim, self.process_name):
+            add(ev)
 
         # --- host slices ------------------------------------------------------------------------------------------
         threads = self.th_codes.values_by_code()
@@ -641,7 +635,7 @@ class _ColumnarTrace:
                     add(_dump(ev))
                     continue
                 tid = tids.get(thread)
-                where = f'"s":"t"' if tid is not None else '"s":"p"'
+                where = '"s":"t"' if tid is not None else '"s":"p"'
                 track = f'"pid":{HOST_PID},"tid":{tid}' if tid is not None else f'"pid":{dev_pid},"tid":0'
                 add(f'{{"ph":"i",{where},"ts":{_us(_ns(t))!r},"name":{js(f"{c} cache {kind_}")},"cat":"cache",'
                     f'"args":{{"op":{js(op)}}},{track}}}')

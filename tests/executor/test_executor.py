@@ -1,7 +1,6 @@
 """Two-phase executor: launch order, stop-on-failure, lifetimes, RepeatMode, workspace paths, bad input."""
 from __future__ import annotations
 
-import numpy as np
 import pytest
 
 from opsim.acl import AclnnStatus as S, DataType, IntArray, Scalar, Tensor, TensorList
@@ -9,7 +8,7 @@ from opsim.opdev.executor import (common_op_executor_run, create_executor, destr
                                   set_tensor_addr)
 from opsim.opdev.kernel import AiCoreKernel, TilingResult, register_aicore_kernel
 from opsim.opdev.launchers import add_to_launcher_list_aicore
-from opsim.opdev.op_args import OpArgDef, op_input, op_output, op_outshape, op_workspace
+from opsim.opdev.op_args import OpArgDef, op_input, op_output, op_outshape
 from opsim.opdev.op_def import RepeatMode
 from opsim.ops.elementwise import aclnn_add, aclnn_add_get_workspace_size, aclnn_mul_get_workspace_size
 from opsim.ops.matmul import aclnn_addmm_get_workspace_size

@@ -6,7 +6,7 @@ from opsim.opdev.executor import common_op_executor_run, create_executor, set_re
 from opsim.opdev.kernel import AiCoreKernel, TilingResult, register_aicore_kernel
 from opsim.opdev.launchers import (DSA_WORKSPACE_SIZE, add_to_launcher_list_aicore, copy_npu_to_npu, copy_to_npu,
                                    creat_dsa_kernel_launcher)
-from opsim.opdev.op_args import OpArgDef, make_op_arg_context, op_input, op_output, op_workspace
+from opsim.opdev.op_args import make_op_arg_context, op_input, op_output, op_workspace
 from opsim.opdev.op_def import CoreType, DsaTaskType, RepeatMode
 from opsim.opdev.op_types import register_op_type
 

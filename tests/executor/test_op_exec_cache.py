@@ -11,7 +11,7 @@ from opsim.opdev.executor import set_repeatable
 from opsim.opdev.op_exec_cache import OpExecCacheWrap, build_l2_key, get_manager, reselect_static_kernel
 from opsim.opdev.process import ProcessContext
 from opsim.opdev.thread_local import set_current
-from opsim.ops.elementwise import aclnn_add, aclnn_add_get_workspace_size, aclnn_abs_get_workspace_size, aclnn_abs
+from opsim.ops.elementwise import aclnn_add, aclnn_add_get_workspace_size, aclnn_abs_get_workspace_size
 
 from .conftest import phases
 
@@ -76,7 +76,7 @@ def test_hit_skips_phase1_after_first_run(ctx):
 
 
 def test_not_usable_before_first_phase2(ctx):
-    ex1 = _add_call(ctx, run=False)
+    _add_call(ctx, run=False)
     ex2 = _add_call(ctx, run=False)  # same key, first not run yet: miss, its cache refused as duplicate
     assert not isinstance(ex2, OpExecCacheWrap)
     assert ex2.op_exec_cache is None
