@@ -175,6 +175,7 @@ class AiCoreKernelLauncher(KernelLauncher):
             if numerics and kernel.compute is not None and _all_bound(ins + outs):
                 kernel.compute(ins, outs, attrs, wss)
             rt.submit_kernel(ctx, stream, name, tiling.task_type, tiling.block_dim, duration)
+            rt.record_tensor_info(ctx, name, rt.tensor_info(ins, outs))
         cache = ctx.op_cache_context
         if cache is not None and cache is ex.op_exec_cache:
             cache.record(name, tiling.task_type, tiling.block_dim, duration, ins + outs + wss, len(ins), len(outs),

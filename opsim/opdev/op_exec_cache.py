@@ -199,6 +199,7 @@ class RecordedTask:
     attrs: list
     compute: Any
     size: int
+    info: dict | None = None  # torch_npu tensor strings of the launch (profiler shapes)
 
 
 class OpExecCache:
@@ -288,7 +289,8 @@ class OpExecCache:
             return
         self.record_offset += size
         self.tasks.append(RecordedTask(op_name, task_type, block_dim, duration, templates, rules, n_inputs,
-                                       n_outputs, attrs, compute, size))
+                                       n_outputs, attrs, compute, size,
+                                       rt.tensor_info(tensors[:n_inputs], tensors[n_inputs:n_inputs + n_outputs])))
 
     def finalize(self) -> None:
         """End of the first run: copy the record (needs a recording buffer), usable := valid."""
@@ -327,6 +329,8 @@ class OpExecCache:
                 task.compute(ins, outs, task.attrs, wss)
             rt.submit_kernel(ctx, stream, task.op_name, task.task_type, task.block_dim, task.duration,
                              replay=True)
+            if task.info is not None:
+                rt.record_tensor_info(ctx, task.op_name, task.info)
         return S.ACLNN_SUCCESS
 
 

@@ -75,3 +75,39 @@ def kernel_duration(ctx: ThreadLocalContext, tiling: Any, kind: str = "AI_CORE")
     if tiling.duration is not None:
         return float(tiling.duration)
     return ctx.process.cost.kernel_time(tiling.flops, tiling.bytes, tiling.block_dim, kind)
+
+
+_TENSOR_INFO: dict[tuple, dict] = {}
+
+
+def _describe(tensors: list) -> tuple[str, str, str]:
+    ts = [t for t in tensors if t is not None and hasattr(t, "view_shape")]
+    return (";".join(",".join(str(d) for d in t.view_shape) for t in ts),
+            ";".join(t.dtype.name[3:] for t in ts),
+            ";".join(t.view_format.name[7:] for t in ts))
+
+
+def tensor_info(inputs: list, outputs: list) -> dict:
+    """torch_npu / msprof strings for one launch ("128,256;256,512", "FLOAT;FLOAT", "ND;ND"), memoised per
+    signature so that every launch of one signature shares one dict."""
+    sig = tuple((tuple(t.view_shape), t.dtype, t.view_format) if t is not None and hasattr(t, "view_shape")
+                else None for t in inputs) + (None,) + tuple(
+        (tuple(t.view_shape), t.dtype, t.view_format) if t is not None and hasattr(t, "view_shape") else None
+        for t in outputs)
+    info = _TENSOR_INFO.get(sig)
+    if info is None:
+        i_shapes, i_types, i_formats = _describe(inputs)
+        o_shapes, o_types, o_formats = _describe(outputs)
+        info = {"input_shapes": i_shapes, "input_data_types": i_types, "input_formats": i_formats,
+                "output_shapes": o_shapes, "output_data_types": o_types, "output_formats": o_formats}
+        if len(_TENSOR_INFO) > 4096:
+            _TENSOR_INFO.clear()
+        _TENSOR_INFO[sig] = info
+    return info
+
+
+def record_tensor_info(ctx: ThreadLocalContext, op_name: str, info: dict) -> None:
+    """Attach the launch's tensor description to the trace (profiler kernel_details shapes)."""
+    rec = ctx.process.recorder
+    if rec.enabled:
+        rec.tensor_info(ctx.current_corr, op_name, info)

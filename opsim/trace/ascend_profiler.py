@@ -352,9 +352,12 @@ def _steps_from_instants(inst: dict[str, list], epoch_ns: int, tids: dict[str, i
     return steps
 
 
-def _tensor_infos(inst: dict[str, list]) -> dict[tuple[int, str], list[dict[str, str]]]:
-    """``tensor_info`` instants grouped by (corr, op), in launch order."""
+def _tensor_infos(inst: dict[str, list], launches: list | tuple = ()) -> dict[tuple[int, str], list[dict[str, str]]]:
+    """Per-launch tensor descriptions grouped by (corr, op), in launch order: the recorder's `tensor_infos`
+    (what the framework records at every kernel launch) and any ``tensor_info`` instants."""
     out: dict[tuple[int, str], list[dict[str, str]]] = {}
+    for corr, op, info in launches:
+        out.setdefault((int(corr), str(op)), []).append({f: str(info.get(f, "")) for f in _TENSOR_FIELDS})
     for name, args in zip(inst["name"], inst["args"]):
         if name != "tensor_info" or not isinstance(args, dict):
             continue
@@ -574,7 +577,7 @@ def build_profile(sim: Any, *, epoch_us: int = DEFAULT_EPOCH_US, device: int | N
         c.seq = seq[key]
 
     # device tasks
-    tensor_infos = _tensor_infos(inst)
+    tensor_infos = _tensor_infos(inst, getattr(sim.recorder, "tensor_infos", ()))
     tensor_taken: dict[tuple[int, str], int] = {}
     tasks: list[DeviceTaskRow] = []
     cols = ("device", "stream", "task_id", "op", "task_type", "unit_kind", "block_dim", "start", "end", "corr")

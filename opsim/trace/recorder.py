@@ -47,7 +47,8 @@ COLUMNS: dict[str, tuple[str, ...]] = {
 }
 """Column names of every record kind, in storage order."""
 
-_RECORD_METHODS = ("host_span", "device_task", "memory_event", "cache_event", "instant", "counter")
+_RECORD_METHODS = ("host_span", "device_task", "memory_event", "cache_event", "instant", "counter",
+                   "tensor_info")
 
 _NUMERIC: dict[str, frozenset[str]] = {
     "host": frozenset({"start", "dur", "corr"}),
@@ -90,6 +91,7 @@ class Recorder:
         self._intern = self._strings.setdefault
         self._new_columns()
         self._corr = 0
+        self.tensor_infos: list[tuple[int, str, dict]] = []
         self.enabled = True
         if not enabled:
             self.set_enabled(False)
@@ -157,6 +159,11 @@ class Recorder:
         a_start(start)
         a_dur(dur)
         a_corr(corr)
+
+    def tensor_info(self, corr: int, op: str, info: dict) -> None:
+        """Shapes, dtypes and formats of one kernel launch (torch_npu strings, `info` shared between launches
+        of one signature), matched to its device task by (corr, op) in launch order."""
+        self.tensor_infos.append((corr, op, info))
 
     def device_task(self, stream: int, unit_kind: str, units: int, task_id: int, op: str, task_type: str,
                     block_dim: int, queued: float, start: float, end: float, corr: int = -1,
@@ -275,6 +282,7 @@ class Recorder:
 
     def clear(self) -> None:
         """Drop every record (the correlation counter keeps counting, so ids stay unique)."""
+        self.tensor_infos = []
         for kind in COLUMNS:
             self._chunks[kind] = []
             self._folded[kind] = 0

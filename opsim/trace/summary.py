@@ -59,10 +59,14 @@ class SummaryStats:
         if value > self.counter_max.get(name, -math.inf):
             self.counter_max[name] = value
 
+    def tensor_info(self, corr: int, op: str, info: dict) -> None:
+        """Per-launch tensor descriptions are not kept when only totals are."""
+
     def install(self, recorder: Any) -> None:
         """Make `recorder` fold every record into these totals instead of keeping it (call before streams
         are created: a stream binds the recorder's device_task when it is made)."""
-        for name in ("host_span", "device_task", "memory_event", "cache_event", "instant", "counter"):
+        for name in ("host_span", "device_task", "memory_event", "cache_event", "instant", "counter",
+                     "tensor_info"):
             setattr(recorder, name, getattr(self, name))
 
     # --- from a finished recorder ---------------------------------------------------------------------------

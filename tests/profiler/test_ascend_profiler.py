@@ -336,8 +336,30 @@ def test_step_trace_time_per_step(out, sim):
         assert Decimal(r["Preparing"]) >= 0 and r["Device_id"] == "0"
 
 
-def test_tensor_info_instants_fill_quoted_shapes(tmp_path):
+def test_every_kernel_launch_fills_quoted_shapes(tmp_path):
+    """The framework records each launch's tensors (first run, cache replay, AI CPU); rows get quoted shapes."""
+    sim = simulate(steps=2, threads=1)
+    root = write_profiler_output(sim, str(tmp_path), name="shapes")
+    path = os.path.join(root, "ASCEND_PROFILER_OUTPUT", "kernel_details.csv")
+    _, rows = read_csv(path)
+    by_type = {}
+    for r in rows:
+        by_type.setdefault(r["Type"], []).append(r)
+    # Addmm = MatMulV2 + 2 x Muls + Add, then Add and Sigmoid: every launch of both steps (step 2 replays)
+    assert [r["Input Shapes"] for r in by_type["MatMulV2"]] == ['"64,128;128,256"'] * 2
+    assert [r["Output Shapes"] for r in by_type["MatMulV2"]] == ['"64,256"'] * 2
+    assert {r["Input Shapes"] for r in by_type["Muls"]} == {'"64,256"', '"256"'}
+    assert by_type["Sigmoid"][0]["Input Shapes"] == '"64,256"' and by_type["Sigmoid"][0]["Accelerator Core"] \
+        == "AI_CPU"
+    assert all(r["Input Data Types"].split(";")[0] == "FLOAT" and r["Input Formats"].startswith("ND")
+               for r in rows)
+    with open(path) as f:
+        assert '"""64,128;128,256"""' in f.read()
+
+
+def test_tensor_info_instants_add_to_recorded_launches(tmp_path):
     sim = simulate(steps=1, threads=1)
+    sim.recorder.tensor_infos.clear()  # only the instant describes the first AI Core kernel now
     dev = sim.recorder.records("device")
     first = next(i for i, tt in enumerate(dev["task_type"]) if tt == "AI_CORE")
     sim.recorder.instant(dev["queued"][first], "tensor_info", "t0", {
@@ -345,13 +367,9 @@ def test_tensor_info_instants_fill_quoted_shapes(tmp_path):
         "input_data_types": "FLOAT;FLOAT", "input_formats": "ND;ND", "output_shapes": "64,256",
         "output_data_types": "FLOAT", "output_formats": "ND"})
     root = write_profiler_output(sim, str(tmp_path), name="shapes")
-    path = os.path.join(root, "ASCEND_PROFILER_OUTPUT", "kernel_details.csv")
-    _, rows = read_csv(path)
+    _, rows = read_csv(os.path.join(root, "ASCEND_PROFILER_OUTPUT", "kernel_details.csv"))
     row = next(r for r in rows if r["Type"] == dev["op"][first])
     assert row["Input Shapes"] == '"64,128;128,256"' and row["Output Shapes"] == '"64,256"'
-    assert row["Input Data Types"] == "FLOAT;FLOAT"
-    with open(path) as f:
-        assert '"""64,128;128,256"""' in f.read()
     assert all(r["Input Shapes"] == "" for r in rows if r is not row)
 
 

@@ -265,6 +265,7 @@ class AicpuTask(ABC):
         flops, nbytes = cost_fn(ins, outs, self.attrs)
         duration = ctx.process.cost.kernel_time(flops, nbytes, 1, TaskKind.AI_CPU)
         rt.submit_kernel(ctx, stream, op, "AI_CPU", 1, duration, aicpu=True)
+        rt.record_tensor_info(ctx, op, rt.tensor_info(ins, outs))
         return S.ACLNN_SUCCESS
 
     def _update_output_shapes(self, ctx: Any, stream: Any) -> AclnnStatus:
