@@ -274,8 +274,7 @@ class UniqueExecutor:
         ctx.charge("create executor")
         self.executor = AclOpExecutor(ctx)
         if ctx.config.is_op_dump_enable:
-            self.executor.l2_io_tensors = (list(ctx.l2_io_tensors[0]), list(ctx.l2_io_tensors[1])) \
-                if hasattr(ctx, "l2_io_tensors") else ([], [])
+            self.executor.l2_io_tensors = (list(ctx.l2_io_tensors[0]), list(ctx.l2_io_tensors[1]))
 
     def get(self) -> AclOpExecutor:
         return self.executor
