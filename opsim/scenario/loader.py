@@ -342,7 +342,8 @@ class _Builder:
         self.errors = errors
         self.extra_ops = extra_ops
         self.label = label
-        self.events = tuple(data.get("events") or ())
+        events = data.get("events")  # a malformed value is reported by the schema; build with what is usable
+        self.events = tuple(e for e in events if isinstance(e, str)) if isinstance(events, list) else ()
 
     def thread(self, i: int, th: Mapping[str, Any]) -> C.ThreadConfig:
         streams = tuple(th.get("streams") or (DEFAULT_STREAM,))

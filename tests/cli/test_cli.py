@@ -224,3 +224,11 @@ def test_validate_of_every_bundled_scenario_does_not_import_numba():
     proc = _python(probe)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip().endswith("{0} False")
+
+
+@pytest.mark.parametrize("value", ["-1", "7", "{a: 1}", "[1, [2]]", "'x'"])
+def test_malformed_events_field_is_a_clean_error(tmp_path, value):
+    path = tmp_path / "ev.yaml"
+    path.write_text(f"name: x\nevents: {value}\nthreads:\n  - name: t\n    program: []\n")
+    code, out, err = cli("validate", path)
+    assert code == EXIT_BAD_INPUT and "Traceback" not in err and "events" in err
