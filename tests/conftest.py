@@ -1,7 +1,15 @@
 """Shared fixtures: small deterministic building blocks used across test packages."""
 from __future__ import annotations
 
+import os
+
 import pytest
+from hypothesis import settings
+
+# CI replays the same examples on every run (a red build is always reproducible); local runs explore.
+settings.register_profile("ci", derandomize=True, print_blob=True)
+if os.environ.get("CI"):
+    settings.load_profile("ci")
 
 from opsim.acl import DataType, Tensor
 from opsim.opdev.op_types import OpTypeDict
