@@ -59,6 +59,17 @@ def thread_tids(sim: Any) -> dict[str, int]:
     return {th.name: th.thread_id for th in sim.threads}
 
 
+def _instant_event(t: float, name: str, track: str, args: Any, tids: dict[str, int], dev_pid: int) -> str:
+    """An instant (overflow, OOM, step, ...): on its host thread's track, else process-wide on the device."""
+    ev = {"ph": "i", "ts": _us(_ns(t)), "name": name, "cat": "instant",
+          "args": args if isinstance(args, dict) else ({} if args is None else {"value": args})}
+    if track in tids:
+        ev.update(pid=HOST_PID, tid=tids[track], s="t")
+    else:
+        ev.update(pid=dev_pid, tid=0, s="p")
+    return _dump(ev)
+
+
 def _metadata_events(sim: Any, process_name: str) -> list[str]:
     """Process and track names and sort order: the host process with a track per thread, then the device
     process with a track per stream."""
@@ -222,13 +233,7 @@ def write_chrome_trace_reference(sim: Any, fh: TextIO, *, process_name: str = "H
             ev.update(pid=dev_pid, tid=0, s="p")
         add(_dump(ev))
     for t, name, track, args in other_instants:
-        ev = {"ph": "i", "ts": _us(_ns(t)), "name": name, "cat": "instant",
-              "args": args if isinstance(args, dict) else ({} if args is None else {"value": args})}
-        if track in tids:
-            ev.update(pid=HOST_PID, tid=tids[track], s="t")
-        else:
-            ev.update(pid=dev_pid, tid=0, s="p")
-        add(_dump(ev))
+        add(_instant_event(t, name, track, args, tids, dev_pid))
 
     fh.write('{"displayTimeUnit":"ns","otherData":{"generator":"opsim"},"traceEvents":[\n')
     fh.write(",\n".join(events))
@@ -641,13 +646,7 @@ class _ColumnarTrace:
                     f'"args":{{"op":{js(op)}}},{track}}}')
             out.step()
         for t, name, track, args in other_instants:
-            ev = {"ph": "i", "ts": _us(_ns(t)), "name": name, "cat": "instant",
-                  "args": args if isinstance(args, dict) else ({} if args is None else {"value": args})}
-            if track in tids:
-                ev.update(pid=HOST_PID, tid=tids[track], s="t")
-            else:
-                ev.update(pid=dev_pid, tid=0, s="p")
-            add(_dump(ev))
+            add(_instant_event(t, name, track, args, tids, dev_pid))
         out.flush()
         fh.write("\n]}\n")
         return out.n
