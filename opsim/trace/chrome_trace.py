@@ -59,6 +59,27 @@ def thread_tids(sim: Any) -> dict[str, int]:
     return {th.name: th.thread_id for th in sim.threads}
 
 
+def _split_instants(rec: Any, tids: dict[str, int]) -> tuple[dict[str, list[list]], list[tuple]]:
+    """Pair "step" begin/end instants of host threads into ProfilerStep#n slices (per track, in end order);
+    every other instant is returned as is."""
+    inst = rec.records("instant")
+    open_steps: dict[tuple[str, Any], int] = {}
+    steps: dict[str, list[list]] = {}
+    other: list[tuple] = []
+    for t, name, track, args in zip(inst["time"], inst["name"], inst["track"], inst["args"]):
+        if name == "step" and isinstance(args, dict) and track in tids:
+            key = (track, args.get("step"))
+            if args.get("phase") == "begin":
+                open_steps[key] = _ns(t)
+            elif key in open_steps:
+                steps.setdefault(track, []).append([open_steps.pop(key), _ns(t), -1,
+                                                    f"ProfilerStep#{args.get('step')}", "step",
+                                                    {"step": args.get("step")}])
+            continue
+        other.append((t, name, track, args))
+    return steps, other
+
+
 def _instant_event(t: float, name: str, track: str, args: Any, tids: dict[str, int], dev_pid: int) -> str:
     """An instant (overflow, OOM, step, ...): on its host thread's track, else process-wide on the device."""
     ev = {"ph": "i", "ts": _us(_ns(t)), "name": name, "cat": "instant",
@@ -135,19 +156,9 @@ def write_chrome_trace_reference(sim: Any, fh: TextIO, *, process_name: str = "H
                 launch_spans[corr].append((e_ns, s_ns, tids.get(thread, 0)))
         per_thread[thread].append(item)
         order += 1
-    inst = rec.records("instant")
-    open_steps: dict[tuple[str, int], int] = {}
-    other_instants = []
-    for t, name, track, args in zip(inst["time"], inst["name"], inst["track"], inst["args"]):
-        if name == "step" and isinstance(args, dict) and track in tids:
-            key = (track, args.get("step"))
-            if args.get("phase") == "begin":
-                open_steps[key] = _ns(t)
-            elif key in open_steps:
-                per_thread[track].append([open_steps.pop(key), _ns(t), -1, f"ProfilerStep#{args.get('step')}",
-                                          "step", {"step": args.get("step")}])
-            continue
-        other_instants.append((t, name, track, args))
+    steps, other_instants = _split_instants(rec, tids)
+    for track, items in steps.items():
+        per_thread[track].extend(items)
     for thread, items in per_thread.items():
         _nest(items)
         tid = tids.get(thread, 0)
@@ -420,21 +431,7 @@ class _ColumnarTrace:
         ops = [js(v) for v in self.op_codes.values_by_code()]
         op_call_code = self.ph_codes.get(OP_CALL, -1)
         n_host = len(self.h_s)
-        inst = rec.records("instant")
-        open_steps: dict[tuple[str, int], int] = {}
-        steps: dict[Any, list[list]] = {}
-        other_instants = []
-        for t, name, track, args in zip(inst["time"], inst["name"], inst["track"], inst["args"]):
-            if name == "step" and isinstance(args, dict) and track in tids:
-                key = (track, args.get("step"))
-                if args.get("phase") == "begin":
-                    open_steps[key] = _ns(t)
-                elif key in open_steps:
-                    steps.setdefault(track, []).append([open_steps.pop(key), _ns(t), -1,
-                                                        f"ProfilerStep#{args.get('step')}", "step",
-                                                        {"step": args.get("step")}])
-                continue
-            other_instants.append((t, name, track, args))
+        steps, other_instants = _split_instants(rec, tids)
         # thread order of the reference writer: first appearance in the host records, then step-only tracks
         if n_host:
             codes, first = np.unique(self.h_thread, return_index=True)

@@ -148,6 +148,17 @@ class AicpuTask(ABC):
     def init(self, ctx: Any, inputs: list, outputs: list, attrs: dict) -> AclnnStatus:
         """Init: the TF or CC step sequence (aicpu-tasks.md §9)."""
 
+    def _use_selection(self, status: AclnnStatus, sel: Any) -> AclnnStatus:
+        """Keep what kernel-library selection chose (the last Init step of both task kinds)."""
+        if status != S.ACLNN_SUCCESS:
+            return status
+        self.kernel = sel.kernel
+        self.kernel_so = sel.kernel_so
+        self.function_name = sel.function_name
+        self.is_custom = sel.is_custom
+        self.use_new_launch = sel.use_new_launch
+        return S.ACLNN_SUCCESS
+
     # ---- SetIoTensors ------------------------------------------------------------------------------------
     def set_io_tensors(self, ctx: Any, executor: Any, args: OpArgContext) -> AclnnStatus:
         """Rebuild the launch's tensors (scalars / int arrays become new executor-owned host tensors again),
@@ -310,14 +321,7 @@ class AicpuTfTask(AicpuTask):
         if space is not None:
             self.ref_inputs = tuple(i for i in range(len(inputs)) if space.is_ref(i, True))
             self.ref_outputs = tuple(i for i in range(len(outputs)) if space.is_ref(i, False))
-        status, sel = kl.select_tf_kernel(ctx, self.op_type)
-        if status != S.ACLNN_SUCCESS:
-            return status
-        self.kernel = sel.kernel
-        self.kernel_so = sel.kernel_so
-        self.function_name = sel.function_name
-        self.use_new_launch = sel.use_new_launch
-        return S.ACLNN_SUCCESS
+        return self._use_selection(*kl.select_tf_kernel(ctx, self.op_type))
 
 
 class AicpuCCTask(AicpuTask):
@@ -335,15 +339,7 @@ class AicpuCCTask(AicpuTask):
         status = kl.set_supported_new_launch_flag(ctx, self.op_type)
         if status != S.ACLNN_SUCCESS:
             return status
-        status, sel = kl.select_cc_kernel(ctx, self.op_type)
-        if status != S.ACLNN_SUCCESS:
-            return status
-        self.kernel = sel.kernel
-        self.kernel_so = sel.kernel_so
-        self.function_name = sel.function_name
-        self.is_custom = sel.is_custom
-        self.use_new_launch = sel.use_new_launch
-        return S.ACLNN_SUCCESS
+        return self._use_selection(*kl.select_cc_kernel(ctx, self.op_type))
 
     def _before_update_args(self, stream: Any) -> None:
         if self.stream is not None and self.stream is not stream:
