@@ -188,6 +188,16 @@ class AclOpExecutor:
         if cache is not None:
             cache.mark_invalid(self.thread)
 
+    def add_to_kernel_launcher_list_aicpu(self, op_type: int, launcher: Any, args: Any) -> AclnnStatus:
+        """AddToKernelLauncherListAiCpu(opType, obj, args): the AI CPU registration entry point beside
+        CreatAicpuKernelLauncher. AbandonCache(true) (no replay, and SetRepeatable will fail), append the
+        launcher, one graph node over its INPUT / OUTPUT / WORKSPACE lists."""
+        from opsim.opdev.launchers import graph_lists
+        current().charge("build graph")
+        self.abandon_cache(True)
+        self.kernel_launch_obj_list.append(launcher)
+        return self.graph.build_graph(op_type, *graph_lists(args, with_outshape=False))
+
     def add_tensor_relation(self, l2_out: Tensor, middle: Tensor) -> None:
         """Recorded only with no huge-memory pool and not unrepeatable; always forwarded to the cache."""
         if self.huge_mem_pool_index == K_INVALID_HUGE_MEM_INDEX and self.repeat_mode != RepeatMode.UNREPEATABLE:
