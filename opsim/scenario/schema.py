@@ -35,8 +35,8 @@ DIM = {"type": "integer", "minimum": 0, "maximum": 1 << 40}
 SHAPE = {"type": "array", "items": DIM, "maxItems": MAX_DIMS}
 NUMBER = {"type": "number", "minimum": 0}
 STEP_KEYS = ("op", "loop", "choose", "sync", "sync_device", "record_event", "wait_event", "sleep", "profiling")
-PROFILING_MASK = {"oneOf": [{"type": "integer", "minimum": 0, "maximum": (1 << 64) - 1},
-                            {"type": "array", "items": {"enum": list(MASK_NAMES)}, "minItems": 1, "uniqueItems": True}]}
+PROFILING_MASK = {"type": ["integer", "array"], "minimum": 0, "maximum": (1 << 64) - 1,
+                  "items": {"enum": list(MASK_NAMES)}, "minItems": 1, "uniqueItems": True}
 """A profiling switch mask: an integer, or the names of its bits (opsim.opdev.profiling.MASK_NAMES)."""
 
 
@@ -75,8 +75,8 @@ def build_schema() -> dict[str, Any]:
         "record_event": _obj({"record_event": event_ref}, ("record_event",)),
         "wait_event": _obj({"wait_event": event_ref}, ("wait_event",)),
         "sleep": _obj({"sleep": NUMBER}, ("sleep",)),
-        "profiling": _obj({"profiling": {"oneOf": [_obj({"start": PROFILING_MASK}, ("start",)),
-                                                   _obj({"stop": {"const": True}}, ("stop",))]}}, ("profiling",)),
+        "profiling": _obj({"profiling": {**_obj({"start": PROFILING_MASK, "stop": {"const": True}}),
+                                         "minProperties": 1, "maxProperties": 1}}, ("profiling",)),
     }
     step = {
         "type": "object",
