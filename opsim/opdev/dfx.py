@@ -313,8 +313,7 @@ def report_addition_info(ctx: ThreadLocalContext, op_type: str, launcher_id: int
     _emit(ctx, "tensor_info", op_type, launcher_id, summary_id, li, task_type, n)
 
 
-def report_aicore_launch(ctx: ThreadLocalContext, op_type: str, task_type: str, tensors: list,
-                         has_attrs: bool) -> None:
+def report_aicore_launch(ctx: ThreadLocalContext, op_type: str, task_type: str, tensors: list) -> None:
     """DoLaunchWithDfx around one AI Core launch. The summary id was put in TLS before the launch (only with
     kernelLaunchFlag; otherwise the launcher's zero id stays and the guard records nothing)."""
     ids = ctx.profiling_info_id
@@ -328,7 +327,7 @@ def report_aicore_launch(ctx: ThreadLocalContext, op_type: str, task_type: str, 
     ids.kernel_launcher_id = kernel_launcher_id(op_type)
     if sw.addition_info_flag:
         report_addition_info(ctx, op_type, ids.kernel_launcher_id, ids.summary_item_id, task_type, tensors)
-    if sw.level2_profiling_flag:
+    if sw.level2_profiling_flag:  # reported with or without ATTR arguments (the inputs are summarised too)
         _emit(ctx, "attr_info", op_type, ids.kernel_launcher_id, ids.summary_item_id, li, task_type)
 
 

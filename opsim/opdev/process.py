@@ -52,8 +52,8 @@ class ProcessContext:
         from opsim.opdev.profiling import OpProfilingSwitch, start_profiling
         self.profiling = OpProfilingSwitch()
         self.profiling_commands: list[tuple[str, int]] = []
-        self.level2_profiling = level2_profiling
-        self.record_op_args = record_op_args
+        self.level2_profiling = level2_profiling  # direct flag settings (the cache-disabling conditions);
+        self.record_op_args = record_op_args      # a profiling run uses `profiling_switch` (a START command)
         # Runtime system parameters read at every phase-1 entry: ACL_OPT_DETERMINISTIC (0..3) and
         # ACL_OPT_STRONG_CONSISTENCY (upgrades a reported level 1 to 2).
         self.deterministic_level = deterministic_level

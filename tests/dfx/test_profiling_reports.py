@@ -240,3 +240,23 @@ def test_overflow_check_gating_by_capture_status(world, capturing, query_fails, 
     add_call(stream=stream)
     spans = [a[1] for a in ctx.take_actions() if a[0] == 0]
     assert ("overflow check" in spans) is checked
+
+
+MIX_OP = "ProfReportMixOp"
+register_aicore_kernel(AiCoreKernel(MIX_OP, lambda i, o, a: TilingResult(task_type="MIX_AIC"),
+                                    declares_workspace=False))
+
+
+@pytest.mark.parametrize("mask, expected", [(PROF_ACL_API_MASK, []), (KL, ["kernel_launch", "context_id"])])
+def test_mix_kernel_reports_its_context_id_with_task_time(world, mask, expected):
+    process, ctx = world
+    start_profiling(process, mask)
+    x, y = Tensor([4], address=0x1000), Tensor([4], address=0x2000)
+
+    def build(ex):
+        with l0_dfx("MixL0", ex):
+            return add_to_launcher_list_aicore(MIX_OP, ex, op_input(x), op_output(y))
+    assert l2_one_launcher("aclnnProfMix", build, [x], [y]) == S.ACLNN_SUCCESS
+    reps = [r for r in process.profiling_reports if r.op_type == MIX_OP]
+    assert [r.kind for r in reps] == expected
+    assert all(r.summary_item_id == h(f"aclnnProfMix_MixL0_{MIX_OP}") for r in reps)
