@@ -193,6 +193,9 @@ def deterministic_level_from_rt(ctx: ThreadLocalContext) -> int:
     """GetDeterministicLevelFromRt at phase-1 entry: ACL_OPT_DETERMINISTIC (a failed query gives 0); a reported
     1 becomes 2 when ACL_OPT_STRONG_CONSISTENCY reads 1 (a failed query counts as off)."""
     p = ctx.process
+    if not p.faults:  # the common case: both queries succeed
+        level = int(p.deterministic_level)
+        return 2 if level == 1 and p.strong_consistency else level
     if p.fault("rt.get_sys_param", "ACL_OPT_DETERMINISTIC"):
         log.warning("cannot get system param deterministic; level 0")
         return 0
@@ -387,18 +390,21 @@ def report_dsa_launch(ctx: ThreadLocalContext, inputs: list, outputs: list) -> N
                              list(inputs) + list(outputs))
 
 
-def report_replayed_task(ctx: ThreadLocalContext, op_type: str, task_type: str, ids: tuple[int, int],
-                         tensors: list) -> None:
-    """One replayed OpExecCache task: the guard with the ids recorded at the first run (a task recorded with
-    profiling off keeps summary id 0 and stays silent), then with kernelLaunchFlag the context id of mix kernels
-    and, with additionInfoFlag, the addition info."""
-    launcher_id, summary_id = ids
-    ctx.profiling_info_id = ProfilingInfoId(0, launcher_id, summary_id)
-    kernel_launch_guard(ctx, summary_id, op_type, launcher_id)
+def report_replayed_task(ctx: ThreadLocalContext, task: Any) -> None:
+    """One replayed OpExecCache task (an op_exec_cache.RecordedTask): TLS ids := those recorded with it, the
+    guard with them (a task recorded with profiling off keeps summary id 0 and stays silent), then with
+    kernelLaunchFlag the context id of mix kernels and, with additionInfoFlag, the addition info."""
+    ids = ctx.profiling_info_id
+    launcher_id, summary_id = ids.kernel_launcher_id, ids.summary_item_id = task.profiling
     sw = ctx.process.profiling
+    if not (sw.report_flag or sw.kernel_launch_flag):
+        return
+    op_type, task_type = task.op_name, task.task_type
+    kernel_launch_guard(ctx, summary_id, op_type, launcher_id)
     if not sw.kernel_launch_flag:
         return
     if task_type in MIX_TASK_TYPES:
         _emit(ctx, "context_id", op_type, 0, summary_id, ctx.log_info, task_type)
     if sw.addition_info_flag:
-        report_addition_info(ctx, op_type, launcher_id, summary_id, task_type, tensors)
+        report_addition_info(ctx, op_type, launcher_id, summary_id, task_type,
+                             task.templates[:task.n_inputs + task.n_outputs])

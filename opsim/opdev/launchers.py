@@ -83,8 +83,10 @@ class KernelLauncher(ABC):
     def restore_thread_local(self) -> Any:
         ctx = current()
         ctx.log_info.l0_name = self.op_log_info.l0_name
-        ids = self.profiling_info_id  # TLS gets a copy: later TLS updates do not touch the launcher's ids
-        ctx.profiling_info_id = ProfilingInfoId(ids.tiling_profiling_id, ids.kernel_launcher_id, ids.summary_item_id)
+        ids = self.profiling_info_id  # copied into TLS: later TLS updates do not touch the launcher's ids
+        tls = ctx.profiling_info_id
+        tls.tiling_profiling_id, tls.kernel_launcher_id, tls.summary_item_id = \
+            ids.tiling_profiling_id, ids.kernel_launcher_id, ids.summary_item_id
         return ctx
 
     def destroy(self) -> None:

@@ -333,8 +333,7 @@ class OpExecCache:
                              replay=True)
             if task.info is not None:
                 rt.record_tensor_info(ctx, task.op_name, task.info)
-            dfx.report_replayed_task(ctx, task.op_name, task.task_type, task.profiling,
-                                     task.templates[:task.n_inputs + task.n_outputs])
+            dfx.report_replayed_task(ctx, task)
         return S.ACLNN_SUCCESS
 
 
@@ -478,7 +477,8 @@ def l2_dfx_phase_1(api_name: str, dfx_in: tuple, dfx_out: tuple, *, with_cache: 
     cfg.is_op_dump_enable = p.op_dump
     cfg.deterministic_level = dfx.deterministic_level_from_rt(ctx)
     cfg.is_deterministic_on = cfg.deterministic_level >= 1
-    dfx.report_host_exec(ctx, api_name)
+    if p.profiling.report_flag:
+        dfx.report_host_exec(ctx, api_name)
     if p.op_dump:
         ctx.l2_io_tensors = (list(dfx_in), list(dfx_out))
     if not with_cache:
@@ -519,4 +519,5 @@ def l2_dfx_phase_2(api_name: str, executor: Any) -> None:
         ctx.log_info = executor.log_info.copy()
         ctx.config = executor.config.copy()
     ctx.log_info.l0_name = None
-    dfx.report_host_exec(ctx, api_name)
+    if ctx.process.profiling.report_flag:
+        dfx.report_host_exec(ctx, api_name)
