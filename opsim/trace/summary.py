@@ -239,7 +239,7 @@ def render_table(summary: Mapping[str, Any]) -> str:
                              + (f", {rate:,.0f} calls per wall-second" if rate else "")))
     for name, th in (summary.get("threads") or {}).items():
         rows.append((f"host {name}", f"busy {_fmt_us(th['host_busy_us'])} ({th['host_busy_pct']:.1f}%), "
-                                     (f"{th['op_calls']} calls" if not th.get("task_queue") else "task-queue thread")
+                                     + (f"{th['op_calls']} calls" if not th.get("task_queue") else "task-queue thread")
                                      + (", stopped on error" if th.get("stopped_on_error") else "")))
     for name, st in (summary.get("streams") or {}).items():
         rows.append((f"device {name}", f"busy {_fmt_us(st['busy_us'])} ({st['busy_pct']:.1f}%), {st['tasks']} tasks"
