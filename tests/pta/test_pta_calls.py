@@ -119,10 +119,10 @@ def test_producer_runs_ahead_while_the_consumer_runs_phase_2():
     phase2 = {c: s for t, p, s, d, c in rows if p == "L2 phase2 entry" and t == "task_queue"}
     assert set(phase2) == {c for _, _, c in op_calls}  # every phase 2 ran on the consumer
     assert all(t == "py" for t, _, _ in h.phase_spans("L2 phase1 entry"))
-    # the producer's second call starts before the consumer started the first call's phase 2 ... or at least
-    # before it could finish: the producer never waits for the consumer
+    # the producer never waits for the consumer: its second call starts when its first ends, while the consumer
+    # runs the first call's phase 2
     (s1, e1, c1), (s2, e2, c2), _ = op_calls
-    assert s2 == e1 and phase2[c1] >= e1
+    assert s2 == e1 <= phase2[c1] < e2
     assert phase2[c1] < phase2[c2]
 
 
