@@ -130,3 +130,18 @@ def test_v1_map_has_no_eviction_and_fills_sticky(ctx):
     assert m.add(ctx, OpExecCache(b"", "a", [], 1)) and m.add(ctx, OpExecCache(b"", "a", [], 2))
     assert not m.add(ctx, OpExecCache(b"", "a", [], 3))
     assert ctx.cache_has_full and set(m.hash_map) == {1, 2} and m.evictions == 0
+
+
+def test_a_dead_container_entry_keeps_its_slot_but_no_longer_matches(ctx):
+    ctx.process.env["ACLNN_CACHE_LIMIT"] = "2"
+    m = get_manager(ctx)
+    first = _usable(b"k1", 0, "a")
+    assert m.add(ctx, first)
+    first.usable = False
+    first.invalidate()  # e.g. a later run failed
+    assert m.find(b"k1") is None and len(m.container) == 1
+    second = OpExecCache(b"k1", "a", [])
+    assert m.add(ctx, second)  # not a duplicate: the dead entry cannot match
+    assert m.find(b"k1") is second and len(m.container) == 2
+    third = OpExecCache(b"k3", "a", [])
+    assert m.add(ctx, third) and m.evictions == 2  # the dead entry counted against the capacity
