@@ -103,3 +103,13 @@ def test_a_failing_queued_call_stops_its_thread(tmp_path):
     res = run_scenario(data, write=False)
     assert res.summary["errors"] and res.summary["threads"]["py"]["stopped_on_error"]
     assert res.summary["leaks"]["count"] == 0
+
+
+def test_cache_hit_rate_plot_draws_the_pta_cache(tmp_path):
+    import matplotlib
+    matplotlib.use("Agg")
+    from opsim.analysis import cache_hit_rate
+    res = api.run(SCENARIO, out_dir=tmp_path)
+    fig = cache_hit_rate(res)
+    labels = [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
+    assert any(label.startswith("PTA hash cache (torch_npu): 61.7% over 60 lookups") for label in labels)
