@@ -438,3 +438,27 @@ def test_v2_runs_the_whole_call_on_the_consumer():
     assert {t for t, _, _ in h.phase_spans("L2 phase1 entry")} == {"task_queue"}
     assert {t for t, _, _ in h.phase_spans("op_call")} == {"py"}
     assert len(h.manager("queue").container) == 1 and h.manager("py").container == {}
+
+
+@pytest.mark.parametrize("setting", [{"env": {"DISABLE_L2_CACHE": ""}}, {"sim_kw": {"overflow_dump": True}}])
+def test_other_cache_disabling_switches_turn_pta_off(setting):
+    env = {**V1_NO_QUEUE, **setting.get("env", {})}
+    h = Harness(env, sim_kw=setting.get("sim_kw", {}))
+
+    def body(th, stream):
+        for _ in range(2):
+            yield from h.add(th, stream)
+
+    h.run(body)
+    assert h.hits == [None, None] and h.phase1_count() == 2 and h.ctx().cache_has_full
+
+
+def test_a_direct_invoke_op_is_never_stored():
+    from opsim.scenario.runner import run_scenario
+    data = {"name": "di", "threads": [{"name": "py", "cache_mode": "pta", "program": [
+        {"loop": {"count": 3, "body": [{"op": "FusedBiasRelu", "shapes": [[4, 8], [8]]}]}}]}]}
+    res = run_scenario(data, write=False)
+    s = res.summary
+    assert s["pta_cache"]["hits"] == 0 and s["pta_cache"]["misses"] == 3 and not s["errors"]
+    host = res.sim.recorder.records("host")
+    assert sum(1 for t, p in zip(host["thread"], host["phase"]) if p == "L2 phase1 entry" and t == "py") == 3
