@@ -113,3 +113,19 @@ def test_cache_hit_rate_plot_draws_the_pta_cache(tmp_path):
     fig = cache_hit_rate(res)
     labels = [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
     assert any(label.startswith("PTA hash cache (torch_npu): 61.7% over 60 lookups") for label in labels)
+
+
+def test_event_records_of_a_queued_thread_go_through_the_queue():
+    data = {"name": "ev", "events": ["e"], "threads": [
+        {"name": "py", "cache_mode": "pta", "streams": ["s0", "s1"], "program": [
+            {"op": "Add", "shape": [64, 64]}, {"record_event": {"event": "e", "stream": "s0"}},
+            {"wait_event": {"event": "e", "stream": "s1"}}, {"op": "Relu", "shape": [64], "stream": "s1"}]}]}
+    res = run_scenario(data, write=False)
+    host = res.sim.recorder.records("host")
+    where = {op: t for t, p, op in zip(host["thread"], host["phase"], host["op"]) if p == "launch"
+             and op in ("RecordEvent", "StreamWaitEvent")}
+    assert where == {"RecordEvent": "task_queue", "StreamWaitEvent": "task_queue"}
+    dev = res.sim.recorder.records("device")
+    ends = {op: e for op, e in zip(dev["op"], dev["end"])}
+    starts = {op: s for op, s in zip(dev["op"], dev["start"])}
+    assert starts["Relu"] >= ends["Add"]  # the wait on s1 is behind Add on s0
