@@ -58,8 +58,13 @@ def test_profiler_output_hits_have_no_get_workspace_size(result):
     assert count[("app", "AscendCL@aclnnAddGetWorkspaceSize")] == count[("app", "AscendCL@aclnnAdd")] == 20
 
 
-def test_frames_count_pta_per_call_and_in_the_figures(tmp_path):
-    res = api.run(SCENARIO, out_dir=tmp_path)
+@pytest.fixture(scope="module")
+def api_result():
+    return api.run(SCENARIO, write=False)
+
+
+def test_frames_count_pta_per_call_and_in_the_figures(api_result):
+    res = api_result
     fig = res.figures
     assert (fig["pta_hits"], fig["pta_misses"]) == (37, 23)
     calls = res.op_calls
@@ -105,12 +110,11 @@ def test_a_failing_queued_call_stops_its_thread(tmp_path):
     assert res.summary["leaks"]["count"] == 0
 
 
-def test_cache_hit_rate_plot_draws_the_pta_cache(tmp_path):
+def test_cache_hit_rate_plot_draws_the_pta_cache(api_result):
     import matplotlib
     matplotlib.use("Agg")
     from opsim.analysis import cache_hit_rate
-    res = api.run(SCENARIO, out_dir=tmp_path)
-    fig = cache_hit_rate(res)
+    fig = cache_hit_rate(api_result)
     labels = [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
     assert any(label.startswith("PTA hash cache (torch_npu): 61.7% over 60 lookups") for label in labels)
 
