@@ -49,6 +49,8 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--profiler-output", action="store_true",
                      help="also write the Ascend PyTorch Profiler directory layout that msprof-analyze reads")
     run.add_argument("--no-progress", action="store_true", help="no progress bar")
+    run.add_argument("--no-fast-path", action="store_true",
+                     help="run the simulator's reference path (same outputs, slower; for debugging)")
     run.add_argument("--quiet", action="store_true", help="print no summary table")
 
     val = sub.add_parser("validate", help="check a scenario without running it")
@@ -90,7 +92,8 @@ def cmd_run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     from opsim.trace.summary import render_table
     try:
         result = run_scenario(cfg, out_dir=args.out, progress=not args.no_progress,
-                              profiler_output=True if args.profiler_output else None)
+                              profiler_output=True if args.profiler_output else None,
+                              fast_path=False if args.no_fast_path else None)
     except ScenarioError:
         raise
     except OpsimError as exc:

@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any, Callable, Generator
 
 from opsim.opdev.thread_local import A_CALL, A_SPAN, A_SUBMIT, A_SYNC, ThreadLocalContext, set_current
+from opsim.runtime.fast_clock import skip_to
 
 
 class HostThread:
@@ -26,6 +27,8 @@ class HostThread:
         self.calls = 0
         self.result: Any = None
         self.error: BaseException | None = None
+        self.fast_path: bool = getattr(sim, "fast_path", True)
+        """Spend host time in place when only the device model could run meanwhile (opsim.runtime.fast_clock)."""
         self.proc = self.env.process(self._main())
 
     @property
@@ -72,7 +75,9 @@ class HostThread:
                 a[1].submit(a[2], t)
             elif kind == A_SYNC:
                 if t > env.now:
-                    yield env.timeout(t - env.now)
+                    ev = skip_to(env, t - env.now) if self.fast_path else env.timeout(t - env.now)
+                    if ev is not None:
+                        yield ev
                 ev = a[1].synchronize() if a[1] is not None else self.sim.device.synchronize()
                 if not ev.processed:
                     yield ev
@@ -81,7 +86,9 @@ class HostThread:
                 a[1](t)
         self.busy_us += busy
         if t > env.now:
-            yield env.timeout(t - env.now)
+            ev = skip_to(env, t - env.now) if self.fast_path else env.timeout(t - env.now)
+            if ev is not None:
+                yield ev
 
     def sleep(self, us: float):
         """Idle host time (not busy)."""

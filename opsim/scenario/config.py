@@ -136,6 +136,8 @@ class ScenarioConfig:
     direct_invoke_module: str | None = None
     events: tuple[str, ...] = ()
     task_queue_thread: str = "task_queue"
+    fast_path: bool = True
+    """Steady-state shortcuts of the simulator (outputs unchanged); false runs the reference path."""
     """Name of the torch_npu task-queue consumer thread that `cache_mode: pta` calls are queued to."""
     outputs: OutputsConfig = field(default_factory=OutputsConfig)
     source: Path | None = None

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import sys
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable, Generator, Mapping
 
@@ -68,7 +68,7 @@ class _Run:
             soc=config.soc, soc_overrides=config.soc_overrides, env=config.env, profile=config.profile,
             numerics=config.numerics, trace=True, cost_overrides=config.cost_overrides, stdout=self.capture,
             dump_dir=config.dump.dir, op_dump=config.dump.op_dump, overflow_dump=config.dump.overflow_dump,
-            memory_strategy=config.memory_strategy)
+            memory_strategy=config.memory_strategy, fast_path=config.fast_path)
         env = self.sim.env
         self._now = lambda: env.now
         if not config.trace:
@@ -296,13 +296,17 @@ def _progress_bar(total: int, enabled: bool) -> tuple[Callable[[int], None] | No
 
 def run_scenario(source: str | Path | Mapping[str, Any] | ScenarioConfig, *, out_dir: str | Path | None = None,
                  overrides: Mapping[str, Any] | None = None, progress: bool = False,
-                 profiler_output: bool | None = None, write: bool = True) -> RunResult:
+                 profiler_output: bool | None = None, write: bool = True,
+                 fast_path: bool | None = None) -> RunResult:
     """Load (unless given a ScenarioConfig), run and write the outputs of one scenario.
 
     `out_dir` overrides the scenario's `outputs.dir` (default `opsim-out/<name>`); `write=False` keeps
-    everything in memory. Raises `ScenarioError` for a bad scenario; failed calls (e.g. out of memory) are
+    everything in memory; `fast_path=False` runs the reference path whatever the scenario says (the outputs
+    are the same either way). Raises `ScenarioError` for a bad scenario; failed calls (e.g. out of memory) are
     reported in `summary["errors"]`, not raised."""
     config = source if isinstance(source, ScenarioConfig) else load_scenario(source, overrides)
+    if fast_path is not None and fast_path != config.fast_path:
+        config = replace(config, fast_path=fast_path)
     want_profiler = config.outputs.profiler if profiler_output is None else profiler_output
     update, close = _progress_bar(config.planned_calls(), progress)
     t0 = time.perf_counter()

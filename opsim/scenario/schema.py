@@ -113,6 +113,7 @@ def build_schema() -> dict[str, Any]:
             "cost_overrides": _obj({k: NUMBER for k in (*HOST_PHASES, *DEVICE_PARAMS)}),
             "numerics": {"type": "boolean"},
             "trace": {"type": "boolean"},
+            "fast_path": {"type": "boolean"},
             "memory_strategy": {"enum": list(STRATEGIES)},
             "epoch_us": {"type": "integer", "minimum": 0, "maximum": (1 << 62)},
             "on_error": {"enum": ["stop", "continue"]},
