@@ -36,7 +36,7 @@ class Simulation:
                                       device=self.device, numerics=numerics, stdout=stdout, dump_dir=dump_dir,
                                       op_dump=op_dump, overflow_dump=overflow_dump, profiling_switch=profiling_switch,
                                       deterministic_level=deterministic_level,
-                                      strong_consistency=strong_consistency)
+                                      strong_consistency=strong_consistency, fast_path=self.fast_path)
         self.threads: list[HostThread] = []
 
     def add_thread(self, program: Callable[[HostThread], Generator], name: str | None = None) -> HostThread:
