@@ -46,7 +46,8 @@ def skip_to(env: Any, delay: float) -> Event | None:
             break
         ev = head[3]
         cbs = ev.callbacks
-        if not ev._ok or any(getattr(cb, "__func__", None) not in _INLINE for cb in cbs):
+        if not ev._ok or (len(cbs) != 1 or getattr(cbs[0], "__func__", None) not in _INLINE) and any(
+                getattr(cb, "__func__", None) not in _INLINE for cb in cbs):
             resume = _Resume(env)
             heappush(q, (at, NORMAL, eid, resume))
             return resume

@@ -60,6 +60,7 @@ class HostThread:
         env = self.env
         rec = self.sim.recorder
         record = rec.enabled
+        host_span = rec.host_span
         name = self.name
         t = env.now
         busy = 0.0
@@ -68,7 +69,7 @@ class HostThread:
             if kind == A_SPAN:
                 dur = a[3]
                 if record:
-                    rec.host_span(name, a[1], a[2], t, dur, a[4])
+                    host_span(name, a[1], a[2], t, dur, a[4])
                 t += dur
                 busy += dur
             elif kind == A_SUBMIT:
@@ -93,7 +94,9 @@ class HostThread:
     def sleep(self, us: float):
         """Idle host time (not busy)."""
         if us > 0:
-            yield self.env.timeout(us)
+            ev = skip_to(self.env, us) if self.fast_path else self.env.timeout(us)
+            if ev is not None:
+                yield ev
 
 
 _ACL_RT: list = []  # opsim.runtime.acl_rt, imported on the first run_op
