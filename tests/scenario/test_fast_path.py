@@ -42,6 +42,55 @@ def test_fast_and_reference_paths_write_the_same_bytes(tmp_path, name):
         assert _comparable(key, outs[True][key]) == _comparable(key, outs[False][key]), key
 
 
+MIXED = """\
+name: mixed
+seed: 3
+env: {TASK_QUEUE_ENABLE: "2", GE_PROFILING_TO_STD_OUT: "1", ACLNN_CACHE_LIMIT: "3"}
+dump: {overflow_dump: true}
+threads:
+  - name: py
+    cache_mode: pta
+    streams: [s0]
+    program:
+      - loop:
+          count: 6
+          body:
+            - {op: Add, shape_choices: [[64, 64], [32, 64]], dtype: float16}
+            - {op: Softmax, shape: [32, 64], dtype: float16}
+            - sleep: 3
+      - sync: s0
+  - name: app
+    streams: [s1, s2]
+    program:
+      - profiling: {start: [acl_api, task_time, task_time_l1]}
+      - loop:
+          count: 5
+          body:
+            - {op: Add, shape_choices: [[64], [128], [256], [512]], dtype: float}
+            - {op: Mul, shape: [64, 64], dtype: float16, stream: s2, repeat: 3}
+            - {op: Sigmoid, shape: [16, 16], dtype: float}
+      - profiling: {stop: true}
+      - {op: Add, shape: [64], dtype: float}
+      - sync_device: true
+"""
+
+
+def test_mixed_switches_write_the_same_bytes(tmp_path):
+    """PTA V2 with its task queue, profiling started and stopped, overflow dump, cache evictions, repeatable
+    executors, AI CPU, several streams: both paths, the same bytes."""
+    src = tmp_path / "mixed.yaml"
+    src.write_text(MIXED)
+    outs = {}
+    for fast in (True, False):
+        res = run_scenario(src, out_dir=tmp_path / str(fast), profiler_output=True, fast_path=fast)
+        assert not res.summary["errors"]
+        outs[fast] = _files(tmp_path / str(fast))
+    assert res.summary["profiling_reports"] and res.summary["op_calls"] > 30
+    assert sorted(outs[True]) == sorted(outs[False])
+    for key in outs[True]:
+        assert _comparable(key, outs[True][key]) == _comparable(key, outs[False][key]), key
+
+
 def test_scenario_option_selects_the_reference_path():
     assert load_scenario(SCENARIOS / "quickstart.yaml").fast_path is True
     assert load_scenario(SCENARIOS / "quickstart.yaml", {"fast_path": False}).fast_path is False
