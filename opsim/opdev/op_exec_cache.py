@@ -130,29 +130,31 @@ class _KeyBuilder:
 
 
 def build_l2_key(api_name: str, aic_num: int, aiv_num: int, deterministic_level: int,
-                 dfx_in: tuple, dfx_out: tuple, *, memo: bool = False) -> tuple[bytes, list, list]:
+                 dfx_in: tuple, dfx_out: tuple, *, memo: dict | None = None) -> tuple[bytes, list, list]:
     """The L2 key bytes (empty when longer than 8192 bytes), the L2 storages and the L2 tensors.
 
-    `memo` (the fast path): reuse the previous result of the same (API, aicNum, aivNum, deterministic
-    level) when the arguments are the same objects and every field that enters the key is unchanged."""
+    `memo` (the fast path; one dict per simulation, `ProcessContext.key_memo`): a result is reused for the
+    same (API, aicNum, aivNum, deterministic level) and the same argument objects while every field that
+    enters the key is unchanged. The memo holds the arguments, so their ids cannot be reused meanwhile."""
     head_fields = (api_name, aic_num, aiv_num, deterministic_level)
-    if not memo:
+    if memo is None:
         return _build_l2_key(head_fields, dfx_in, dfx_out)
     args = dfx_in + dfx_out
-    last = _LAST_KEYS.get(head_fields)
+    memo_key = (head_fields, tuple(map(id, args)))
+    last = memo.get(memo_key)
     if last is not None and _unchanged(last[0], args):
         return last[1]
     result = _build_l2_key(head_fields, dfx_in, dfx_out)
     snapshot = _snapshot(args)
     if snapshot is not None:
-        if len(_LAST_KEYS) >= _TENSOR_KEYS_MAX:
-            _LAST_KEYS.clear()
-        _LAST_KEYS[head_fields] = (snapshot, result)
+        if len(memo) >= KEY_MEMO_MAX:
+            memo.clear()
+        memo[memo_key] = (snapshot, result)
     return result
 
 
-_LAST_KEYS: dict[tuple, tuple] = {}
-"""The fast path's phase-1 key memo: key prefix fields -> (argument snapshot, result)."""
+KEY_MEMO_MAX = 4096
+"""Entries of a simulation's phase-1 key memo before it is emptied (distinct argument sets in use)."""
 _T, _S, _V = 0, 1, 2  # snapshot entry kinds: tensor, scalar, immutable value
 _VALUE_TYPES = (type(None), int, bool, str, DataType)
 
@@ -605,7 +607,7 @@ def l2_dfx_phase_1(api_name: str, dfx_in: tuple, dfx_out: tuple, *, with_cache: 
         return None
     ctx.charge("make key")
     key, storages, tensors = build_l2_key(api_name, cfg.aic_num, cfg.aiv_num, cfg.deterministic_level,
-                                          dfx_in, dfx_out, memo=p.fast_path)
+                                          dfx_in, dfx_out, memo=p.key_memo)
     pta = ctx.use_pta_hash
     if pta:  # pta-cache-mode.md §5: hash and key stay torch_npu's; only the storages and addresses are opbase's
         key = ctx.key

@@ -59,6 +59,8 @@ class ProcessContext:
         self.deterministic_level = deterministic_level
         self.strong_consistency = strong_consistency
         self.fast_path = fast_path
+        self.key_memo: dict | None = {} if fast_path else None
+        """The fast path's phase-1 key memo (opsim.opdev.op_exec_cache.build_l2_key), None on the reference path."""
         """The simulator's exact shortcuts (opsim.runtime.fast_clock, the phase-1 key memo); False: reference path."""
         # Huge host-memory pools (executor-and-memory.md §11): free pool indices, popped from the back.
         from opsim.opdev.huge_mem import HugeMemPools

@@ -58,6 +58,7 @@ def test_key_memo_equals_the_reference_key(steps):
     and tensors are always those built from scratch."""
     tensors = [Tensor(_POOL_SHAPES[i % 3]) for i in range(4)]
     scalar = Scalar(1.0)
+    memo_table: dict = {}
     pick = (0, 1, 2, None)
     for action, i, dtype, value in steps:
         t = tensors[i]
@@ -75,7 +76,7 @@ def test_key_memo_equals_the_reference_key(steps):
             pick = (i, (i + 1) % 4, (i * 3) % 4, value)
         a, b, o, v = pick
         dfx_in, dfx_out = (tensors[a], tensors[b], scalar, v), (tensors[o],)
-        memo = oec.build_l2_key("aclnnAdd", 24, 48, 0, dfx_in, dfx_out, memo=True)
+        memo = oec.build_l2_key("aclnnAdd", 24, 48, 0, dfx_in, dfx_out, memo=memo_table)
         ref = oec.build_l2_key("aclnnAdd", 24, 48, 0, dfx_in, dfx_out)
         assert memo[0] == ref[0]
         assert all(x is y for x, y in zip(memo[1], ref[1])) and len(memo[1]) == len(ref[1])
@@ -84,11 +85,20 @@ def test_key_memo_equals_the_reference_key(steps):
 
 def test_key_memo_is_reused_for_the_same_arguments():
     a, b, out, alpha = Tensor([4, 8]), Tensor([4, 8]), Tensor([4, 8]), Scalar(1.0)
-    first = oec.build_l2_key("aclnnMemo", 24, 48, 0, (a, b, alpha), (out,), memo=True)
-    assert oec.build_l2_key("aclnnMemo", 24, 48, 0, (a, b, alpha), (out,), memo=True) is first
-    assert oec.build_l2_key("aclnnMemo", 24, 48, 0, (a, b, Scalar(1.0)), (out,), memo=True) is not first
-    assert oec.build_l2_key("aclnnMemo", 24, 48, 0, (a, b, 0.0), (out,), memo=True)[0] != \
-        oec.build_l2_key("aclnnMemo", 24, 48, 0, (a, b, -0.0), (out,), memo=True)[0]
+    memo: dict = {}
+    first = oec.build_l2_key("aclnnMemo", 24, 48, 0, (a, b, alpha), (out,), memo=memo)
+    other = oec.build_l2_key("aclnnMemo", 24, 48, 0, (b, a, alpha), (out,), memo=memo)
+    assert oec.build_l2_key("aclnnMemo", 24, 48, 0, (a, b, alpha), (out,), memo=memo) is first
+    assert oec.build_l2_key("aclnnMemo", 24, 48, 0, (b, a, alpha), (out,), memo=memo) is other
+    assert oec.build_l2_key("aclnnMemo", 24, 48, 0, (a, b, Scalar(1.0)), (out,), memo=memo) is not first
+    assert oec.build_l2_key("aclnnMemo", 24, 48, 0, (a, b, 0.0), (out,), memo=memo)[0] != \
+        oec.build_l2_key("aclnnMemo", 24, 48, 0, (a, b, -0.0), (out,), memo=memo)[0]
+    assert len(memo) == 5
+
+
+def test_key_memo_belongs_to_one_simulation():
+    from opsim.runtime.simulation import Simulation
+    assert Simulation().process.key_memo == {} and Simulation(fast_path=False).process.key_memo is None
 
 
 def test_trusted_task_equals_the_checked_constructor():
