@@ -542,6 +542,9 @@ def load_scenario(source: str | Path | Mapping[str, Any], overrides: Mapping[str
     extra_ops: dict[str, Any] = {}
     if isinstance(data.get("direct_invoke_module"), str) and not errors.items:
         extra_ops = _load_extra_ops(data["direct_invoke_module"], errors)
+    if isinstance(data.get("profiled_ops"), dict) and not errors.items:
+        from opsim.ops.profiled import profiled_specs
+        extra_ops.update(profiled_specs(data["profiled_ops"]))
     threads: list[C.ThreadConfig] = []
     builder = _Builder(data, errors, extra_ops, label)
     raw_threads = data.get("threads") if isinstance(data.get("threads"), list) else []

@@ -13,6 +13,7 @@ from opsim.device.cost import DEVICE_PARAMS, HOST_PHASES
 from opsim.device.memory import STRATEGIES
 from opsim.device.soc import SOC_PRESETS
 from opsim.opdev.profiles import PROFILES
+from opsim.ops.profiled import profiled_ops_schema
 
 ENV_VARS: dict[str, str] = {
     "ACLNN_CACHE_LIMIT": "OpExecCache capacity per thread (default 10000, clamped to 10000000)",
@@ -107,6 +108,7 @@ def build_schema() -> dict[str, Any]:
                           "dir": {"type": "string", "minLength": 1}}),
             "direct_invoke_module": {"type": "string", "pattern": r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$"},
             "events": {"type": "array", "items": NAME, "uniqueItems": True},
+            "profiled_ops": profiled_ops_schema(SHAPE, NUMBER),
             "threads": {"type": "array", "items": {"$ref": "#/$defs/thread"}, "minItems": 1},
             "outputs": _obj({
                 "dir": {"type": "string", "minLength": 1},
