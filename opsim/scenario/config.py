@@ -27,6 +27,8 @@ class OpStep:
     """Dtype choices (a single entry when fixed)."""
     attrs: Mapping[str, Any]
     repeat: int = 1
+    cache_mode: str | None = None
+    """`ordinary` or `pta` for this call only; None: the thread's mode."""
     where: str = ""
     """Where the step was written ("file:line"), for messages."""
 
@@ -79,6 +81,8 @@ class ThreadConfig:
     name: str
     streams: tuple[str, ...]
     program: tuple[Step, ...]
+    cache_mode: str = "ordinary"
+    """How the thread's ACLNN calls reach the OpExecCache: `ordinary` (opbase's own key) or `pta` (torch_npu)."""
 
 
 @dataclass(frozen=True)
@@ -119,6 +123,8 @@ class ScenarioConfig:
     dump: DumpConfig = field(default_factory=DumpConfig)
     direct_invoke_module: str | None = None
     events: tuple[str, ...] = ()
+    task_queue_thread: str = "task_queue"
+    """Name of the torch_npu task-queue consumer thread that `cache_mode: pta` calls are queued to."""
     outputs: OutputsConfig = field(default_factory=OutputsConfig)
     source: Path | None = None
     data: Mapping[str, Any] = field(default_factory=dict)

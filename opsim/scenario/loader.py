@@ -349,7 +349,8 @@ class _Builder:
         streams = tuple(th.get("streams") or (DEFAULT_STREAM,))
         path = ("threads", i)
         program = self.program(th.get("program") or [], path + ("program",), streams)
-        return C.ThreadConfig(name=str(th.get("name")), streams=streams, program=program)
+        return C.ThreadConfig(name=str(th.get("name")), streams=streams, program=program,
+                              cache_mode=str(th.get("cache_mode", "ordinary")))
 
     def program(self, steps: list, path: Path_, streams: tuple[str, ...]) -> tuple:
         out = []
@@ -419,7 +420,7 @@ class _Builder:
                 self.errors.add(where, f"{spec.name}: {res}")
         line = self.errors.line_of(path)
         return C.OpStep(op=spec.name, spec=spec, stream=stream, shape_sets=shape_sets, dtypes=dtypes,
-                        attrs=attrs, repeat=int(step.get("repeat", 1)),
+                        attrs=attrs, repeat=int(step.get("repeat", 1)), cache_mode=step.get("cache_mode"),
                         where=f"{self.label}:{line}" if line else self.label)
 
     def _one_set(self, value: Any, spec: Any, path: Path_, single: bool) -> tuple | None:
@@ -562,8 +563,21 @@ def load_scenario(source: str | Path | Mapping[str, Any], overrides: Mapping[str
             threads.append(builder.thread(i, th))
         except (TypeError, ValueError, AttributeError, KeyError):
             continue  # malformed parts are already reported by the schema
+    _check_task_queue(data, names, errors)
     errors.raise_if_any()
     return _config(data, threads, path, extra_ops)
+
+
+def _check_task_queue(data: dict[str, Any], thread_names: Mapping[str, int], errors: _Errors) -> None:
+    """TASK_QUEUE_ENABLE must be 0, 1 or 2 (torch_npu refuses anything else); the consumer's name is free."""
+    env = data.get("env") if isinstance(data.get("env"), dict) else {}
+    if "TASK_QUEUE_ENABLE" in env and str(env["TASK_QUEUE_ENABLE"]).strip() not in ("0", "1", "2"):
+        errors.add(("env", "TASK_QUEUE_ENABLE"), f"TASK_QUEUE_ENABLE={env['TASK_QUEUE_ENABLE']!r} is not supported; "
+                                                 "use \"0\" (no queue), \"1\" (queue, V1) or \"2\" (queue, V2)")
+    consumer = data.get("task_queue_thread", "task_queue")
+    if isinstance(consumer, str) and consumer in thread_names:
+        errors.add(("task_queue_thread",), f"task_queue_thread {consumer!r} is also the name of "
+                                           f"threads[{thread_names[consumer]}]; give the task-queue thread another name")
 
 
 def _config(data: dict[str, Any], threads: list[C.ThreadConfig], path: Path | None,
@@ -581,6 +595,7 @@ def _config(data: dict[str, Any], threads: list[C.ThreadConfig], path: Path | No
         dump=C.DumpConfig(op_dump=bool(dump.get("op_dump", False)), overflow_dump=bool(dump.get("overflow_dump", False)),
                           dir=dump.get("dir")),
         direct_invoke_module=data.get("direct_invoke_module"), events=tuple(data.get("events") or ()),
+        task_queue_thread=str(data.get("task_queue_thread", "task_queue")),
         outputs=C.OutputsConfig(dir=out.get("dir"), trace=bool(out.get("trace", True)), csv=bool(out.get("csv", True)),
                                 timestamps=bool(out.get("timestamps", True)), summary=bool(out.get("summary", True)),
                                 profiler=bool(out.get("profiler", False))),
