@@ -123,6 +123,8 @@ class ScenarioConfig:
     dump: DumpConfig = field(default_factory=DumpConfig)
     direct_invoke_module: str | None = None
     events: tuple[str, ...] = ()
+    shared_streams: tuple[str, ...] = ()
+    """Streams every thread sees (top-level `streams`): created once, before the threads' own streams."""
     task_queue_thread: str = "task_queue"
     """Name of the torch_npu task-queue consumer thread that `cache_mode: pta` calls are queued to."""
     outputs: OutputsConfig = field(default_factory=OutputsConfig)

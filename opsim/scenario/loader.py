@@ -344,9 +344,13 @@ class _Builder:
         self.label = label
         events = data.get("events")  # a malformed value is reported by the schema; build with what is usable
         self.events = tuple(e for e in events if isinstance(e, str)) if isinstance(events, list) else ()
+        shared = data.get("streams")
+        self.shared_streams = tuple(s for s in shared if isinstance(s, str)) if isinstance(shared, list) else ()
 
     def thread(self, i: int, th: Mapping[str, Any]) -> C.ThreadConfig:
-        streams = tuple(th.get("streams") or (DEFAULT_STREAM,))
+        own = tuple(th.get("streams") or ())
+        shared = tuple(s for s in self.shared_streams if s not in own)
+        streams = own + shared or (DEFAULT_STREAM,)
         path = ("threads", i)
         program = self.program(th.get("program") or [], path + ("program",), streams)
         return C.ThreadConfig(name=str(th.get("name")), streams=streams, program=program,
@@ -595,6 +599,7 @@ def _config(data: dict[str, Any], threads: list[C.ThreadConfig], path: Path | No
         dump=C.DumpConfig(op_dump=bool(dump.get("op_dump", False)), overflow_dump=bool(dump.get("overflow_dump", False)),
                           dir=dump.get("dir")),
         direct_invoke_module=data.get("direct_invoke_module"), events=tuple(data.get("events") or ()),
+        shared_streams=tuple(data.get("streams") or ()),
         task_queue_thread=str(data.get("task_queue_thread", "task_queue")),
         outputs=C.OutputsConfig(dir=out.get("dir"), trace=bool(out.get("trace", True)), csv=bool(out.get("csv", True)),
                                 timestamps=bool(out.get("timestamps", True)), summary=bool(out.get("summary", True)),

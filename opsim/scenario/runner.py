@@ -74,6 +74,7 @@ class _Run:
         if not config.trace:
             self.stats.install(self.sim.recorder)
         self.events = {name: self.sim.device.create_event(name) for name in config.events}
+        self.shared_streams = {name: self.sim.device.create_stream() for name in config.shared_streams}
         self.errors: list[dict[str, Any]] = []
         self.warnings: list[str] = []
         self.calls = 0

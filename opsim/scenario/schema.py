@@ -115,6 +115,7 @@ def build_schema() -> dict[str, Any]:
                           "dir": {"type": "string", "minLength": 1}}),
             "direct_invoke_module": {"type": "string", "pattern": r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$"},
             "events": {"type": "array", "items": NAME, "uniqueItems": True},
+            "streams": {"type": "array", "items": NAME, "uniqueItems": True},
             "profiled_ops": profiled_ops_schema(SHAPE, NUMBER),
             "task_queue_thread": NAME,
             "threads": {"type": "array", "items": {"$ref": "#/$defs/thread"}, "minItems": 1},
