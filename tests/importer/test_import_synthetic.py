@@ -1,0 +1,111 @@
+"""opsim import on synthetic traces: the edge cases a real profile may show."""
+from __future__ import annotations
+
+import pytest
+
+from opsim.cli import main
+from opsim.errors import ProfileFormatError
+from opsim.importer import import_profile, write_import
+from opsim.scenario.loader import load_scenario
+
+
+def _ops(program):
+    for step in program:
+        if "op" in step:
+            yield step
+        elif "loop" in step:
+            yield from _ops(step["loop"]["body"])
+
+
+def test_no_task_queue_calls_stay_on_their_thread(trace, tmp_path):
+    t = trace.call(7, "aclnnFoo", 1000.0)
+    t = trace.call(7, "aclnnFoo", t + 50.0, phase1=False)
+    trace.call(8, "aclnnBar", 1100.0)
+    res = import_profile(trace.write(tmp_path / "trace_view.json"))
+    sc = res.scenario
+    assert sc["env"]["TASK_QUEUE_ENABLE"] == "0" and "task_queue_thread" not in sc
+    names = {th["name"]: [s["op"] for s in _ops(th["program"])] for th in sc["threads"]}
+    assert names == {"thread_7": ["aclnnFoo", "aclnnFoo"], "thread_8": ["aclnnBar"]}
+    # a hit without phase 1 is PTA: the threads run torch_npu's path
+    assert all(th["cache_mode"] == "pta" for th in sc["threads"])
+    assert res.report.figures["phase1"] == 2
+    # the second call is a hit on the first call's key: same variant, no warm-up
+    foo = [s for s in _ops(sc["threads"][0]["program"])]
+    assert [s.get("attrs", {}).get("variant", 0) for s in foo] == [0, 0]
+    assert res.report.figures["warmup_calls"] == 0
+
+
+def test_task_queue_maps_the_consumer_and_the_issuing_thread(trace, tmp_path):
+    t = trace.call(7, "aclnnFoo", 1000.0, queue_tid=99)
+    trace.call(7, "aclnnFoo", t + 100.0, queue_tid=99, phase1=False)
+    res = import_profile(trace.write(tmp_path / "trace_view.json"))
+    sc = res.scenario
+    assert sc["env"]["TASK_QUEUE_ENABLE"] == "1" and sc["task_queue_thread"] == "thread_99"
+    assert [th["name"] for th in sc["threads"]] == ["thread_7"]
+    entry = sc["profiled_ops"]["aclnnFoo"]
+    assert entry["host_us"] == {"phase1": 20.0, "phase2": 10.0}
+    assert entry["variants"][0]["kernels"][0]["duration_us"] == 5.0
+
+
+def test_hit_without_a_prior_miss_gets_a_warmup_call(trace, tmp_path):
+    trace.call(7, "aclnnFoo", 1000.0, phase1=False)
+    res = import_profile(trace.write(tmp_path / "trace_view.json"))
+    program = res.scenario["threads"][0]["program"]
+    assert program[0]["op"] == "aclnnFoo" and program[1] == {"sync_device": True}
+    assert res.report.figures["warmup_calls"] == 1
+
+
+def test_no_flows_counts_every_kernel_as_not_replayed(trace, tmp_path):
+    trace.call(7, "aclnnFoo", 1000.0, kernels=((5.0, 3), (2.0, 3)), flows=False)
+    res = import_profile(trace.write(tmp_path / "trace_view.json"))
+    assert res.report.warnings == {"device task without a launch link (not replayed)": 2}
+    assert res.scenario["profiled_ops"]["aclnnFoo"]["variants"][0]["kernels"] == []
+
+
+def test_multiple_streams_become_shared_streams(trace, tmp_path):
+    trace.stream(5)
+    trace.call(7, "aclnnFoo", 1000.0, kernels=((5.0, 3),))
+    trace.call(7, "aclnnBar", 1200.0, kernels=((5.0, 5),))
+    out = write_import(import_profile(trace.write(tmp_path / "trace_view.json")), tmp_path / "s.yaml")
+    sc = out.scenario
+    assert sc["streams"] == ["stream_3", "stream_5"]
+    bar = [s for s in _ops(sc["threads"][0]["program"]) if s["op"] == "aclnnBar"][0]
+    assert bar["stream"] == "stream_5"
+    cfg = load_scenario(out.scenario_path)
+    assert cfg.shared_streams == ("stream_3", "stream_5")
+
+
+def test_unknown_events_are_counted(trace, tmp_path):
+    trace.call(7, "aclnnFoo", 1000.0)
+    trace.x("AscendCL@aclSomethingNew", 2, 7, 1500.0, 4.0)
+    trace.x("AscendCL@aclnnBarGetWorkspaceSize", 2, 7, 1600.0, 4.0)  # phase 1 with no call after it
+    res = import_profile(trace.write(tmp_path / "trace_view.json"))
+    assert res.report.warnings["unknown AscendCL event kept as host time between calls"] == 1
+    assert res.report.warnings["GetWorkspaceSize not followed by its call (not replayed)"] == 1
+
+
+def test_sleeps_are_the_host_gaps(trace, tmp_path):
+    trace.x("ProfilerStep#1", 1, 7, 900.0, 2000.0)
+    t = trace.call(7, "aclnnFoo", 1000.0)
+    trace.call(7, "aclnnFoo", t + 250.0)
+    res = import_profile(trace.write(tmp_path / "trace_view.json"))
+    body = res.scenario["threads"][0]["program"][0]["loop"]["body"]
+    assert body[0] == {"sleep": 100.0}
+    assert body[2] == {"sleep": 250.0}
+
+
+def test_missing_and_truncated_input_exit_2(tmp_path, trace, capsys):
+    assert main(["import", str(tmp_path / "nope"), "-o", str(tmp_path / "s.yaml")]) == 2
+    assert "nope: no such file" in capsys.readouterr().err
+    path = trace.write(tmp_path / "trace_view.json")
+    path.write_text(path.read_text()[:200])
+    assert main(["import", str(path), "-o", str(tmp_path / "s.yaml")]) == 2
+    assert "truncated" in capsys.readouterr().err
+    with pytest.raises(ProfileFormatError):
+        import_profile(path)
+
+
+def test_a_trace_without_calls_is_an_error(trace, tmp_path):
+    trace.x("AscendCL@aclrtSynchronizeDevice", 2, 7, 10.0, 4.0)
+    with pytest.raises(ProfileFormatError, match="no ACLNN or aclop call"):
+        import_profile(trace.write(tmp_path / "trace_view.json"))

@@ -1,0 +1,94 @@
+"""opsim import on the real torch_npu trace (tests/data/real/trace_view_910b_mnist.json) and its replay."""
+from __future__ import annotations
+
+import glob
+import subprocess
+import sys
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from opsim.importer import import_profile
+from opsim.importer.compare import DEVICE_TOLERANCE, HOST_TOLERANCE
+from opsim.importer.replay import replay_and_compare
+from opsim.ingest import read_trace_view
+from opsim.scenario.loader import load_scenario
+
+REAL = Path(__file__).resolve().parents[1] / "data" / "real" / "trace_view_910b_mnist.json"
+
+
+@pytest.fixture(scope="module")
+def imported():
+    return import_profile(REAL)
+
+
+@pytest.fixture(scope="module")
+def replay(tmp_path_factory):
+    return replay_and_compare(REAL, tmp_path_factory.mktemp("replay"))
+
+
+def _ops(program):
+    for step in program:
+        if "op" in step:
+            yield step
+        elif "loop" in step:
+            yield from _ops(step["loop"]["body"])
+
+
+def test_every_call_and_kernel_is_placed(imported):
+    f = imported.report.figures
+    view = read_trace_view(REAL)
+    phase2 = [a for a in view.acl_api_events() if a.kind == "phase2" or a.api == "aclopCompileAndExecute"]
+    assert f["calls"] == len(phase2) == 148
+    assert f["phase1"] == sum(a.kind == "phase1" for a in view.acl_api_events()) == 34
+    assert f["task_queue"] and imported.scenario["task_queue_thread"] == "thread_439084"
+    # the only device tasks not replayed are the two memcpys no host event launched
+    assert imported.report.warnings == {"device task without a launch link (not replayed)": 2}
+    assert f["kernels"] + 2 == len([k for k in view.device_kernels() if k.dur > 0])
+
+
+def test_the_scenario_calls_each_api_as_often_as_the_profile(imported):
+    view = read_trace_view(REAL)
+    real = Counter(a.api for a in view.acl_api_events() if a.kind == "phase2")
+    steps = [s for th in imported.scenario["threads"] for s in _ops(th["program"])]
+    warm = imported.report.figures["warmup_calls"]
+    in_step = Counter()
+    for th in imported.scenario["threads"]:
+        program = th["program"]
+        k = next((i for i, s in enumerate(program) if s == {"sync_device": True}), -1) if warm else -1
+        in_step.update(s["op"] for s in _ops(program[k + 1:]))
+    assert {op: n for op, n in in_step.items() if op.startswith("aclnn")} == dict(real)
+    assert len(steps) == 148 + warm
+
+
+def test_the_imported_scenario_validates(imported, tmp_path):
+    from opsim.importer import write_import
+    out = write_import(imported, tmp_path / "mnist.yaml")
+    cfg = load_scenario(out.scenario_path)
+    assert cfg.env["TASK_QUEUE_ENABLE"] == "1"
+    assert {t.name for t in cfg.threads} == {"thread_437675", "thread_439228"}
+    assert out.report_path.exists()
+
+
+def test_replay_device_time_is_within_10_percent(replay):
+    assert replay["busy_rel"] <= DEVICE_TOLERANCE, replay["busy_us"]
+    assert replay["kernels"][1] == replay["kernels"][0] - 2  # the two unlinked memcpys are not replayed
+
+
+def test_replay_phase2_host_medians_are_within_20_percent(replay):
+    for key, m in replay["medians"].items():
+        if key.endswith("phase2"):
+            assert m["rel"] is not None and m["rel"] <= HOST_TOLERANCE, (key, m)
+
+
+def test_msprof_analyze_compare_reads_real_baseline_and_replay(replay, tmp_path):
+    pytest.importorskip("msprof_analyze", reason="msprof-analyze is not installed (pip install opsim[test])")
+    comparison = str(Path(replay["replay_trace"]).parents[1])
+    cli = ("import sys; sys.argv[0] = 'msprof-analyze'; "
+           "from msprof_analyze.cli.entrance import msprof_analyze_cli; msprof_analyze_cli()")
+    proc = subprocess.run([sys.executable, "-c", cli, "compare", "-d", comparison, "-bp", str(REAL), "-o",
+                           str(tmp_path)], cwd=tmp_path, capture_output=True, text=True, timeout=600)
+    log = proc.stdout + proc.stderr
+    assert not [line for line in log.splitlines() if "[ERROR]" in line], log
+    assert glob.glob(str(tmp_path / "performance_comparison_result_*.xlsx"))
