@@ -256,6 +256,8 @@ class CallOutcome:
     workspace_size: int = 0
     hit: bool | None = None
     """True: PTA hit; False: PTA miss (phase 1 ran); None: no PTA lookup (gated off or forced-off form)."""
+    corr: int = -1
+    """The call's correlation id."""
 
 
 class TorchNpu:
@@ -385,6 +387,7 @@ class TorchNpu:
         th.calls += 1
         if ctx.actions:
             yield from th._replay()
+        out.corr = corr
         if job is not None:
             queue.put(th.name, job, corr, (lambda _r: on_done(out)) if on_done is not None else None)
         elif on_done is not None:

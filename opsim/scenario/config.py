@@ -134,9 +134,23 @@ class ScenarioConfig:
     extra_ops: Mapping[str, OpSpec] = field(default_factory=dict)
     """Ops from `direct_invoke_module`."""
 
+    def uses_pta(self) -> bool:
+        """Whether any thread or call uses `cache_mode: pta`."""
+        return any(th.cache_mode == "pta" or _any_pta(th.program) for th in self.threads)
+
     def planned_calls(self) -> int:
         """ACLNN calls the program makes (a `choose` counts its largest option): the progress bar's total."""
         return sum(_calls(th.program) for th in self.threads)
+
+
+def _any_pta(program: tuple[Step, ...]) -> bool:
+    for step in program:
+        if isinstance(step, OpStep) and step.cache_mode == "pta":
+            return True
+        body = step.body if isinstance(step, LoopStep) else step.options if isinstance(step, ChooseStep) else ()
+        if _any_pta(body):
+            return True
+    return False
 
 
 def _calls(program: tuple[Step, ...]) -> int:

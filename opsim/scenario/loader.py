@@ -352,6 +352,7 @@ class _Builder:
         shared = tuple(s for s in self.shared_streams if s not in own)
         streams = own + shared or (DEFAULT_STREAM,)
         path = ("threads", i)
+        self.thread_mode = th.get("cache_mode", "ordinary")
         program = self.program(th.get("program") or [], path + ("program",), streams)
         return C.ThreadConfig(name=str(th.get("name")), streams=streams, program=program,
                               cache_mode=str(th.get("cache_mode", "ordinary")))
@@ -422,6 +423,9 @@ class _Builder:
                 where = path + (("shape_choices", k) if "shape_choices" in step else
                                 ("shapes",) if "shapes" in step else ("shape",))
                 self.errors.add(where, f"{spec.name}: {res}")
+        if step.get("cache_mode", getattr(self, "thread_mode", "ordinary")) == "pta" and step.get("repeat", 1) != 1:
+            self.errors.add(path + ("repeat",), "repeat > 1 needs cache_mode: ordinary (torch_npu never makes an "
+                                                "executor repeatable); set cache_mode: ordinary on this op or drop repeat")
         line = self.errors.line_of(path)
         return C.OpStep(op=spec.name, spec=spec, stream=stream, shape_sets=shape_sets, dtypes=dtypes,
                         attrs=attrs, repeat=int(step.get("repeat", 1)), cache_mode=step.get("cache_mode"),
