@@ -4,7 +4,8 @@ the host gaps between calls, ProfilerStep boundaries as top-level loops.
 Cache behaviour is reproduced through variants. A profiled op's variant is one OpExecCache key (the API, its
 input tensors and the variant number): a call that ran phase 1 (a miss) gets a new variant, a call without
 phase 1 (a PTA hit) reuses the variant already cached on its thread with the same launch list and the nearest
-kernel durations. A hit on a key the profile never created (it was cached before profiling started) gets a
+kernel durations, among those whose creating call's phase 2 had run before it (torch_npu cannot hit an
+executor that has not run yet). A hit on a key the profile never created (it was cached before profiling started) gets a
 warm-up call at the start of the thread, outside the profiled steps, as the real run had. Each variant's kernel
 durations are the medians over the calls that used it.
 """
@@ -46,12 +47,19 @@ class _Variants:
         self.sigs: list[tuple] = []
         self.members: list[list[list[int]]] = []  # variant -> calls -> kernel durations (ns)
         self.meta: list[Call] = []
+        self.host: dict[int, list[int]] = {}  # variant -> phase-2 host durations (ns)
+        self.ready: list[float] = []  # when the key became usable: its creating call's phase 2 ended
 
-    def new(self, call: Call) -> int:
+    def new(self, call: Call, *, warm: bool = False) -> int:
         self.sigs.append(_signature(call))
         self.members.append([])
         self.meta.append(call)
+        self.ready.append(-math.inf if warm else call.phase2.end)
         return len(self.sigs) - 1
+
+    def usable(self, among: set[int], at_ns: int) -> set[int]:
+        """The variants whose executor had run phase 2 by `at_ns` (an earlier one cannot be hit yet)."""
+        return {v for v in among if self.ready[v] <= at_ns}
 
     def nearest(self, call: Call, among: set[int] | range) -> int | None:
         sig = _signature(call)
@@ -67,6 +75,7 @@ class _Variants:
 
     def add(self, v: int, call: Call) -> None:
         self.members[v].append([k.dur_ns for k in call.kernels])
+        self.host.setdefault(v, []).append(call.phase2.dur)
 
     def _median(self, v: int) -> list[float]:
         rows = self.members[v]
@@ -75,9 +84,12 @@ class _Variants:
     def definition(self, v: int) -> dict[str, Any]:
         call = self.meta[v]
         durs = self._median(v) or [k.dur_ns for k in call.kernels]
-        return {"calls": len(self.members[v]),
-                "kernels": [{"name": k.name, "task_type": k.task_type, "block_dim": 1, "duration_us": _us(d)}
-                            for k, d in zip(call.kernels, durs)]}
+        out: dict[str, Any] = {"calls": len(self.members[v])}
+        if call.kind == "aclop":  # an aclop call compiles on first use: each variant keeps its own host time
+            out["host_us"] = {"phase2": _us(statistics.median(self.host[v]))}
+        out["kernels"] = [{"name": k.name, "task_type": k.task_type, "block_dim": 1, "duration_us": _us(d)}
+                          for k, d in zip(call.kernels, durs)]
+        return out
 
 
 def _signature(call: Call) -> tuple:
@@ -100,11 +112,9 @@ def build_scenario(pc: ProfileCalls, report: ImportReport, *, name: str, source:
         elif c.phase1 is not None:
             v = vs.new(c)
         else:
-            v = vs.nearest(c, mine)
-            if v is None:
-                v = vs.nearest(c, range(len(vs.sigs)))
-                if v is None:
-                    v = vs.new(c)
+            v = vs.nearest(c, vs.usable(mine, c.start_ns))
+            if v is None:  # cached before the profile began: a warm-up call creates it
+                v = vs.new(c, warm=True)
                 warmup.setdefault(c.thread, []).append((op, v))
         mine.add(v)
         vs.add(v, c)
