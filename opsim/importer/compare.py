@@ -50,7 +50,7 @@ def measure(view: TraceView) -> dict[str, Any]:
     busy = sum(e - s for s, e in merge_intervals(kernels))
     span = (max(e for _, e in kernels) - min(s for s, _ in kernels)) if kernels else 0
     return {"counts": counts, "medians_ns": {k: statistics.median(v) for k, v in durs.items()},
-            "busy_ns": busy, "span_ns": span, "kernels": len(kernels)}
+            "busy_ns": busy, "span_ns": span, "kernels": len(kernels), "step_ns": hi - lo}
 
 
 def _rel(sim: float, real: float) -> float:
