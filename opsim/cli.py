@@ -48,6 +48,8 @@ def build_parser() -> argparse.ArgumentParser:
                           "--set threads.0.program.0.loop.count=100 (repeatable)")
     run.add_argument("--profiler-output", action="store_true",
                      help="also write the Ascend PyTorch Profiler directory layout that msprof-analyze reads")
+    run.add_argument("--calibration", metavar="FILE",
+                     help="calibration YAML from `opsim calibrate` (replaces the scenario's calibration key)")
     run.add_argument("--no-progress", action="store_true", help="no progress bar")
     run.add_argument("--quiet", action="store_true", help="print no summary table")
 
@@ -58,6 +60,8 @@ def build_parser() -> argparse.ArgumentParser:
     sub.add_parser("list-ops", help="the ops a scenario can call, with inputs, dtypes and attributes")
     sub.add_parser("list-socs", help="the SoC presets and their numbers")
 
+    from opsim.calibration.cli import add_parsers
+    add_parsers(sub)
     rep = sub.add_parser("report", help="print the summary of a finished run again")
     rep.add_argument("outdir", help="the output directory of a run")
     _add_import_parser(sub)
@@ -104,15 +108,15 @@ def cmd_validate(args: argparse.Namespace, out: TextIO) -> int:
 
 
 def cmd_run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
-    from opsim.errors import OpsimError, ScenarioError
+    from opsim.errors import CalibrationError, OpsimError, ScenarioError
     from opsim.scenario.loader import load_scenario
     cfg = load_scenario(args.scenario, _overrides(args.overrides))
     from opsim.scenario.runner import run_scenario
     from opsim.trace.summary import render_table
     try:
         result = run_scenario(cfg, out_dir=args.out, progress=not args.no_progress,
-                              profiler_output=True if args.profiler_output else None)
-    except ScenarioError:
+                              profiler_output=True if args.profiler_output else None, calibration=args.calibration)
+    except (ScenarioError, CalibrationError):
         raise
     except OpsimError as exc:
         _print_error(exc, err)
@@ -219,6 +223,9 @@ def main(argv: Sequence[str] | None = None, *, stdout: TextIO | None = None, std
             return cmd_report(args, out)
         if args.command == "import":
             return cmd_import(args, out)
+        if args.command in ("calibrate", "predict"):
+            from opsim.calibration.cli import cmd_calibrate, cmd_predict
+            return (cmd_calibrate if args.command == "calibrate" else cmd_predict)(args, out)
     except OpsimError as exc:
         _print_error(exc, err)
         return EXIT_BAD_INPUT

@@ -115,6 +115,8 @@ class ScenarioConfig:
     profile: str | None = None
     env: Mapping[str, str] = field(default_factory=dict)
     cost_overrides: Mapping[str, float] = field(default_factory=dict)
+    calibration: str | None = None
+    """A calibration YAML (`opsim calibrate`), resolved against the scenario file's directory."""
     numerics: bool = False
     trace: bool = True
     memory_strategy: str = "first_fit"

@@ -598,6 +598,7 @@ def _config(data: dict[str, Any], threads: list[C.ThreadConfig], path: Path | No
         soc_overrides=dict(data.get("soc_overrides") or {}), profile=data.get("profile"),
         env={k: str(v) for k, v in (data.get("env") or {}).items()},
         cost_overrides=dict(data.get("cost_overrides") or {}), numerics=bool(data.get("numerics", False)),
+        calibration=_relative(data.get("calibration"), path),
         trace=bool(data.get("trace", True)), memory_strategy=str(data.get("memory_strategy", "first_fit")),
         epoch_us=int(data.get("epoch_us", DEFAULT_EPOCH_US)), on_error=str(data.get("on_error", "stop")),
         dump=C.DumpConfig(op_dump=bool(dump.get("op_dump", False)), overflow_dump=bool(dump.get("overflow_dump", False)),
@@ -609,6 +610,14 @@ def _config(data: dict[str, Any], threads: list[C.ThreadConfig], path: Path | No
                                 timestamps=bool(out.get("timestamps", True)), summary=bool(out.get("summary", True)),
                                 profiler=bool(out.get("profiler", False))),
         source=path, data=data, extra_ops=dict(extra_ops))
+
+
+def _relative(file: str | None, scenario: Path | None) -> str | None:
+    """A path from the scenario, relative to the scenario file's directory (as written when absolute)."""
+    if file is None:
+        return None
+    p = Path(file).expanduser()
+    return str(p if p.is_absolute() or scenario is None else scenario.parent / p)
 
 
 def validate(source: str | Path | Mapping[str, Any], overrides: Mapping[str, Any] | None = None) -> C.ScenarioConfig:

@@ -106,6 +106,7 @@ def build_schema() -> dict[str, Any]:
             "profile": {"enum": list(PROFILES)},
             "env": _obj({k: {"type": ["string", "integer"]} for k in ENV_VARS}),
             "cost_overrides": _obj({k: NUMBER for k in (*HOST_PHASES, *DEVICE_PARAMS)}),
+            "calibration": {"type": "string", "minLength": 1},
             "numerics": {"type": "boolean"},
             "trace": {"type": "boolean"},
             "memory_strategy": {"enum": list(STRATEGIES)},
