@@ -41,8 +41,15 @@ def import_profile(path: str | Path, *, name: str | None = None) -> ImportResult
     if not calls.calls:
         raise ProfileFormatError(f"{files.trace_view}: no ACLNN or aclop call found (no AscendCL@aclnn* or "
                                  "AscendCL@aclopCompileAndExecute events); profile with CANN activities on")
+    if files.kernel_details is not None:
+        from opsim.importer.calls import join_kernel_details
+        from opsim.ingest import read_kernels
+        report.figures["kernel_details_joined"] = join_kernel_details(calls, read_kernels(files.kernel_details),
+                                                                      report)
+    else:
+        report.note("no kernel_details.csv: shapes, dtypes, block dims and cores are not known", 1)
     label = name or _default_name(files.trace_view)
-    scenario = build_scenario(calls, report, name=label, source=files.trace_view.name)
+    scenario = build_scenario(calls, report, view=view, name=label, source=files.trace_view.name)
     return ImportResult(scenario=scenario, report=report)
 
 

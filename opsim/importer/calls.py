@@ -41,13 +41,38 @@ _STEP_RE = re.compile(r"^ProfilerStep#(\d+)$")
 
 @dataclass
 class Kernel:
-    """One device kernel a call launched."""
+    """One device kernel a call launched (type, core, block dim and tensors from kernel_details.csv if joined)."""
 
     name: str
     stream: int
     start_ns: int
     dur_ns: int
     task_type: str
+    op_type: str | None = None
+    block_dim: int = 1
+    input_shapes: tuple = ()
+    input_dtypes: tuple = ()
+
+
+def join_kernel_details(pc: "ProfileCalls", table: Any, report: ImportReport) -> int:
+    """Fill each kernel's op type, core, block dim, shapes and dtypes from the kernel_details.csv row with the same
+    start time and name; rows matching no replayed kernel are counted. Returns the number joined."""
+    rows = {(r.start_ns, r.name): r for r in table.rows if r.start_ns is not None}
+    joined = 0
+    for c in pc.calls:
+        for k in c.kernels:
+            r = rows.pop((k.start_ns, k.name), None)
+            if r is None:
+                continue
+            from opsim.ops.profiled import TASK_TYPES
+            k.op_type, k.block_dim = r.op_type, max(1, int(r.block_dim or 1))
+            k.task_type = r.core if r.core in TASK_TYPES else k.task_type
+            k.input_shapes, k.input_dtypes = tuple(tuple(s) for s in r.input_shapes), tuple(r.input_dtypes)
+            joined += 1
+    report.warn("kernel_details.csv row matching no replayed kernel (start time and name)", len(rows))
+    unjoined = sum(len(c.kernels) for c in pc.calls) - joined
+    report.note("kernel without a kernel_details.csv row (task type from the trace, block dim 1)", unjoined)
+    return joined
 
 
 @dataclass

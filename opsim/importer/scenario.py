@@ -87,17 +87,45 @@ class _Variants:
         out: dict[str, Any] = {"calls": len(self.members[v])}
         if call.kind == "aclop":  # an aclop call compiles on first use: each variant keeps its own host time
             out["host_us"] = {"phase2": _us(statistics.median(self.host[v]))}
-        out["kernels"] = [{"name": k.name, "task_type": k.task_type, "block_dim": 1, "duration_us": _us(d)}
-                          for k, d in zip(call.kernels, durs)]
+        if call.kernels and call.kernels[0].input_shapes:
+            out["shapes"] = [list(s) for s in call.kernels[0].input_shapes]
+            out["dtype"] = _dtype(call.kernels[0].input_dtypes)
+        out["kernels"] = [_kernel(k, d) for k, d in zip(call.kernels, durs)]
         return out
+
+
+def _same_input_count(variants: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """An op has one input count: variants without recorded shapes, or with fewer, get one-element inputs."""
+    n = max((len(v.get("shapes", ())) for v in variants), default=0)
+    if n:
+        for v in variants:
+            shapes = v.setdefault("shapes", [])
+            shapes += [[1]] * (n - len(shapes))
+            v.setdefault("dtype", "float")
+    return variants
+
+
+def _kernel(k: Any, dur_ns: float) -> dict[str, Any]:
+    out: dict[str, Any] = {"name": k.name}
+    if k.op_type:
+        out["type"] = k.op_type
+    out.update({"task_type": k.task_type, "block_dim": k.block_dim, "duration_us": _us(dur_ns)})
+    return out
+
+
+def _dtype(dtypes: tuple) -> str:
+    from opsim.ops.profiled import DTYPES
+    return next((d for d in dtypes if d in DTYPES), "float")
 
 
 def _signature(call: Call) -> tuple:
     return tuple(k.name for k in call.kernels)
 
 
-def build_scenario(pc: ProfileCalls, report: ImportReport, *, name: str, source: str) -> dict[str, Any]:
-    """The scenario (plain data, ready for YAML) replaying `pc`."""
+def build_scenario(pc: ProfileCalls, report: ImportReport, *, view: Any, name: str, source: str) -> dict[str, Any]:
+    """The scenario (plain data, ready for YAML) replaying `pc` (read from the trace `view`)."""
+    from opsim.calibration.host import host_table
+    host_medians = host_table(view)
     variants: dict[str, _Variants] = {}
     cached: dict[tuple[Any, str], set[int]] = {}
     warmup: dict[Any, list[tuple[str, int]]] = {}
@@ -132,13 +160,16 @@ def build_scenario(pc: ProfileCalls, report: ImportReport, *, name: str, source:
                 entry["phase1_api"] = common
         if first.kind == "aclop":
             entry["kind"] = "aclop"
+        # the calibration's per-API medians of the same profile (phase 1 under the name the profile gives it)
         host: dict[str, float] = {}
-        p1 = [c.phase1.dur for c in calls if c.phase1 is not None]
-        if p1:
-            host["phase1"] = _us(statistics.median(p1))
-        host["phase2"] = _us(statistics.median(c.phase2.dur for c in calls))
-        entry["host_us"] = host
-        entry["variants"] = [vs.definition(v) for v in range(len(vs.sigs))]
+        p1 = host_medians.get(entry.get("phase1_api", entry["api"]))
+        if p1 is not None and p1.phase1_us() is not None and any(c.phase1 is not None for c in calls):
+            host["phase1"] = round(p1.phase1_us(), 3)
+        if first.kind == "aclnn":
+            host["phase2"] = round(host_medians[first.api].phase2_us(), 3)
+        if host:
+            entry["host_us"] = host
+        entry["variants"] = _same_input_count([vs.definition(v) for v in range(len(vs.sigs))])
         profiled[op] = entry
 
     streams = [stream_name(s) for s in pc.streams] or ["stream_0"]
@@ -148,10 +179,11 @@ def build_scenario(pc: ProfileCalls, report: ImportReport, *, name: str, source:
         items: list[tuple[int, Any]] = [(c.start_ns, (i, c)) for i, c in enumerate(pc.calls) if c.thread == tid]
         items += [(s.start_ns, s) for s in pc.syncs if s.thread == tid]
         items.sort(key=lambda x: x[0])
-        program: list[dict[str, Any]] = [_op_step(op, v, streams[0], None) for op, v in warmup.get(tid, [])]
+        program: list[dict[str, Any]] = [_op_step(op, v, profiled, streams[0], None)
+                                         for op, v in warmup.get(tid, [])]
         if program:
             program.append({"sync_device": True})
-        program += _timeline(items, pc, assigned, streams, tid == step_thread)
+        program += _timeline(items, pc, assigned, profiled, streams, tid == step_thread)
         threads.append({"name": thread_name(tid), "program": program or [{"sleep": 0}]})
 
     queued = any(c.queued for c in pc.calls)
@@ -196,8 +228,15 @@ def _step_thread(pc: ProfileCalls) -> Any:
     return pc.calls[0].thread
 
 
-def _op_step(op: str, variant: int, stream: str, streams: list[str] | None) -> dict[str, Any]:
-    step: dict[str, Any] = {"op": op, "shape": [1]}
+def _op_step(op: str, variant: int, profiled: dict[str, Any], stream: str, streams: list[str] | None
+             ) -> dict[str, Any]:
+    v = profiled[op]["variants"][variant]
+    step: dict[str, Any] = {"op": op}
+    if "shapes" in v:
+        step["shapes"] = v["shapes"]
+        step["dtype"] = v["dtype"]
+    else:
+        step["shape"] = [1]
     if variant:
         step["attrs"] = {"variant": variant}
     if streams is not None and stream != streams[0]:
@@ -205,8 +244,8 @@ def _op_step(op: str, variant: int, stream: str, streams: list[str] | None) -> d
     return step
 
 
-def _timeline(items: list, pc: ProfileCalls, assigned: dict[int, int], streams: list[str],
-              with_steps: bool) -> list[dict[str, Any]]:
+def _timeline(items: list, pc: ProfileCalls, assigned: dict[int, int], profiled: dict[str, Any],
+              streams: list[str], with_steps: bool) -> list[dict[str, Any]]:
     """Steps of one thread: sleeps for the gaps, calls and syncs, wrapped in one loop per ProfilerStep."""
     out: list[dict[str, Any]] = []
     body = out
@@ -229,7 +268,7 @@ def _timeline(items: list, pc: ProfileCalls, assigned: dict[int, int], streams: 
         else:
             i, c = item
             stream = stream_name(c.kernels[0].stream) if c.kernels else streams[0]
-            body.append(_op_step(op_name(c), assigned[i], stream, streams))
+            body.append(_op_step(op_name(c), assigned[i], profiled, stream, streams))
             prev_end = c.end_ns
     for loop in out:
         if "loop" in loop and not loop["loop"]["body"]:

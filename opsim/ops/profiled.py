@@ -31,19 +31,37 @@ PROFILED_HOST = "profiled host"
 
 KINDS = ("aclnn", "aclop")
 TASK_TYPES = ("AI_CORE", "AI_VECTOR_CORE", "MIX_AIC", "MIX_AIV", "AI_CPU")
-_DTYPES = ("float", "float16", "bf16", "int32", "int64", "int8", "uint8", "bool", "double", "int16")
+DTYPES = ("float", "float16", "bf16", "int32", "int64", "int8", "uint8", "bool", "double", "int16")
 S = AclnnStatus
 
 
 def _tiling(ins: list, outs: list, attrs: list) -> TilingResult:
     """Launch parameters from the recorded kernel (attrs: duration, block dim, task type, recorded elements,
-    workspace bytes); the duration scales with the element count when the call's shapes differ."""
-    duration, block_dim, task_type, recorded, workspace = attrs[:5]
+    workspace bytes, op type). With the recorded shapes the duration is the recorded one; with other shapes (a
+    what-if) a kernel of known op type asks the cost model's predictor (calibration, built-in fits, roofline),
+    one of unknown type scales its duration with the element count."""
+    duration, block_dim, task_type, recorded, workspace, op_type = attrs[:6]
     numel = sum(t.numel() for t in ins if t is not None)
+    ws = [int(workspace)] if workspace else []
     if recorded > 0 and numel != recorded:
-        duration = float(duration) * numel / recorded
-    return TilingResult(block_dim=int(block_dim), workspace_sizes=[int(workspace)] if workspace else [],
-                        tiling_data_size=64, duration=float(duration), task_type=str(task_type))
+        if op_type:
+            flops, nbytes = _work(str(op_type), ins, outs)
+            duration = current().process.cost.kernel(str(op_type), str(task_type), flops, nbytes, int(block_dim))
+        else:
+            duration = float(duration) * numel / recorded
+    return TilingResult(block_dim=int(block_dim), workspace_sizes=ws, tiling_data_size=64, duration=float(duration),
+                        task_type=str(task_type))
+
+
+def _work(op_type: str, ins: list, outs: list) -> tuple[float, float]:
+    """(flops, bytes moved) of a launch, counted as the calibration counts a profile row."""
+    from opsim.calibration.features import MATMUL_TYPES, matmul_flops
+    ins = [t for t in ins if t is not None]
+    outs = [t for t in outs if t is not None]
+    nbytes = float(sum(t.storage_nbytes for t in ins + outs))
+    if op_type in MATMUL_TYPES:
+        return matmul_flops(tuple(tuple(t.view_shape) for t in ins), tuple(tuple(t.view_shape) for t in outs)), nbytes
+    return float(max([t.numel() for t in ins + outs] or [0])), nbytes
 
 
 def kernel_type(name: str) -> str:
@@ -82,8 +100,7 @@ class ProfiledOp:
         self.variants = [dict(v) for v in entry.get("variants") or [{}]]
         for v in self.variants:
             v.setdefault("kernels", [])
-        first = self.variants[0]
-        self.n_inputs = len(first.get("shapes") or [[1]])
+        self.n_inputs = max(len(v.get("shapes") or [[1]]) for v in self.variants)
 
     # ---- the OpSpec ------------------------------------------------------------------------------------
     def spec(self) -> OpSpec:
@@ -135,7 +152,7 @@ class ProfiledOp:
                 status = add_to_launcher_list_aicore(
                     op_type, executor, op_input(*ins), op_output(*(outs if i == last else ())),
                     op_attr(float(k.get("duration_us", 0.0)), int(k.get("block_dim", 1)),
-                            str(k.get("task_type", "AI_CORE")), recorded, ws))
+                            str(k.get("task_type", "AI_CORE")), recorded, ws, str(k.get("type", ""))))
             if status != S.ACLNN_SUCCESS:
                 return status
         return S.ACLNN_SUCCESS
@@ -191,7 +208,7 @@ def profiled_ops_schema(shape: Mapping[str, Any], number: Mapping[str, Any]) -> 
                   "task_type": {"enum": list(TASK_TYPES)}, "core": {"type": "string"},
                   "block_dim": {"type": "integer", "minimum": 1}, "duration_us": number,
                   "stream": {"type": "integer"}}, ("name", "duration_us"))
-    variant = obj({"shapes": {"type": "array", "items": shape, "minItems": 1}, "dtype": {"enum": list(_DTYPES)},
+    variant = obj({"shapes": {"type": "array", "items": shape, "minItems": 1}, "dtype": {"enum": list(DTYPES)},
                    "workspace_bytes": {"type": "integer", "minimum": 0}, "calls": {"type": "integer", "minimum": 0},
                    "host_us": obj({"phase2": number}),
                    "kernels": {"type": "array", "items": kernel}})

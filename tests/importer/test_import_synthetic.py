@@ -109,3 +109,65 @@ def test_a_trace_without_calls_is_an_error(trace, tmp_path):
     trace.x("AscendCL@aclrtSynchronizeDevice", 2, 7, 10.0, 4.0)
     with pytest.raises(ProfileFormatError, match="no ACLNN or aclop call"):
         import_profile(trace.write(tmp_path / "trace_view.json"))
+
+
+KD_HEADER = ("Step Id,Model ID,Task ID,Stream ID,Name,Type,OP State,Accelerator Core,Start Time(us),Duration(us),"
+             "Wait Time(us),Block Dim,Mix Block Dim,Input Shapes,Input Data Types,Input Formats,Output Shapes,"
+             "Output Data Types,Output Formats\n")
+
+
+def _profile_dir(trace, tmp_path, rows):
+    out = tmp_path / "run_ascend_pt" / "ASCEND_PROFILER_OUTPUT"
+    out.mkdir(parents=True)
+    trace.write(out / "trace_view.json")
+    (out / "kernel_details.csv").write_text(KD_HEADER + "".join(rows), encoding="utf-8")
+    return tmp_path / "run_ascend_pt"
+
+
+def test_kernel_details_give_shapes_dtypes_cores_and_block_dims(trace, tmp_path):
+    trace.call(7, "aclnnFoo", 1000.0)  # its kernel starts at 1000 + 22 + 20 us
+    rows = ['1,4294967295,1,3,aclnnFoo_K0,Mul,dynamic,AI_VECTOR_CORE,"1042.000\t",5.0,0,8,0,'
+            '"""64,128;64,128""",DT_FLOAT16;DT_FLOAT16,ND;ND,"""64,128""",DT_FLOAT16,ND\n',
+            '1,4294967295,2,3,Unrelated,Add,dynamic,AI_CORE,"9999.000\t",5.0,0,1,0,'
+            '"""4""",FLOAT,ND,"""4""",FLOAT,ND\n']
+    res = import_profile(_profile_dir(trace, tmp_path, rows))
+    variant = res.scenario["profiled_ops"]["aclnnFoo"]["variants"][0]
+    assert variant["shapes"] == [[64, 128], [64, 128]] and variant["dtype"] == "float16"
+    assert variant["kernels"] == [{"name": "aclnnFoo_K0", "type": "Mul", "task_type": "AI_VECTOR_CORE",
+                                   "block_dim": 8, "duration_us": 5.0}]
+    step = next(_ops(res.scenario["threads"][0]["program"]))
+    assert step["shapes"] == [[64, 128], [64, 128]] and step["dtype"] == "float16"
+    assert res.report.figures["kernel_details_joined"] == 1
+    assert res.report.warnings == {"kernel_details.csv row matching no replayed kernel (start time and name)": 1}
+
+
+def _device_time(scenario, overrides=None):
+    from opsim.scenario.runner import run_scenario
+    rec = run_scenario(scenario, write=False, overrides=overrides).sim.recorder.records("device")
+    return [(op, round(e - s, 6)) for op, s, e in zip(rec["op"], rec["start"], rec["end"])
+            if op.startswith("aclnn")]
+
+
+def test_recorded_durations_replay_and_a_shape_what_if_asks_the_predictor(trace, tmp_path):
+    trace.call(7, "aclnnFoo", 1000.0)
+    rows = ['1,4294967295,1,3,aclnnFoo_K0,Mul,dynamic,AI_VECTOR_CORE,"1042.000\t",5.0,0,8,0,'
+            '"""64,128;64,128""",DT_FLOAT16;DT_FLOAT16,ND;ND,"""64,128""",DT_FLOAT16,ND\n']
+    sc = import_profile(_profile_dir(trace, tmp_path, rows)).scenario
+    assert _device_time(sc) == [("aclnnFoo_K0", 5.0)]
+    program = sc["threads"][0]["program"]
+    path = f"threads.0.program.{program.index(next(_ops(program)))}.shapes"
+    bigger = _device_time(sc, {path: [[4096, 4096], [4096, 4096]]})
+    from opsim.device.cost import CostModel
+    from opsim.device.soc import get_soc
+    nbytes = 3 * 4096 * 4096 * 2
+    expected = CostModel(get_soc("Ascend910B2")).kernel("Mul", "AI_VECTOR_CORE", 4096.0 * 4096, float(nbytes), 8)
+    assert bigger == [("aclnnFoo_K0", pytest.approx(expected))] and expected != 5.0
+
+
+def test_a_kernel_of_unknown_type_scales_with_the_element_count():
+    from opsim.acl.tensor import Tensor
+    from opsim.ops.profiled import _tiling
+    recorded = _tiling([Tensor([2, 2])], [Tensor([2, 2])], [2.0, 1, "AI_CORE", 4, 0, ""])
+    assert recorded.duration == 2.0
+    four_times = _tiling([Tensor([4, 4])], [Tensor([4, 4])], [2.0, 1, "AI_CORE", 4, 0, ""])
+    assert four_times.duration == pytest.approx(8.0)
