@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import glob
+import json
 import subprocess
 import sys
 from collections import Counter
@@ -99,3 +100,30 @@ def test_msprof_analyze_compare_reads_real_baseline_and_replay(replay, tmp_path)
     log = proc.stdout + proc.stderr
     assert not [line for line in log.splitlines() if "[ERROR]" in line], log
     assert glob.glob(str(tmp_path / "performance_comparison_result_*.xlsx"))
+
+
+def test_what_if_through_set_and_opsim_what_if(imported, tmp_path, capsys):
+    from opsim.analysis.what_if import what_if
+    from opsim.cli import main
+    from opsim.importer import write_import
+    path = write_import(imported, tmp_path / "mnist.yaml").scenario_path
+    assert main(["run", str(path), "--out", str(tmp_path / "off"), "--quiet", "--no-progress",
+                 "--set", "env.ACLNN_CACHE_LIMIT=0", "--set", "trace=false"]) == 0
+    off = json.loads((tmp_path / "off" / "summary.json").read_text())
+    table = what_if(str(path), "env.ACLNN_CACHE_LIMIT", ["10000", "0"], overrides={"trace": False})
+    hits = table["summary.pta_cache.hits"].tolist()
+    assert hits[0] > 0 and hits[1] == 0 == off["pta_cache"]["hits"]
+    makespan = table["summary.simulated_makespan_us"].tolist()
+    assert makespan[1] > makespan[0]
+
+
+def test_import_and_replay_are_deterministic(tmp_path):
+    from opsim.importer import write_import
+    (tmp_path / "b").mkdir()
+    a = write_import(import_profile(REAL), tmp_path / "a.yaml").scenario_path.read_text()
+    b = write_import(import_profile(REAL), tmp_path / "b" / "a.yaml").scenario_path.read_text()
+    assert a == b
+    from opsim.scenario.runner import run_scenario
+    run_scenario(tmp_path / "a.yaml", out_dir=tmp_path / "ra")
+    run_scenario(tmp_path / "a.yaml", out_dir=tmp_path / "rb")
+    assert (tmp_path / "ra" / "trace.json").read_bytes() == (tmp_path / "rb" / "trace.json").read_bytes()
