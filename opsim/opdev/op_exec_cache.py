@@ -366,16 +366,32 @@ class OpExecCacheManager:
 
     def __init__(self, capacity: int):
         self.capacity = capacity
-        self.container: "OrderedDict[bytes, OpExecCache]" = OrderedDict()
+        self.container: "OrderedDict[int, tuple[bytes, OpExecCache]]" = OrderedDict()
+        """Key container in LRU order: slot -> (key at insertion, cache). A cache invalidated after insertion
+        stays (dead, counted against the capacity) until evicted, but its key no longer matches."""
+        self._slots: dict[bytes, int] = {}
+        self._next_slot = 0
         self.hash_map: dict[int, OpExecCache] = {}
         self.evictions = 0
 
     def find(self, key: bytes) -> OpExecCache | None:
-        """Lookup by exact bytes; a found entry moves to the MRU end."""
-        cache = self.container.get(key)
-        if cache is not None:
-            self.container.move_to_end(key)
+        """Lookup by exact bytes against the stored cache's own key; a found entry moves to the MRU end."""
+        slot = self._slots.get(key)
+        if slot is None:
+            return None
+        cache = self.container[slot][1]
+        if cache.key != key:  # dead: its key was freed when it was invalidated
+            del self._slots[key]
+            return None
+        self.container.move_to_end(slot)
         return cache
+
+    def _insert(self, cache: OpExecCache) -> None:
+        slot = self._next_slot
+        self._next_slot += 1
+        self.container[slot] = (cache.key, cache)
+        self._slots[cache.key] = slot
+        cache.manager = self
 
     def add(self, ctx: ThreadLocalContext, cache: OpExecCache) -> bool:
         """AddOpExecCache (§8; pta-cache-mode.md §5 step 8): returns whether the cache was accepted."""
@@ -392,8 +408,11 @@ class OpExecCacheManager:
         if len(self.container) >= self.capacity:
             evicted = 0
             while self.container and evicted < K_CACHE_SHRINK_NUM:
-                _, old = self.container.popitem(last=False)
-                old.manager = None
+                slot, (key, old) = self.container.popitem(last=False)
+                if self._slots.get(key) == slot:
+                    del self._slots[key]
+                if old.manager is self and self.hash_map.get(old.hash_key) is not old:
+                    old.manager = None
                 evicted += 1
             self.evictions += evicted
             if evicted:
@@ -401,8 +420,7 @@ class OpExecCacheManager:
                 op = ctx.log_info.l2_api_name or ""
                 ctx.at(lambda t, n=evicted: rec.cache_event(t, ctx.name, "exec", "evict", op, 0, str(n)))
         if cache.key and self.find(cache.key) is None:
-            self.container[cache.key] = cache
-            cache.manager = self
+            self._insert(cache)
             return True
         return accepted
 
@@ -411,20 +429,27 @@ class OpExecCacheManager:
         the key container by identity."""
         if cache.hash_key and self.hash_map.get(cache.hash_key) is cache:
             del self.hash_map[cache.hash_key]
-        if cache.key and self.container.get(cache.key) is cache:
-            del self.container[cache.key]
+        slot = self._slots.get(cache.key) if cache.key else None
+        if slot is not None and self.container[slot][1] is cache:
+            del self.container[slot]
+            del self._slots[cache.key]
         else:
-            for k, v in list(self.container.items()):
-                if v is cache:
-                    del self.container[k]
+            for slot, (key, c) in list(self.container.items()):
+                if c is cache:
+                    del self.container[slot]
+                    if self._slots.get(key) == slot:
+                        del self._slots[key]
                     break
         cache.manager = None
 
     def clear(self) -> None:
         """aclnnReselectStaticKernel on this thread: both maps cleared, cacheHasFull reset by the caller."""
-        for c in self.container.values():
+        for _, c in self.container.values():
+            c.manager = None
+        for c in self.hash_map.values():
             c.manager = None
         self.container.clear()
+        self._slots.clear()
         self.hash_map.clear()
 
 

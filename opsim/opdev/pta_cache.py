@@ -23,7 +23,8 @@ def can_use_pta_cache(api: str, ctx: ThreadLocalContext | None = None) -> bool:
     """CanUsePTACache(api): False (and cacheHasFull_ := true, sticky) when caching is disabled; else
     l2ApiName := api, cacheApi_ := api, next sequence number."""
     ctx = ctx or current()
-    if not check_cacheable(ctx):
+    # the TLS copy of the op-dump switch is refreshed only by phase 1; the switch itself is the process's
+    if ctx.process.op_dump or not check_cacheable(ctx):
         ctx.cache_has_full = True
         return False
     ctx.log_info.l2_api_name = api
@@ -117,7 +118,8 @@ def pta_find_exec_cache(buf: bytes | None, length: int, workspace_size: int = 0,
     not)."""
     ctx = ctx or current()
     ctx.charge("match cache")
-    key = bytes(buf[:length]) if buf is not None else b""
+    # a length beyond the buffer (torch_npu passes 9216 after an overflow) can equal no stored key
+    key = bytes(buf[:length]) if buf is not None and 0 < length <= len(buf) else b""
     cache = get_manager(ctx).find(key) if key else None
     wrap = _wrap(ctx, cache, "PTAFindExecCache", 0)
     return (wrap, cache.workspace_size) if wrap is not None else (None, workspace_size)
