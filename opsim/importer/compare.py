@@ -67,8 +67,9 @@ def compare(real: str | Path | TraceView, replay: str | Path | TraceView) -> dic
     medians = {}
     for key, real_ns in sorted(r["medians_ns"].items()):
         sim_ns = s["medians_ns"].get(key)
-        medians[f"{key[0]} {key[1]}"] = {"real_us": real_ns / 1000, "replay_us": None if sim_ns is None else sim_ns / 1000,
-                                         "rel": None if sim_ns is None else _rel(sim_ns, real_ns)}
+        medians[f"{key[0]} {key[1]}"] = {
+            "real_us": real_ns / 1000, "replay_us": None if sim_ns is None else sim_ns / 1000,
+            "rel": None if sim_ns is None else _rel(sim_ns, real_ns)}
     busy_rel = _rel(s["busy_ns"], r["busy_ns"])
     span_rel = _rel(s["span_ns"], r["span_ns"])
     worst = max((m["rel"] if m["rel"] is not None else float("inf") for m in medians.values()), default=0.0)

@@ -35,9 +35,8 @@ class ImportReport:
                 "notes": [{"reason": r, "count": n} for r, n in sorted(self.notes.items())]}
 
     def write(self, path: str | Path) -> Path:
-        p = Path(path)
-        p.write_text(json.dumps(self.as_dict(), indent=2, sort_keys=False) + "\n", encoding="utf-8")
-        return p
+        from opsim.atomic_write import write_text_atomic
+        return Path(write_text_atomic(path, json.dumps(self.as_dict(), indent=2, sort_keys=False) + "\n"))
 
     def summary_lines(self) -> list[str]:
         """A few lines for stdout: the figures, then the warnings by count."""

@@ -66,3 +66,17 @@ def trace() -> TraceBuilder:
     b = TraceBuilder()
     b.stream(3)
     return b
+
+
+def _op_steps(program):
+    """The op steps of a program, loops entered, in order."""
+    for step in program:
+        if "op" in step:
+            yield step
+        elif "loop" in step:
+            yield from _op_steps(step["loop"]["body"])
+
+
+@pytest.fixture
+def op_steps():
+    return _op_steps

@@ -9,28 +9,21 @@ from opsim.importer import import_profile, write_import
 from opsim.scenario.loader import load_scenario
 
 
-def _ops(program):
-    for step in program:
-        if "op" in step:
-            yield step
-        elif "loop" in step:
-            yield from _ops(step["loop"]["body"])
 
-
-def test_no_task_queue_calls_stay_on_their_thread(trace, tmp_path):
+def test_no_task_queue_calls_stay_on_their_thread(trace, tmp_path, op_steps):
     t = trace.call(7, "aclnnFoo", 1000.0)
     t = trace.call(7, "aclnnFoo", t + 50.0, phase1=False)
     trace.call(8, "aclnnBar", 1100.0)
     res = import_profile(trace.write(tmp_path / "trace_view.json"))
     sc = res.scenario
     assert sc["env"]["TASK_QUEUE_ENABLE"] == "0" and "task_queue_thread" not in sc
-    names = {th["name"]: [s["op"] for s in _ops(th["program"])] for th in sc["threads"]}
+    names = {th["name"]: [s["op"] for s in op_steps(th["program"])] for th in sc["threads"]}
     assert names == {"thread_7": ["aclnnFoo", "aclnnFoo"], "thread_8": ["aclnnBar"]}
     # a hit without phase 1 is PTA: the threads run torch_npu's path
     assert all(th["cache_mode"] == "pta" for th in sc["threads"])
     assert res.report.figures["phase1"] == 2
     # the second call is a hit on the first call's key: same variant, no warm-up
-    foo = [s for s in _ops(sc["threads"][0]["program"])]
+    foo = [s for s in op_steps(sc["threads"][0]["program"])]
     assert [s.get("attrs", {}).get("variant", 0) for s in foo] == [0, 0]
     assert res.report.figures["warmup_calls"] == 0
 
@@ -62,14 +55,14 @@ def test_no_flows_counts_every_kernel_as_not_replayed(trace, tmp_path):
     assert res.scenario["profiled_ops"]["aclnnFoo"]["variants"][0]["kernels"] == []
 
 
-def test_multiple_streams_become_shared_streams(trace, tmp_path):
+def test_multiple_streams_become_shared_streams(trace, tmp_path, op_steps):
     trace.stream(5)
     trace.call(7, "aclnnFoo", 1000.0, kernels=((5.0, 3),))
     trace.call(7, "aclnnBar", 1200.0, kernels=((5.0, 5),))
     out = write_import(import_profile(trace.write(tmp_path / "trace_view.json")), tmp_path / "s.yaml")
     sc = out.scenario
     assert sc["streams"] == ["stream_3", "stream_5"]
-    bar = [s for s in _ops(sc["threads"][0]["program"]) if s["op"] == "aclnnBar"][0]
+    bar = [s for s in op_steps(sc["threads"][0]["program"]) if s["op"] == "aclnnBar"][0]
     assert bar["stream"] == "stream_5"
     cfg = load_scenario(out.scenario_path)
     assert cfg.shared_streams == ("stream_3", "stream_5")
@@ -124,7 +117,7 @@ def _profile_dir(trace, tmp_path, rows):
     return tmp_path / "run_ascend_pt"
 
 
-def test_kernel_details_give_shapes_dtypes_cores_and_block_dims(trace, tmp_path):
+def test_kernel_details_give_shapes_dtypes_cores_and_block_dims(trace, tmp_path, op_steps):
     trace.call(7, "aclnnFoo", 1000.0)  # its kernel starts at 1000 + 22 + 20 us
     rows = ['1,4294967295,1,3,aclnnFoo_K0,Mul,dynamic,AI_VECTOR_CORE,"1042.000\t",5.0,0,8,0,'
             '"""64,128;64,128""",DT_FLOAT16;DT_FLOAT16,ND;ND,"""64,128""",DT_FLOAT16,ND\n',
@@ -135,7 +128,7 @@ def test_kernel_details_give_shapes_dtypes_cores_and_block_dims(trace, tmp_path)
     assert variant["shapes"] == [[64, 128], [64, 128]] and variant["dtype"] == "float16"
     assert variant["kernels"] == [{"name": "aclnnFoo_K0", "type": "Mul", "task_type": "AI_VECTOR_CORE",
                                    "block_dim": 8, "duration_us": 5.0}]
-    step = next(_ops(res.scenario["threads"][0]["program"]))
+    step = next(op_steps(res.scenario["threads"][0]["program"]))
     assert step["shapes"] == [[64, 128], [64, 128]] and step["dtype"] == "float16"
     assert res.report.figures["kernel_details_joined"] == 1
     assert res.report.warnings == {"kernel_details.csv row matching no replayed kernel (start time and name)": 1}
@@ -148,14 +141,14 @@ def _device_time(scenario, overrides=None):
             if op.startswith("aclnn")]
 
 
-def test_recorded_durations_replay_and_a_shape_what_if_asks_the_predictor(trace, tmp_path):
+def test_recorded_durations_replay_and_a_shape_what_if_asks_the_predictor(trace, tmp_path, op_steps):
     trace.call(7, "aclnnFoo", 1000.0)
     rows = ['1,4294967295,1,3,aclnnFoo_K0,Mul,dynamic,AI_VECTOR_CORE,"1042.000\t",5.0,0,8,0,'
             '"""64,128;64,128""",DT_FLOAT16;DT_FLOAT16,ND;ND,"""64,128""",DT_FLOAT16,ND\n']
     sc = import_profile(_profile_dir(trace, tmp_path, rows)).scenario
     assert _device_time(sc) == [("aclnnFoo_K0", 5.0)]
     program = sc["threads"][0]["program"]
-    path = f"threads.0.program.{program.index(next(_ops(program)))}.shapes"
+    path = f"threads.0.program.{program.index(next(op_steps(program)))}.shapes"
     bigger = _device_time(sc, {path: [[4096, 4096], [4096, 4096]]})
     from opsim.device.cost import CostModel
     from opsim.device.soc import get_soc

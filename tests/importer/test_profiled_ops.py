@@ -19,7 +19,8 @@ OPS = {
                                                                   "block_dim": 4, "duration_us": 2.0}]},
         ]},
     "aclop_Conv2D": {"api": "aclopCompileAndExecute", "kind": "aclop",
-                     "variants": [{"host_us": {"phase2": 100.0}, "kernels": [{"name": "Conv2D1", "duration_us": 20.0}]}]},
+                     "variants": [{"host_us": {"phase2": 100.0},
+                                   "kernels": [{"name": "Conv2D1", "duration_us": 20.0}]}]},
 }
 
 

@@ -29,13 +29,6 @@ def replay(tmp_path_factory):
     return replay_and_compare(REAL, tmp_path_factory.mktemp("replay"))
 
 
-def _ops(program):
-    for step in program:
-        if "op" in step:
-            yield step
-        elif "loop" in step:
-            yield from _ops(step["loop"]["body"])
-
 
 def test_every_call_and_kernel_is_placed(imported):
     f = imported.report.figures
@@ -49,16 +42,16 @@ def test_every_call_and_kernel_is_placed(imported):
     assert f["kernels"] + 2 == len([k for k in view.device_kernels() if k.dur > 0])
 
 
-def test_the_scenario_calls_each_api_as_often_as_the_profile(imported):
+def test_the_scenario_calls_each_api_as_often_as_the_profile(imported, op_steps):
     view = read_trace_view(REAL)
     real = Counter(a.api for a in view.acl_api_events() if a.kind == "phase2")
-    steps = [s for th in imported.scenario["threads"] for s in _ops(th["program"])]
+    steps = [s for th in imported.scenario["threads"] for s in op_steps(th["program"])]
     warm = imported.report.figures["warmup_calls"]
     in_step = Counter()
     for th in imported.scenario["threads"]:
         program = th["program"]
         k = next((i for i, s in enumerate(program) if s == {"sync_device": True}), -1) if warm else -1
-        in_step.update(s["op"] for s in _ops(program[k + 1:]))
+        in_step.update(s["op"] for s in op_steps(program[k + 1:]))
     assert {op: n for op, n in in_step.items() if op.startswith("aclnn")} == dict(real)
     assert len(steps) == 148 + warm
 
