@@ -17,12 +17,20 @@ REPORT_SUFFIX = ".import-report.json"
 """The report is written next to the scenario: `scenario.yaml` -> `scenario.import-report.json`."""
 
 
+CALIBRATION_SUFFIX = ".calibration.yaml"
+"""With a kernel table, the profile's calibration is written next to the scenario and named by it."""
+
+
 @dataclass
 class ImportResult:
     scenario: dict[str, Any]
     report: ImportReport
+    calibration: Any = None
+    """The calibration fitted from the same profile (`opsim.calibration.calibrate`) when it has a kernel table:
+    the predictor a shape what-if asks."""
     scenario_path: Path | None = None
     report_path: Path | None = None
+    calibration_path: Path | None = None
 
 
 def import_profile(path: str | Path, *, name: str | None = None) -> ImportResult:
@@ -50,7 +58,11 @@ def import_profile(path: str | Path, *, name: str | None = None) -> ImportResult
         report.note("no kernel_details.csv: shapes, dtypes, block dims and cores are not known", 1)
     label = name or _default_name(files.trace_view)
     scenario = build_scenario(calls, report, view=view, name=label, source=files.trace_view.name)
-    return ImportResult(scenario=scenario, report=report)
+    calibration = None
+    if files.kernel_details is not None:
+        from opsim.calibration import calibrate
+        calibration = calibrate(path)
+    return ImportResult(scenario=scenario, report=report, calibration=calibration)
 
 
 def _default_name(path: Path) -> str:
@@ -61,10 +73,16 @@ def _default_name(path: Path) -> str:
 
 
 def write_import(result: ImportResult, out: str | Path) -> ImportResult:
-    """Write the scenario YAML and its import report next to it."""
+    """Write the scenario YAML, its import report and (with a kernel table) its calibration next to it."""
     import yaml
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
+    if result.calibration is not None:
+        result.calibration_path = result.calibration.save(out.with_name(out.stem + CALIBRATION_SUFFIX))
+        items = list(result.scenario.items())
+        at = next(i for i, (k, _) in enumerate(items) if k == "profiled_ops")
+        items.insert(at, ("calibration", result.calibration_path.name))
+        result.scenario = dict(items)
     header = ("# Imported by `opsim import` from a real profile. Replay: opsim run " + out.name +
               " --profiler-output\n# Profiled ops (profiled_ops) carry the recorded launch lists and host times; "
               "sleeps are the recorded host gaps.\n")
@@ -76,4 +94,4 @@ def write_import(result: ImportResult, out: str | Path) -> ImportResult:
     return result
 
 
-__all__ = ["import_profile", "write_import", "ImportResult", "ImportReport", "REPORT_SUFFIX"]
+__all__ = ["import_profile", "write_import", "ImportResult", "ImportReport", "REPORT_SUFFIX", "CALIBRATION_SUFFIX"]
