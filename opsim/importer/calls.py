@@ -10,7 +10,8 @@ The trace is read by `opsim.ingest.read_trace_view`; this module only interprets
 * its **phase 1** is the `AscendCL@aclnnXxxGetWorkspaceSize` the issuing thread ran since its previous call
   (before the Enqueue); no phase 1 means torch_npu's PTA hash cache hit.
 * its **kernels** are the device events its HostToDevice flows point at (`TraceView.launch_links`), from any
-  host event nested in the phase-2 event (tiling events included).
+  host event nested in the phase-2 event (tiling events included); a kernel without one is placed by its
+  torch_to_npu flow (from the framework op on the issuing thread).
 * **syncs** are the issuing threads' `aclrtSynchronize*` events; other runtime calls (memcpy, malloc) stay
   host time; `ProfilerStep#n` events bound the steps.
 
@@ -189,10 +190,6 @@ def read_calls(view: TraceView, report: ImportReport) -> ProfileCalls:
             placed.add(k.index)
             kernels_of.setdefault(owner.index, []).append(
                 Kernel(k.name, view.stream_id(k) or 0, k.ts, k.dur, _task_type(k)))
-    for k in view.device_kernels():
-        if k.index not in placed and k.dur > 0:
-            report.warn("device task without a launch link (not replayed)", 1, example=k.name)
-
     calls: list[Call] = []
     used_p2: set[int] = set()
     # queued calls: Enqueue -> Dequeue -> phase 2 inside the dequeue
@@ -226,6 +223,10 @@ def read_calls(view: TraceView, report: ImportReport) -> ProfileCalls:
     calls.sort(key=lambda c: (c.start_ns, c.phase2.index))
 
     _attach_phase1(calls, acl, report)
+    _attach_framework_flows(view, calls, placed)
+    for k in view.device_kernels():
+        if k.index not in placed and k.dur > 0:
+            report.warn("device task without a launch link (not replayed)", 1, example=k.name)
     syncs = [Sync(SYNC_APIS[a.api], a.event.tid, a.event.ts, a.event.end) for a in acl
              if a.api in SYNC_APIS and a.event.tid != consumer]
     for a in acl:
@@ -262,6 +263,39 @@ def _call(p2: TraceEvent, thread: Any, start: int, end: int, queued: bool, deq: 
         api, kind = name, "aclnn"
     return Call(api=api, kind=kind, thread=thread, start_ns=start, end_ns=end, phase2=p2, queued=queued,
                 kernels=sorted(kernels_of.get(p2.index, []), key=lambda k: k.start_ns))
+
+
+FRAMEWORK_FLOW = "async_npu"
+"""torch_npu's `torch_to_npu` flows: from the framework op on the issuing thread to each kernel it caused."""
+
+
+def _attach_framework_flows(view: TraceView, calls: list[Call], placed: set[int]) -> None:
+    """Kernels no HostToDevice flow reached, placed by their torch_to_npu flow: the call of the flow's thread
+    whose host interval holds the flow start, else the thread's next call."""
+    kernels = {}
+    for k in view.device_kernels():
+        if k.index not in placed:
+            kernels.setdefault((k.pid, k.tid, k.ts), []).append(k)
+    if not kernels:
+        return
+    by_thread: dict[Any, list[Call]] = {}
+    for c in calls:
+        by_thread.setdefault(c.thread, []).append(c)
+    ends = {t: [c.end_ns for c in v] for t, v in by_thread.items()}
+    for f in view.flows:
+        if f.cat != FRAMEWORK_FLOW:
+            continue
+        targets = [k for k in kernels.get((f.end.pid, f.end.tid, f.end.ts), ()) if k.index not in placed]
+        cs = by_thread.get(f.start.tid)
+        if not targets or not cs:
+            continue
+        i = bisect.bisect_left(ends[f.start.tid], f.start.ts)  # first call not ended before the flow starts
+        if i >= len(cs):
+            continue
+        for k in targets:
+            placed.add(k.index)
+            cs[i].kernels.append(Kernel(k.name, view.stream_id(k) or 0, k.ts, k.dur, _task_type(k)))
+        cs[i].kernels.sort(key=lambda k: k.start_ns)
 
 
 def _attach_phase1(calls: list[Call], acl: list, report: ImportReport) -> None:

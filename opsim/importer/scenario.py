@@ -1,7 +1,8 @@
 """The imported calls as a scenario: profiled op definitions, one host thread per issuing thread, sleeps for
 the host gaps between calls, ProfilerStep boundaries as top-level loops.
 
-Cache behaviour is reproduced through variants. A profiled op's variant is one OpExecCache key (the API, its
+Cache behaviour is reproduced through variants (in a profile without torch_npu's PTA cache every call runs
+phase 1, so there calls with the same launch list, tensors and kernel durations within 25% share a variant). A profiled op's variant is one OpExecCache key (the API, its
 input tensors and the variant number): a call that ran phase 1 (a miss) gets a new variant, a call without
 phase 1 (a PTA hit) reuses the variant already cached on its thread with the same launch list and the nearest
 kernel durations, among those whose creating call's phase 2 had run before it (torch_npu cannot hit an
@@ -119,13 +120,15 @@ def _dtype(dtypes: tuple) -> str:
 
 
 def _signature(call: Call) -> tuple:
-    return tuple(k.name for k in call.kernels)
+    return tuple((k.name, k.input_shapes, k.input_dtypes) for k in call.kernels)
 
 
 def build_scenario(pc: ProfileCalls, report: ImportReport, *, view: Any, name: str, source: str) -> dict[str, Any]:
     """The scenario (plain data, ready for YAML) replaying `pc` (read from the trace `view`)."""
     from opsim.calibration.host import host_table
     host_medians = host_table(view)
+    queued = any(c.queued for c in pc.calls)
+    pta = queued or any(c.kind == "aclnn" and c.phase1 is None for c in pc.calls)
     variants: dict[str, _Variants] = {}
     cached: dict[tuple[Any, str], set[int]] = {}
     warmup: dict[Any, list[tuple[str, int]]] = {}
@@ -134,7 +137,7 @@ def build_scenario(pc: ProfileCalls, report: ImportReport, *, view: Any, name: s
         op = op_name(c)
         vs = variants.setdefault(op, _Variants())
         mine = cached.setdefault((c.thread, op), set())
-        if c.kind == "aclop":
+        if c.kind == "aclop" or not pta:  # no PTA: phase 1 runs on hits too, so it says nothing of the cache
             v = vs.nearest(c, range(len(vs.sigs)))
             v = vs.new(c) if v is None or not _close(vs, v, c) else v
         elif c.phase1 is not None:
@@ -186,8 +189,6 @@ def build_scenario(pc: ProfileCalls, report: ImportReport, *, view: Any, name: s
         program += _timeline(items, pc, assigned, profiled, streams, tid == step_thread)
         threads.append({"name": thread_name(tid), "program": program or [{"sleep": 0}]})
 
-    queued = any(c.queued for c in pc.calls)
-    pta = queued or any(c.kind == "aclnn" and c.phase1 is None for c in pc.calls)
     if pta:
         for th in threads:
             th["cache_mode"] = "pta"

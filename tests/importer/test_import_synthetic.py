@@ -168,3 +168,28 @@ def test_a_kernel_of_unknown_type_scales_with_the_element_count():
     assert recorded.duration == 2.0
     four_times = _tiling([Tensor([4, 4])], [Tensor([4, 4])], [2.0, 1, "AI_CORE", 4, 0, ""])
     assert four_times.duration == pytest.approx(8.0)
+
+
+def test_kernels_without_launch_flows_follow_torch_to_npu_flows(trace, tmp_path):
+    trace.call(7, "aclnnFoo", 1000.0, flows=False)  # phase 1 at 1000, its kernel at 1042
+    trace.call(7, "aclnnBar", 1100.0, flows=False)  # phase 1 at 1100, its kernel at 1142
+    for fid, (start, kernel) in enumerate(((1001.0, 1042.0), (1100.0, 1142.0))):
+        trace.events.append({"ph": "s", "cat": "async_npu", "name": "torch_to_npu", "id": f"t{fid}", "pid": 1,
+                             "tid": 7, "ts": f"{start:.3f}"})
+        trace.events.append({"ph": "f", "cat": "async_npu", "name": "torch_to_npu", "id": f"t{fid}", "bp": "e",
+                             "pid": 3, "tid": 3, "ts": f"{kernel:.3f}"})
+    res = import_profile(trace.write(tmp_path / "trace_view.json"))
+    ops = res.scenario["profiled_ops"]
+    assert [k["name"] for k in ops["aclnnFoo"]["variants"][0]["kernels"]] == ["aclnnFoo_K0"]
+    assert [k["name"] for k in ops["aclnnBar"]["variants"][0]["kernels"]] == ["aclnnBar_K0"]
+    assert res.report.warnings == {}
+
+
+def test_without_pta_calls_with_the_same_launch_list_share_a_variant(trace, tmp_path, op_steps):
+    t = trace.call(7, "aclnnFoo", 1000.0)
+    t = trace.call(7, "aclnnFoo", t + 50.0)
+    trace.call(7, "aclnnFoo", t + 50.0, kernels=((50.0, 3),))  # 10x longer: another shape
+    res = import_profile(trace.write(tmp_path / "trace_view.json"))
+    assert "cache_mode" not in res.scenario["threads"][0]
+    variants = [s.get("attrs", {}).get("variant", 0) for s in op_steps(res.scenario["threads"][0]["program"])]
+    assert variants == [0, 0, 1]
