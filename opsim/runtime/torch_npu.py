@@ -87,14 +87,11 @@ class HashBuffer:
         if t is None:
             self.put(b",")
             return
-        nd = len(t.view_shape)
-        dtype = struct.pack("<i", int(t.dtype)) if self.v2 else bytes([at_scalar_type(t.dtype)])
-        parts = [struct.pack(f"<{nd}q", *t.view_shape), dtype, b",", struct.pack(f"<{nd}q", *t.strides),
-                 _Q.pack(t.view_offset)]
-        if t.dtype != DataType.DT_STRING:
-            parts.append(_Q.pack(t.storage_numel()))
-        parts.append(struct.pack("<i", int(t.storage_format)))
-        self.put(b"".join(parts))
+        fields = (self.v2, t.view_shape, t.strides, t.view_offset, t.storage_shape, t.dtype, t.storage_format)
+        data = _TENSOR_BYTES.get(fields)
+        if data is None:
+            data = _tensor_bytes(fields)
+        self.put(data)
         self._address(t.storage.address)
 
     def scalar(self, s: Scalar | None) -> None:
@@ -152,6 +149,28 @@ class HashBuffer:
             self.put(struct.pack("<d", v))
         else:
             raise InvalidArgumentError(f"torch_npu cannot serialise an argument of type {type(v).__name__}")
+
+
+_TENSOR_BYTES: dict[tuple, bytes] = {}
+"""Key bytes of one tensor, memoised on exactly the fields that enter them (every hit rebuilds the same bytes)."""
+_TENSOR_BYTES_MAX = 4096
+
+
+def _tensor_bytes(fields: tuple) -> bytes:
+    """sizes, dtype (V1 at::ScalarType 1 B, V2 aclDataType 4 B), ',', strides, storage offset, storage dim
+    (omitted for strings), NPU format."""
+    v2, shape, strides, offset, storage_shape, dtype, fmt = fields
+    nd = len(shape)
+    parts = [struct.pack(f"<{nd}q", *shape), struct.pack("<i", int(dtype)) if v2 else bytes([at_scalar_type(dtype)]),
+             b",", struct.pack(f"<{nd}q", *strides), _Q.pack(offset)]
+    if dtype != DataType.DT_STRING:
+        parts.append(_Q.pack(storage_shape.numel()))
+    parts.append(struct.pack("<i", int(fmt)))
+    data = b"".join(parts)
+    if len(_TENSOR_BYTES) >= _TENSOR_BYTES_MAX:
+        _TENSOR_BYTES.clear()
+    _TENSOR_BYTES[fields] = data
+    return data
 
 
 _UNDEFINED = [0]

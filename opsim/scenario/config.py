@@ -84,6 +84,10 @@ class ThreadConfig:
     cache_mode: str = "ordinary"
     """How the thread's ACLNN calls reach the OpExecCache: `ordinary` (opbase's own key) or `pta` (torch_npu)."""
 
+    def uses_pta(self) -> bool:
+        """Whether the thread or any of its calls uses `cache_mode: pta`."""
+        return self.cache_mode == "pta" or _any_pta(self.program)
+
 
 @dataclass(frozen=True)
 class OutputsConfig:
@@ -138,7 +142,7 @@ class ScenarioConfig:
 
     def uses_pta(self) -> bool:
         """Whether any thread or call uses `cache_mode: pta`."""
-        return any(th.cache_mode == "pta" or _any_pta(th.program) for th in self.threads)
+        return any(th.uses_pta() for th in self.threads)
 
     def planned_calls(self) -> int:
         """ACLNN calls the program makes (a `choose` counts its largest option): the progress bar's total."""

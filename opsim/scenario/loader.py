@@ -346,6 +346,7 @@ class _Builder:
         self.events = tuple(e for e in events if isinstance(e, str)) if isinstance(events, list) else ()
         shared = data.get("streams")
         self.shared_streams = tuple(s for s in shared if isinstance(s, str)) if isinstance(shared, list) else ()
+        self.thread_mode = "ordinary"  # `cache_mode` of the thread being built
 
     def thread(self, i: int, th: Mapping[str, Any]) -> C.ThreadConfig:
         own = tuple(th.get("streams") or ())
@@ -423,7 +424,7 @@ class _Builder:
                 where = path + (("shape_choices", k) if "shape_choices" in step else
                                 ("shapes",) if "shapes" in step else ("shape",))
                 self.errors.add(where, f"{spec.name}: {res}")
-        if step.get("cache_mode", getattr(self, "thread_mode", "ordinary")) == "pta" and step.get("repeat", 1) != 1:
+        if step.get("cache_mode", self.thread_mode) == "pta" and step.get("repeat", 1) != 1:
             self.errors.add(path + ("repeat",), "repeat > 1 needs cache_mode: ordinary (torch_npu never makes an "
                                                 "executor repeatable); set cache_mode: ordinary on this op or drop repeat")
         line = self.errors.line_of(path)

@@ -175,8 +175,8 @@ class _Run:
                 self.pta_stopped.add(th.name)
 
     def queues_for(self, thread: Any) -> bool:
-        """Whether `thread` (a ThreadConfig) queues its runtime calls behind its PTA calls."""
-        return self.pta_queue and thread.cache_mode == "pta"
+        """Whether `thread` (a ThreadConfig) queues its event records and waits behind its PTA calls."""
+        return self.pta_queue and thread.uses_pta()
 
     def queue_event(self, th: Any, event: Any, stream: Any, record: bool) -> Generator:
         """aclrtRecordEvent / aclrtStreamWaitEvent through torch_npu's task queue (after the queued calls)."""

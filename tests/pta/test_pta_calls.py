@@ -235,8 +235,9 @@ def test_case_7_an_aicpu_op_is_never_stored(inserts):
     assert not any(ok for *_, ok in inserts) and h.manager().hash_map == {}
 
 
-def test_case_8_an_overflowing_key_is_never_stored_and_opbase_key_is_not_tried(inserts):
-    h = Harness(V1_NO_QUEUE)
+def _overflowing_calls(env: dict) -> Harness:
+    """Two aclnnAdd calls whose torch_npu key also carries a 60-tensor list (over 8192 bytes)."""
+    h = Harness(env)
     extra = TensorList([Tensor([1] * 8) for _ in range(60)])
 
     def gws(a, b, alpha, out, _tensors):
@@ -246,26 +247,20 @@ def test_case_8_an_overflowing_key_is_never_stored_and_opbase_key_is_not_tried(i
         for _ in range(2):
             a, b, o = h.tensors()
             yield from h.call(th, stream, (gws, ADD[1]), (a, b, Scalar(1, "int64"), o, extra), "aclnnAdd")
+            yield from h.npu.drain(th)
 
-    h.run(body)
+    return h.run(body)
+
+
+def test_case_8_an_overflowing_key_is_never_stored_and_opbase_key_is_not_tried(inserts):
+    h = _overflowing_calls(V1_NO_QUEUE)
     assert h.hits == [False, False] and h.phase1_count() == 2
     assert inserts == [(0, b"", False)] * 2  # hash 0 and no key: the executor's cache is invalid, refused
     assert h.cache_events("exec") == [] and h.manager().container == {}
 
 
 def test_case_8_v2_overflow_gives_a_null_key():
-    h = Harness(V2)
-    extra = TensorList([Tensor([1] * 8) for _ in range(60)])
-
-    def gws(a, b, alpha, out, _tensors):
-        return ADD[0](a, b, alpha, out)
-
-    def body(th, stream):
-        for _ in range(2):
-            a, b, o = h.tensors()
-            yield from h.call(th, stream, (gws, ADD[1]), (a, b, Scalar(1, "int64"), o, extra), "aclnnAdd")
-
-    h.run(body)
+    h = _overflowing_calls(V2)
     assert h.hits == [False, False] and len(h.manager("queue").container) == 0
 
 
@@ -438,3 +433,27 @@ def test_v2_runs_the_whole_call_on_the_consumer():
     assert {t for t, _, _ in h.phase_spans("L2 phase1 entry")} == {"task_queue"}
     assert {t for t, _, _ in h.phase_spans("op_call")} == {"py"}
     assert len(h.manager("queue").container) == 1 and h.manager("py").container == {}
+
+
+@pytest.mark.parametrize("setting", [{"env": {"DISABLE_L2_CACHE": ""}}, {"sim_kw": {"overflow_dump": True}}])
+def test_other_cache_disabling_switches_turn_pta_off(setting):
+    env = {**V1_NO_QUEUE, **setting.get("env", {})}
+    h = Harness(env, sim_kw=setting.get("sim_kw", {}))
+
+    def body(th, stream):
+        for _ in range(2):
+            yield from h.add(th, stream)
+
+    h.run(body)
+    assert h.hits == [None, None] and h.phase1_count() == 2 and h.ctx().cache_has_full
+
+
+def test_a_direct_invoke_op_is_never_stored():
+    from opsim.scenario.runner import run_scenario
+    data = {"name": "di", "threads": [{"name": "py", "cache_mode": "pta", "program": [
+        {"loop": {"count": 3, "body": [{"op": "FusedBiasRelu", "shapes": [[4, 8], [8]]}]}}]}]}
+    res = run_scenario(data, write=False)
+    s = res.summary
+    assert s["pta_cache"]["hits"] == 0 and s["pta_cache"]["misses"] == 3 and not s["errors"]
+    host = res.sim.recorder.records("host")
+    assert sum(1 for t, p in zip(host["thread"], host["phase"]) if p == "L2 phase1 entry" and t == "py") == 3

@@ -58,8 +58,13 @@ def test_profiler_output_hits_have_no_get_workspace_size(result):
     assert count[("app", "AscendCL@aclnnAddGetWorkspaceSize")] == count[("app", "AscendCL@aclnnAdd")] == 20
 
 
-def test_frames_count_pta_per_call_and_in_the_figures(tmp_path):
-    res = api.run(SCENARIO, out_dir=tmp_path)
+@pytest.fixture(scope="module")
+def api_result():
+    return api.run(SCENARIO, write=False)
+
+
+def test_frames_count_pta_per_call_and_in_the_figures(api_result):
+    res = api_result
     fig = res.figures
     assert (fig["pta_hits"], fig["pta_misses"]) == (37, 23)
     calls = res.op_calls
@@ -105,11 +110,26 @@ def test_a_failing_queued_call_stops_its_thread(tmp_path):
     assert res.summary["leaks"]["count"] == 0
 
 
-def test_cache_hit_rate_plot_draws_the_pta_cache(tmp_path):
+def test_cache_hit_rate_plot_draws_the_pta_cache(api_result):
     import matplotlib
     matplotlib.use("Agg")
     from opsim.analysis import cache_hit_rate
-    res = api.run(SCENARIO, out_dir=tmp_path)
-    fig = cache_hit_rate(res)
+    fig = cache_hit_rate(api_result)
     labels = [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
     assert any(label.startswith("PTA hash cache (torch_npu): 61.7% over 60 lookups") for label in labels)
+
+
+def test_event_records_of_a_queued_thread_go_through_the_queue():
+    data = {"name": "ev", "events": ["e"], "threads": [
+        {"name": "py", "cache_mode": "pta", "streams": ["s0", "s1"], "program": [
+            {"op": "Add", "shape": [64, 64]}, {"record_event": {"event": "e", "stream": "s0"}},
+            {"wait_event": {"event": "e", "stream": "s1"}}, {"op": "Relu", "shape": [64], "stream": "s1"}]}]}
+    res = run_scenario(data, write=False)
+    host = res.sim.recorder.records("host")
+    where = {op: t for t, p, op in zip(host["thread"], host["phase"], host["op"]) if p == "launch"
+             and op in ("RecordEvent", "StreamWaitEvent")}
+    assert where == {"RecordEvent": "task_queue", "StreamWaitEvent": "task_queue"}
+    dev = res.sim.recorder.records("device")
+    ends = {op: e for op, e in zip(dev["op"], dev["end"])}
+    starts = {op: s for op, s in zip(dev["op"], dev["start"])}
+    assert starts["Relu"] >= ends["Add"]  # the wait on s1 is behind Add on s0

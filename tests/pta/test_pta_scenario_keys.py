@@ -57,3 +57,13 @@ def test_task_queue_thread_name_must_be_free(tmp_path):
     assert "task_queue_thread" in str(exc.value) and "another name" in str(exc.value)
     cfg = load_scenario(write(tmp_path, BASE + "task_queue_thread: acl_thread\nenv: {TASK_QUEUE_ENABLE: 2}\n"))
     assert cfg.task_queue_thread == "acl_thread" and cfg.env["TASK_QUEUE_ENABLE"] == "2"
+
+
+def test_repeat_needs_the_ordinary_mode(tmp_path):
+    bad = BASE.replace("      - {op: Add, shape: [2, 3]}\n      - {op: Abs",
+                       "      - {op: Add, shape: [2, 3], repeat: 3}\n      - {op: Abs", 1)
+    with pytest.raises(ScenarioError) as exc:
+        load_scenario(write(tmp_path, bad))
+    assert "threads[0].program[0].repeat" in str(exc.value) and "cache_mode: ordinary" in str(exc.value)
+    ok = bad.replace("repeat: 3}", "repeat: 3, cache_mode: ordinary}")
+    assert load_scenario(write(tmp_path, ok)).threads[0].program[0].repeat == 3
