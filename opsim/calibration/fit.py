@@ -99,4 +99,6 @@ def fit_kernels(samples: list[Sample]) -> KernelFit:
     pred = x @ coef
     med = float(np.median(np.abs(pred / y - 1.0)))
     return KernelFit(overhead_us=float(coef[0]), us_per_byte=float(coef[1]), us_per_flop=float(coef[2]),
-                     us_per_byte_per_block=float(coef[3]), n=n, median_error=med, provenance=provenance_of(samples))
+                     us_per_byte_per_block=float(coef[3]), n=n, median_error=med, provenance=provenance_of(samples),
+                     bytes_range=(float(x[:, 1].min()), float(x[:, 1].max())),
+                     flops_range=(float(x[:, 2].min()), float(x[:, 2].max())))

@@ -175,11 +175,12 @@ class CostModel:
         kind = CORE_KIND.get(core, "AI_CORE")
         return self.kernel_time(flops, nbytes, block_dim if block_dim > 0 else 1, kind)
 
-    def kernel_level(self, op_type: str, core: str, signature: str | None = None) -> str:
+    def kernel_level(self, op_type: str, core: str, flops: float, nbytes: float,
+                     signature: str | None = None) -> str:
         """Which model answers ``kernel``: 'calibration: <level>', 'defaults: <level>' or 'roofline'."""
         for label, fits in (("calibration", self.fitted), ("defaults", self.default_fitted)):
             if fits is not None:
-                level = fits.level(op_type, core, signature)
+                level = fits.level(op_type, core, signature, flops, nbytes)
                 if level != "roofline":
                     return f"{label}: {level}"
         return "roofline"

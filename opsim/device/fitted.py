@@ -73,9 +73,18 @@ def parse_rows(text: str) -> tuple[int, ...]:
     return tuple(rows)
 
 
+#: a fit answers for kernels up to this factor outside the bytes and flops range it was fitted on ...
+RANGE_FACTOR = 4.0
+#: ... plus this much (bytes or flops), so a fit on scalar-sized kernels still covers small tensors.
+RANGE_SLACK = 65536.0
+
+
 @dataclass(frozen=True)
 class KernelFit:
-    """duration_us = overhead + us_per_byte*bytes + us_per_flop*flops + us_per_byte_per_block*bytes/block_dim."""
+    """duration_us = overhead + us_per_byte*bytes + us_per_flop*flops + us_per_byte_per_block*bytes/block_dim.
+
+    A fit only answers for kernels near the sizes it was fitted on (``covers``): a constant measured on
+    2 GB copies says nothing about a 4 KB one, so such a kernel goes to the next level."""
 
     overhead_us: float
     us_per_byte: float = 0.0
@@ -84,6 +93,16 @@ class KernelFit:
     n: int = 0
     median_error: float = 0.0
     provenance: tuple[Provenance, ...] = ()
+    bytes_range: tuple[float, float] | None = None
+    flops_range: tuple[float, float] | None = None
+
+    def covers(self, flops: float, nbytes: float) -> bool:
+        """Whether (flops, bytes) lies within RANGE_FACTOR (+ RANGE_SLACK) of the fitted ranges."""
+        for value, rng in ((nbytes, self.bytes_range), (flops, self.flops_range)):
+            if rng is not None and not (rng[0] / RANGE_FACTOR - RANGE_SLACK <= value
+                                        <= rng[1] * RANGE_FACTOR + RANGE_SLACK):
+                return False
+        return True
 
     def predict(self, flops: float, nbytes: float, block_dim: int) -> float:
         bd = block_dim if block_dim > 0 else 1
@@ -147,22 +166,24 @@ class FittedTiming:
             hit = self.signatures.get(signature)
             if hit is not None:
                 return hit.median_us
-        fit = self.op_types.get((op_type, core))
-        if fit is None:
-            fit = self.cores.get(core)
-        if fit is None:
-            return None
-        return fit.predict(flops, nbytes, block_dim)
+        fit = self._fit(op_type, core, flops, nbytes)
+        return fit.predict(flops, nbytes, block_dim) if fit is not None else None
 
-    def level(self, op_type: str, core: str, signature: str | None = None) -> str:
-        """Which level answers: 'signature', 'op type', 'core' or 'roofline'."""
+    def _fit(self, op_type: str, core: str, flops: float | None, nbytes: float | None) -> KernelFit | None:
+        for fit in (self.op_types.get((op_type, core)), self.cores.get(core)):
+            if fit is not None and (flops is None or fit.covers(flops, nbytes)):
+                return fit
+        return None
+
+    def level(self, op_type: str, core: str, signature: str | None = None, flops: float | None = None,
+              nbytes: float | None = None) -> str:
+        """Which level answers: 'signature', 'op type', 'core' or 'roofline' (sizes given: range-checked)."""
         if signature is not None and signature in self.signatures:
             return "signature"
-        if (op_type, core) in self.op_types:
-            return "op type"
-        if core in self.cores:
-            return "core"
-        return "roofline"
+        fit = self._fit(op_type, core, flops, nbytes)
+        if fit is None:
+            return "roofline"
+        return "op type" if fit is self.op_types.get((op_type, core)) else "core"
 
     def host_api(self, api: str) -> HostApiTiming | None:
         """The measured host timing of `api` ('aclnnInplaceAdd'), whether or not opsim models that API."""

@@ -42,6 +42,10 @@ def _prov(prov: tuple[Provenance, ...]) -> list[dict]:
 
 def _fit_dict(fit: KernelFit) -> dict:
     d: dict[str, Any] = {k: _num(getattr(fit, k)) for k in _FIT_NUMBERS}
+    if fit.bytes_range is not None:
+        d["bytes_range"] = [_num(v) for v in fit.bytes_range]
+    if fit.flops_range is not None:
+        d["flops_range"] = [_num(v) for v in fit.flops_range]
     d.update(n=fit.n, median_error=_num(fit.median_error), provenance=_prov(fit.provenance))
     return d
 
@@ -120,12 +124,22 @@ class _Reader:
             out.append(Provenance(file=self.text(p, "file", w), rows=rows))
         return tuple(out)
 
+    def range(self, d: dict, key: str, where: str) -> tuple[float, float] | None:
+        v = d.get(key)
+        if v is None:
+            return None
+        if (not isinstance(v, list) or len(v) != 2
+                or any(isinstance(x, bool) or not isinstance(x, (int, float)) or x < 0 for x in v) or v[0] > v[1]):
+            raise self.fail(f"{where}.{key}", f"must be [low, high] with 0 <= low <= high, got {v!r}")
+        return float(v[0]), float(v[1])
+
     def fit(self, d: Any, where: str) -> KernelFit:
         d = self.mapping(d, where)
         nums = {k: self.number(d, k, where, default=0.0 if k != "overhead_us" else None) for k in _FIT_NUMBERS}
         return KernelFit(**nums, n=int(self.number(d, "n", where, default=0, integer=True)),
                          median_error=self.number(d, "median_error", where, default=0.0),
-                         provenance=self.provenance(d, where))
+                         provenance=self.provenance(d, where), bytes_range=self.range(d, "bytes_range", where),
+                         flops_range=self.range(d, "flops_range", where))
 
     def measured(self, d: Any, where: str) -> Measured:
         d = self.mapping(d, where)
