@@ -82,6 +82,8 @@ class ThreadLocalContext:
     cache_api: str | None = None
     cached_tensor_list: list = field(default_factory=list)
     cached_tensor_list_size: int = 0
+    # huge host-memory pool index of this thread (-1: none active; opsim.opdev.huge_mem)
+    pool_index: int = -1
     # AI CPU: the pending one-shot (overflow) task slot
     pending_overflow_task: Any = None
     # AI Core tiling context (LauncherContext) in flight
