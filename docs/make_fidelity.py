@@ -27,6 +27,10 @@ def _pct(x: float) -> str:
     return f"{100 * x:.1f}%"
 
 
+def _err_cells(r: dict) -> str:
+    return f"{r['n']} | {_pct(r['median_error'])} | {_pct(r['p90_error'])} | {100 * r['within_25']:.0f}% |"
+
+
 def _num(x: float) -> str:
     return f"{x:.4g}"
 
@@ -68,8 +72,7 @@ def fidelity_section() -> str:
            "| file | model | n | median \\|err\\| | p90 \\|err\\| | within 25% |",
            "|---|---|---|---|---|---|"]
     for r in defaults:
-        out.append(f"| {r['file']} | {r['model']} | {r['n']} | {_pct(r['median_error'])} | {_pct(r['p90_error'])} | "
-                   f"{100 * r['within_25']:.0f}% |")
+        out.append(f"| {r['file']} | {r['model']} | {_err_cells(r)}")
     out += ["",
             "Calibrated on one half of `kernel_details_910b_training.csv` (odd/even rows) with `opsim calibrate`, "
             "predicting the other half with `opsim predict` (target: median |error| <= 15%, >= 75% within 25%). "
@@ -79,8 +82,7 @@ def fidelity_section() -> str:
             "| split | levels | n | median \\|err\\| | p90 \\|err\\| | within 25% |",
             "|---|---|---|---|---|---|"]
     for r in halves:
-        out.append(f"| {r['split']} | {r['levels']} | {r['n']} | {_pct(r['median_error'])} | {_pct(r['p90_error'])} | "
-                   f"{100 * r['within_25']:.0f}% |")
+        out.append(f"| {r['split']} | {r['levels']} | {_err_cells(r)}")
     out += ["",
             "Per op type on `kernel_details_910b_training.csv` (before: roofline; built-in fits; after calibration, "
             "5-fold cross-validated):",
