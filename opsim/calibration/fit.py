@@ -1,7 +1,7 @@
 """Robust fits of kernel durations: minimise the mean relative error with non-negative coefficients.
 
-duration = overhead + a*bytes + b*flops + c*bytes/block_dim. Each subset of the three slopes (the overhead is
-always in) is fitted by iteratively reweighted least squares on relative residuals (an L1 fit of
+duration = overhead + a*bytes + b*flops + c*bytes/block_dim. Each subset of the three slopes, with an overhead
+and through the origin, is fitted by iteratively reweighted least squares on relative residuals (an L1 fit of
 pred/real - 1, so a 2 us kernel weighs as much as a 2 ms one); subsets with a negative coefficient are
 discarded and the subset with the lowest mean relative error (capped at 100% per kernel so one outlier
 cannot decide) wins. With n kernels at most n-1 slopes are tried, so one kernel gives its own duration.
@@ -82,18 +82,19 @@ def fit_kernels(samples: list[Sample]) -> KernelFit:
     best: tuple[float, np.ndarray] | None = None
     for k in range(0, min(3, n - 1) + 1):
         for sub in itertools.combinations((1, 2, 3), k):
-            cols = (0,) + sub
             if any(not _varies(x[:, c]) for c in sub):
                 continue
-            coef = _irls(a_all[:, cols])
-            if (coef < 0).any() or any(coef[i + 1] / scale[c] > MAX_US_PER_UNIT for i, c in enumerate(sub)):
-                continue
-            rel = np.abs(a_all[:, cols] @ coef - 1.0)
-            obj = float(np.mean(np.minimum(rel, 1.0)))
-            if best is None or obj < best[0] - 1e-12:
-                full = np.zeros(4)
-                full[list(cols)] = coef
-                best = (obj, full)
+            for cols in ((0,) + sub, sub) if sub else ((0,),):  # with an overhead, and through the origin
+                coef = _irls(a_all[:, cols])
+                slopes = coef[1:] if cols[0] == 0 else coef
+                if (coef < 0).any() or any(s / scale[c] > MAX_US_PER_UNIT for s, c in zip(slopes, sub)):
+                    continue
+                rel = np.abs(a_all[:, cols] @ coef - 1.0)
+                obj = float(np.mean(np.minimum(rel, 1.0)))
+                if best is None or obj < best[0] - 1e-12:
+                    full = np.zeros(4)
+                    full[list(cols)] = coef
+                    best = (obj, full)
     assert best is not None  # the overhead-only fit (k = 0) is a weighted median of positive durations
     coef = best[1] / scale
     pred = x @ coef

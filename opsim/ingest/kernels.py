@@ -16,6 +16,7 @@ from pathlib import Path
 
 from opsim.acl.dtypes import DataType
 from opsim.errors import InvalidArgumentError, ProfileFormatError
+from opsim.ingest.locate import read_profile_text
 
 #: canonical column -> accepted header spellings (kernel_details.csv first, then msprof op_summary).
 COLUMNS: dict[str, tuple[str, ...]] = {
@@ -286,12 +287,7 @@ def _split_rows(text: str) -> list[tuple[int, str, list[str]]]:
 def read_kernels(path: str | Path) -> KernelTable:
     """Read a kernel_details.csv / op_summary_*.csv; skipped rows are counted by reason in `skipped`."""
     p = Path(path)
-    try:
-        text = p.read_text(encoding="utf-8-sig")
-    except FileNotFoundError:
-        raise ProfileFormatError(f"{p}: no such file; give a kernel_details.csv or op_summary_*.csv") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ProfileFormatError(f"{p}: cannot read ({exc}); give a UTF-8 kernel_details.csv") from None
+    text = read_profile_text(p, "kernel_details.csv or op_summary_*.csv")
     try:
         records = _split_rows(text)
     except csv.Error as exc:

@@ -68,6 +68,16 @@ def _scan_dir(root: Path) -> ProfileFiles:
                         op_summary=tuple(sorted(set(summaries))))
 
 
+def read_profile_text(path: Path, expected: str) -> str:
+    """The text of a profiler file (UTF-8, BOM allowed); errors name the file and what was expected."""
+    try:
+        return path.read_text(encoding="utf-8-sig")
+    except FileNotFoundError:
+        raise ProfileFormatError(f"{path}: no such file; give a {expected}") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ProfileFormatError(f"{path}: cannot read ({exc}); give a UTF-8 {expected}") from None
+
+
 def locate_profile(path: str | Path) -> ProfileFiles:
     """The profiler files at `path` (a profile directory or one profiler file)."""
     p = Path(path)

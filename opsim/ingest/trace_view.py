@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from opsim.errors import ProfileFormatError
+from opsim.ingest.locate import read_profile_text
 
 ACL_PREFIX = "AscendCL@"
 PHASE1_SUFFIX = "GetWorkspaceSize"
@@ -196,12 +197,7 @@ def _events_of(path: Path, data: Any) -> list:
 def read_trace_view(path: str | Path) -> TraceView:
     """Read trace_view.json (a JSON list of events, or torch_npu's {"traceEvents": [...]} object)."""
     p = Path(path)
-    try:
-        text = p.read_text(encoding="utf-8-sig")
-    except FileNotFoundError:
-        raise ProfileFormatError(f"{p}: no such file; give a trace_view.json") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ProfileFormatError(f"{p}: cannot read ({exc}); give a UTF-8 trace_view.json") from None
+    text = read_profile_text(p, "trace_view.json")
     try:
         data = json.loads(text, parse_float=Decimal)
     except json.JSONDecodeError as exc:
