@@ -127,6 +127,8 @@ class ScenarioConfig:
     profile: str | None = None
     env: Mapping[str, str] = field(default_factory=dict)
     cost_overrides: Mapping[str, float] = field(default_factory=dict)
+    calibration: str | None = None
+    """A calibration YAML (`opsim calibrate`), resolved against the scenario file's directory."""
     numerics: bool = False
     trace: bool = True
     memory_strategy: str = "first_fit"
@@ -135,6 +137,8 @@ class ScenarioConfig:
     dump: DumpConfig = field(default_factory=DumpConfig)
     direct_invoke_module: str | None = None
     events: tuple[str, ...] = ()
+    shared_streams: tuple[str, ...] = ()
+    """Streams every thread sees (top-level `streams`): created once, before the threads' own streams."""
     task_queue_thread: str = "task_queue"
     fast_path: bool = True
     """Steady-state shortcuts of the simulator (outputs unchanged); false runs the reference path."""

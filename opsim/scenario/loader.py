@@ -344,10 +344,14 @@ class _Builder:
         self.label = label
         events = data.get("events")  # a malformed value is reported by the schema; build with what is usable
         self.events = tuple(e for e in events if isinstance(e, str)) if isinstance(events, list) else ()
+        shared = data.get("streams")
+        self.shared_streams = tuple(s for s in shared if isinstance(s, str)) if isinstance(shared, list) else ()
         self.thread_mode = "ordinary"  # `cache_mode` of the thread being built
 
     def thread(self, i: int, th: Mapping[str, Any]) -> C.ThreadConfig:
-        streams = tuple(th.get("streams") or (DEFAULT_STREAM,))
+        own = tuple(th.get("streams") or ())
+        shared = tuple(s for s in self.shared_streams if s not in own)
+        streams = own + shared or (DEFAULT_STREAM,)
         path = ("threads", i)
         self.thread_mode = th.get("cache_mode", "ordinary")
         program = self.program(th.get("program") or [], path + ("program",), streams)
@@ -550,6 +554,9 @@ def load_scenario(source: str | Path | Mapping[str, Any], overrides: Mapping[str
     extra_ops: dict[str, Any] = {}
     if isinstance(data.get("direct_invoke_module"), str) and not errors.items:
         extra_ops = _load_extra_ops(data["direct_invoke_module"], errors)
+    if isinstance(data.get("profiled_ops"), dict) and not errors.items:
+        from opsim.ops.profiled import profiled_specs
+        extra_ops.update(profiled_specs(data["profiled_ops"]))
     threads: list[C.ThreadConfig] = []
     builder = _Builder(data, errors, extra_ops, label)
     raw_threads = data.get("threads") if isinstance(data.get("threads"), list) else []
@@ -594,17 +601,27 @@ def _config(data: dict[str, Any], threads: list[C.ThreadConfig], path: Path | No
         soc_overrides=dict(data.get("soc_overrides") or {}), profile=data.get("profile"),
         env={k: str(v) for k, v in (data.get("env") or {}).items()},
         cost_overrides=dict(data.get("cost_overrides") or {}), numerics=bool(data.get("numerics", False)),
+        calibration=_relative(data.get("calibration"), path),
         trace=bool(data.get("trace", True)), memory_strategy=str(data.get("memory_strategy", "first_fit")),
         epoch_us=int(data.get("epoch_us", DEFAULT_EPOCH_US)), on_error=str(data.get("on_error", "stop")),
         dump=C.DumpConfig(op_dump=bool(dump.get("op_dump", False)), overflow_dump=bool(dump.get("overflow_dump", False)),
                           dir=dump.get("dir")),
         direct_invoke_module=data.get("direct_invoke_module"), events=tuple(data.get("events") or ()),
+        shared_streams=tuple(data.get("streams") or ()),
         task_queue_thread=str(data.get("task_queue_thread", "task_queue")),
         fast_path=bool(data.get("fast_path", True)),
         outputs=C.OutputsConfig(dir=out.get("dir"), trace=bool(out.get("trace", True)), csv=bool(out.get("csv", True)),
                                 timestamps=bool(out.get("timestamps", True)), summary=bool(out.get("summary", True)),
                                 profiler=bool(out.get("profiler", False))),
         source=path, data=data, extra_ops=dict(extra_ops))
+
+
+def _relative(file: str | None, scenario: Path | None) -> str | None:
+    """A path from the scenario, relative to the scenario file's directory (as written when absolute)."""
+    if file is None:
+        return None
+    p = Path(file).expanduser()
+    return str(p if p.is_absolute() or scenario is None else scenario.parent / p)
 
 
 def validate(source: str | Path | Mapping[str, Any], overrides: Mapping[str, Any] | None = None) -> C.ScenarioConfig:

@@ -56,7 +56,7 @@ class RunResult:
 class _Run:
     """The state of one scenario run shared by its threads (error list, counters, call tagging)."""
 
-    def __init__(self, config: ScenarioConfig, progress: Callable[[int], None] | None):
+    def __init__(self, config: ScenarioConfig, progress: Callable[[int], None] | None, calibration: Any = None):
         from opsim.runtime.simulation import Simulation
         from opsim.trace.ge_profiling import StdoutCapture
         from opsim.trace.summary import SummaryStats
@@ -68,12 +68,14 @@ class _Run:
             soc=config.soc, soc_overrides=config.soc_overrides, env=config.env, profile=config.profile,
             numerics=config.numerics, trace=True, cost_overrides=config.cost_overrides, stdout=self.capture,
             dump_dir=config.dump.dir, op_dump=config.dump.op_dump, overflow_dump=config.dump.overflow_dump,
-            memory_strategy=config.memory_strategy, fast_path=config.fast_path)
+            memory_strategy=config.memory_strategy, calibration=calibration or config.calibration,
+            fast_path=config.fast_path)
         env = self.sim.env
         self._now = lambda: env.now
         if not config.trace:
             self.stats.install(self.sim.recorder)
         self.events = {name: self.sim.device.create_event(name) for name in config.events}
+        self.shared_streams = {name: self.sim.device.create_stream() for name in config.shared_streams}
         self.errors: list[dict[str, Any]] = []
         self.warnings: list[str] = []
         self.calls = 0
@@ -296,14 +298,15 @@ def _progress_bar(total: int, enabled: bool) -> tuple[Callable[[int], None] | No
 
 def run_scenario(source: str | Path | Mapping[str, Any] | ScenarioConfig, *, out_dir: str | Path | None = None,
                  overrides: Mapping[str, Any] | None = None, progress: bool = False,
-                 profiler_output: bool | None = None, write: bool = True,
+                 profiler_output: bool | None = None, write: bool = True, calibration: Any = None,
                  fast_path: bool | None = None) -> RunResult:
     """Load (unless given a ScenarioConfig), run and write the outputs of one scenario.
 
     `out_dir` overrides the scenario's `outputs.dir` (default `opsim-out/<name>`); `write=False` keeps
-    everything in memory; `fast_path=False` runs the reference path whatever the scenario says (the outputs
-    are the same either way). Raises `ScenarioError` for a bad scenario; failed calls (e.g. out of memory) are
-    reported in `summary["errors"]`, not raised."""
+    everything in memory. `calibration` (a calibration YAML path or a loaded Calibration) replaces the
+    scenario's `calibration` key. `fast_path=False` runs the reference path whatever the scenario says (the
+    outputs are the same either way). Raises `ScenarioError` for a bad scenario and `CalibrationError` for a
+    bad calibration file; failed calls (e.g. out of memory) are reported in `summary["errors"]`, not raised."""
     config = source if isinstance(source, ScenarioConfig) else load_scenario(source, overrides)
     if fast_path is not None and fast_path != config.fast_path:
         config = replace(config, fast_path=fast_path)
@@ -311,7 +314,7 @@ def run_scenario(source: str | Path | Mapping[str, Any] | ScenarioConfig, *, out
     update, close = _progress_bar(config.planned_calls(), progress)
     t0 = time.perf_counter()
     try:
-        run = _Run(config, update)
+        run = _Run(config, update, calibration)
         if not config.trace:
             skipped = [n for n, on in (("trace.json", config.outputs.trace), ("the msprof CSVs", config.outputs.csv),
                                        ("the profiler output", want_profiler)) if on]

@@ -13,6 +13,7 @@ from opsim.device.cost import DEVICE_PARAMS, HOST_PHASES
 from opsim.device.memory import STRATEGIES
 from opsim.device.soc import SOC_PRESETS
 from opsim.opdev.profiles import PROFILES
+from opsim.ops.profiled import profiled_ops_schema
 from opsim.opdev.profiling import MASK_NAMES
 
 ENV_VARS: dict[str, str] = {
@@ -111,6 +112,7 @@ def build_schema() -> dict[str, Any]:
             "profile": {"enum": list(PROFILES)},
             "env": _obj({k: {"type": ["string", "integer"]} for k in ENV_VARS}),
             "cost_overrides": _obj({k: NUMBER for k in (*HOST_PHASES, *DEVICE_PARAMS)}),
+            "calibration": {"type": "string", "minLength": 1},
             "numerics": {"type": "boolean"},
             "trace": {"type": "boolean"},
             "fast_path": {"type": "boolean"},
@@ -121,6 +123,8 @@ def build_schema() -> dict[str, Any]:
                           "dir": {"type": "string", "minLength": 1}}),
             "direct_invoke_module": {"type": "string", "pattern": r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$"},
             "events": {"type": "array", "items": NAME, "uniqueItems": True},
+            "streams": {"type": "array", "items": NAME, "uniqueItems": True},
+            "profiled_ops": profiled_ops_schema(SHAPE, NUMBER),
             "task_queue_thread": NAME,
             "threads": {"type": "array", "items": {"$ref": "#/$defs/thread"}, "minItems": 1},
             "outputs": _obj({

@@ -60,7 +60,8 @@ class ThreadWorkload:
         sim = run.sim
         self.sim = sim
         self.memory = sim.device.memory
-        self.streams = {name: sim.device.create_stream() for name in cfg.streams}
+        shared = run.shared_streams
+        self.streams = {name: shared[name] if name in shared else sim.device.create_stream() for name in cfg.streams}
         choice_rng, self.data_rng = thread_rngs(run.config.seed, index)
         self.chooser = Chooser(choice_rng)
         self.allocations: list[int] = []

@@ -394,7 +394,8 @@ def _api_spans(calls: dict[int, OpCall], host: dict[str, list], epoch_ns: int,
             if phase == _PHASE1_ENTRY or phase == _PHASE2_ENTRY:
                 if group is not None:
                     spans.append(ApiSpan("acl", group[0], group[3], group[1], group[2], corr))
-                name = call.api + ("GetWorkspaceSize" if phase == _PHASE1_ENTRY else "")
+                # the span's op is the API its DFX entry named (a profiled op may name phase 1 differently)
+                name = (op or call.api) + ("GetWorkspaceSize" if phase == _PHASE1_ENTRY else "")
                 group = [name, s_ns, e_ns, tid]
                 continue
             if phase in ("rt malloc", "rt free"):  # the application's calls between the two phases

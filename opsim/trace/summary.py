@@ -156,6 +156,7 @@ def build_summary(run: Any, stats: SummaryStats, wall_seconds: float) -> dict[st
         "seed": cfg.seed,
         "soc": sim.soc.name,
         "profile": sim.process.profile.name,
+        "calibration": sim.cost.fitted.name if sim.cost.fitted is not None else None,
         "simulated_makespan_us": _r(makespan),
         "device_busy_until_us": _r(stats.device_end),
         "op_calls": calls,
