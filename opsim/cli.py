@@ -12,7 +12,7 @@ import contextlib
 import os
 import sys
 from pathlib import Path
-from typing import Sequence, TextIO
+from typing import Any, Sequence, TextIO
 
 EXIT_OK = 0
 EXIT_SIM_ERRORS = 1
@@ -64,7 +64,28 @@ def build_parser() -> argparse.ArgumentParser:
     add_parsers(sub)
     rep = sub.add_parser("report", help="print the summary of a finished run again")
     rep.add_argument("outdir", help="the output directory of a run")
+    _add_import_parser(sub)
     return p
+
+
+def _add_import_parser(sub: Any) -> None:
+    imp = sub.add_parser("import", help="turn a real torch_npu profile into a scenario that replays it",
+                         description="Read a torch_npu profile (its *_ascend_pt directory, ASCEND_PROFILER_OUTPUT or "
+                                     "trace_view.json) and write a scenario replaying it, with an import report "
+                                     "next to it (see docs/import.md).")
+    imp.add_argument("profile", help="profile directory or trace_view.json")
+    imp.add_argument("-o", "--output", metavar="SCENARIO", required=True, help="the scenario YAML to write")
+    imp.add_argument("--name", help="the scenario's name (default: from the profile)")
+
+
+def cmd_import(args: argparse.Namespace, out: TextIO) -> int:
+    """opsim import PROFILE -o SCENARIO: the scenario, its import report, and a short summary on stdout."""
+    from opsim.importer import import_profile, write_import
+    result = write_import(import_profile(args.profile, name=args.name), args.output)
+    for line in result.report.summary_lines():
+        out.write(line + "\n")
+    out.write(f"wrote {result.scenario_path} and {result.report_path}\n")
+    return EXIT_OK
 
 
 def _overrides(items: Sequence[str]) -> dict:
@@ -200,6 +221,8 @@ def main(argv: Sequence[str] | None = None, *, stdout: TextIO | None = None, std
             return cmd_list_socs(out)
         if args.command == "report":
             return cmd_report(args, out)
+        if args.command == "import":
+            return cmd_import(args, out)
         if args.command in ("calibrate", "predict"):
             from opsim.calibration.cli import cmd_calibrate, cmd_predict
             return (cmd_calibrate if args.command == "calibrate" else cmd_predict)(args, out)

@@ -17,9 +17,8 @@ class Simulation:
                  env: Mapping[str, str] | None = None, profile: str | None = None, numerics: bool = False,
                  trace: bool = True, cost_overrides: Mapping[str, float] | None = None,
                  stdout: Callable[[str], Any] | None = None, dump_dir: str | None = None, op_dump: bool = False,
-                 overflow_dump: bool = False, memory_strategy: str = "first_fit", profiling_switch: int = 0,
-                 deterministic_level: int = 0, strong_consistency: bool = False,
-                 calibration: Any = None):
+                 overflow_dump: bool = False, memory_strategy: str = "first_fit", calibration: Any = None,
+                 profiling_switch: int = 0, deterministic_level: int = 0, strong_consistency: bool = False):
         from opsim.device.cost import CostModel
         from opsim.device.device import Device
         from opsim.device.soc import get_soc
