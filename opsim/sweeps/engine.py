@@ -163,7 +163,7 @@ def run_sweep(sweep: Sweep, *, out: str | os.PathLike | None = None, workers: in
                 bar.close()
             close()
     df = frame(sweep, rows.values())
-    df.attrs.update({"sweep": sweep.name, "executor": info, "points": len(points)})
+    df.attrs.update({"executor": info, "points": len(points)})
     return df
 
 

@@ -65,6 +65,7 @@ def frame(sweep: Sweep, rows: Iterable[dict[str, Any]]):
             kinds = {type(v) for v in df[col] if v is not None and not (isinstance(v, float) and v != v)}
             if len(kinds) > 1:
                 df[col] = [None if v is None else str(v) for v in df[col]]
+    df.attrs.update({"sweep": sweep.name, "params": sweep.params})  # kept in results.parquet's metadata
     return df
 
 
