@@ -43,7 +43,7 @@ def validate(path: str, out: TextIO) -> int:
 def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     """`opsim sweep`."""
     from opsim.errors import InvalidArgumentError
-    from opsim.sweeps.engine import run_sweep
+    from opsim.sweeps.engine import SweepInterrupted, run_sweep
     from opsim.sweeps.point import FAILED, SIM_ERRORS
     from opsim.sweeps.results import CSV, PARQUET
     from opsim.sweeps.spec import load_sweep
@@ -52,14 +52,13 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
                                    "own workers: drop one of the two")
     spec = load_sweep(args.sweep)
     target = Path(args.out) if args.out else DEFAULT_ROOT / spec.name
-    rows: list[dict] = []
     t0 = time.perf_counter()
     try:
         df = run_sweep(spec, out=target, workers=args.workers, scheduler=args.scheduler, resume=args.resume,
-                       progress=not args.no_progress, progress_file=err, on_row=rows.append,
+                       progress=not args.no_progress, progress_file=err,
                        log=lambda s: err.write(s + "\n"))
-    except KeyboardInterrupt:
-        err.write(f"opsim: interrupted; {len(rows)} point(s) finished in this run are kept in {target} "
+    except SweepInterrupted as stop:
+        err.write(f"opsim: interrupted; {stop.done} of {stop.points} points are done and kept in {target} "
                   "(run again with --resume to continue)\n")
         return 130
     counts = df["status"].value_counts()

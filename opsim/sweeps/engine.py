@@ -8,8 +8,10 @@ the executor, the worker count or the order the points finish in; only `wall_sec
 """
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
+import signal
 import sys
 import uuid
 from typing import Any, Callable, Iterator, TextIO
@@ -21,6 +23,8 @@ from opsim.sweeps.results import ResultsDir, frame, make_row
 from opsim.sweeps.spec import Sweep
 
 EXTRA_HINT = "install it with `pip install opsim[sweep]`"
+CONNECT_TIMEOUT = "10s"
+"""How long to wait for an existing cluster's scheduler to answer."""
 
 
 def default_workers() -> int:
@@ -52,14 +56,15 @@ def connect(workers: int | None, scheduler: Any) -> tuple[Any, Callable[[], None
     logging.getLogger("distributed").setLevel(logging.ERROR)
     if scheduler is not None:
         try:
-            client = distributed.Client(scheduler, timeout="10s")
+            client = distributed.Client(scheduler, timeout=CONNECT_TIMEOUT)
         except (OSError, TimeoutError, ValueError) as exc:
             raise InvalidArgumentError(f"cannot reach the Dask scheduler at {scheduler} ({exc}); start it with "
                                        "`dask scheduler` and give its tcp://host:port") from None
         return client, client.close, f"the Dask cluster at {scheduler}"
     n = workers or default_workers()
-    cluster = distributed.LocalCluster(n_workers=n, threads_per_worker=1, processes=True, host="127.0.0.1",
-                                       dashboard_address=None, silence_logs=logging.ERROR)
+    with _workers_ignore_ctrl_c():
+        cluster = distributed.LocalCluster(n_workers=n, threads_per_worker=1, processes=True, host="127.0.0.1",
+                                           dashboard_address=None, silence_logs=logging.ERROR)
     client = distributed.Client(cluster)
 
     def close() -> None:
@@ -67,6 +72,29 @@ def connect(workers: int | None, scheduler: Any) -> tuple[Any, Callable[[], None
         cluster.close()
 
     return client, close, f"a local Dask cluster of {n} worker process{'es' if n != 1 else ''}"
+
+
+@contextlib.contextmanager
+def _workers_ignore_ctrl_c() -> Iterator[None]:
+    """Start worker processes with SIGINT ignored (an ignored signal stays ignored in a child), so Ctrl-C in a
+    terminal, which reaches the whole process group, stops only this process; it then shuts the workers down."""
+    try:
+        previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    except ValueError:  # not the main thread: signals are not ours to change
+        yield
+        return
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+class SweepInterrupted(KeyboardInterrupt):
+    """Ctrl-C during a sweep, after its finished rows were written: how many points are done, of how many."""
+
+    def __init__(self, done: int, points: int):
+        super().__init__(f"{done} of {points} points done")
+        self.done, self.points = done, points
 
 
 def _inline(tasks: list[PointTask], on_result: Callable[[int, Any], None] | None) -> Iterator[Outcome]:
@@ -129,6 +157,7 @@ def run_sweep(sweep: Sweep, *, out: str | os.PathLike | None = None, workers: in
     bar = None
     close = lambda: None  # noqa: E731
     info = "in this process"
+    interrupted = False
     try:
         if tasks and not inline:
             client, close, info = connect(workers, scheduler)
@@ -153,6 +182,9 @@ def run_sweep(sweep: Sweep, *, out: str | os.PathLike | None = None, workers: in
         finally:
             if hasattr(outcomes, "close"):
                 outcomes.close()
+    except KeyboardInterrupt:
+        interrupted = True
+        raise
     finally:
         try:
             if store is not None:
@@ -162,6 +194,8 @@ def run_sweep(sweep: Sweep, *, out: str | os.PathLike | None = None, workers: in
             if bar is not None:
                 bar.close()
             close()
+            if interrupted:
+                raise SweepInterrupted(len(rows), len(points))
     df = frame(sweep, rows.values())
     df.attrs.update({"executor": info, "points": len(points)})
     return df
@@ -175,4 +209,4 @@ def _bar(total: int, initial: int, enabled: bool, file: TextIO | None):
                 mininterval=0.5, desc="sweep")
 
 
-__all__ = ["run_sweep", "connect", "default_workers"]
+__all__ = ["run_sweep", "connect", "default_workers", "SweepInterrupted"]

@@ -114,7 +114,7 @@ class ResultsDir:
 
     def append(self, row: dict[str, Any]) -> None:
         """Journal one finished row at once (flushed, so it survives a crash)."""
-        self._journal.write(json.dumps(row, sort_keys=True) + "\n")
+        self._journal.write(json.dumps(row) + "\n")  # key order kept: it is the column order
         self._journal.flush()
 
     def due(self) -> bool:
