@@ -143,7 +143,7 @@ def run_sweep(sweep: Sweep, *, out: str | os.PathLike | None = None, workers: in
     if inline and scheduler is not None:
         raise InvalidArgumentError("workers=0 runs in this process; drop it to use the scheduler")
     store = ResultsDir(out, sweep) if out is not None else None
-    done = store.open(resume) if store is not None else {}
+    done = store.finished(resume) if store is not None else {}
     rows: dict[int, dict[str, Any]] = {}
     tasks = []
     for p in points:
@@ -162,6 +162,8 @@ def run_sweep(sweep: Sweep, *, out: str | os.PathLike | None = None, workers: in
         if tasks and not inline:
             client, close, info = connect(workers, scheduler)
             info = f"on {info}"
+        if store is not None:
+            store.start()
         if log is not None:
             log(f"sweep {sweep.name}: {len(points)} points, {len(rows)} already done, {len(tasks)} to run {info}")
         bar = _bar(len(points), len(rows), progress, progress_file)
@@ -187,7 +189,7 @@ def run_sweep(sweep: Sweep, *, out: str | os.PathLike | None = None, workers: in
         raise
     finally:
         try:
-            if store is not None:
+            if store is not None and store.started:
                 store.write_tables(frame(sweep, rows.values()))
                 store.close()
         finally:

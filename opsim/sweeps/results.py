@@ -84,9 +84,9 @@ class ResultsDir:
             raise OpsimError("writing results.parquet needs pyarrow; install it with `pip install opsim[sweep]`") \
                 from None
 
-    def open(self, resume: bool) -> dict[str, dict[str, Any]]:
-        """Prepare the directory; returns the finished rows by point key (with `resume`; failed points are
-        left out so they run again). Refuses to overwrite earlier results without `resume`."""
+    def finished(self, resume: bool) -> dict[str, dict[str, Any]]:
+        """The finished rows by point key (with `resume`; failed points are left out so they run again).
+        Refuses to overwrite earlier results without `resume`; creates nothing."""
         self._need_pyarrow()
         journal = self.path / JOURNAL
         if self.path.exists() and not self.path.is_dir():
@@ -94,7 +94,6 @@ class ResultsDir:
         if journal.exists() and not resume:
             raise InvalidArgumentError(f"{self.path} already holds sweep results ({JOURNAL}); pass --resume to "
                                        "continue that sweep, or choose another -o directory")
-        self.path.mkdir(parents=True, exist_ok=True)
         done: dict[str, dict[str, Any]] = {}
         if journal.exists():
             with open(journal, encoding="utf-8") as fh:
@@ -105,12 +104,20 @@ class ResultsDir:
                         continue  # a line cut short when the sweep was killed
                     if isinstance(row, dict) and "key" in row and row.get("status") != FAILED:
                         done[row["key"]] = row
+        return done
+
+    def start(self) -> None:
+        """Create the directory, write what is run (sweep.yaml, scenario.yaml) and open the journal."""
+        self.path.mkdir(parents=True, exist_ok=True)
         if self.sweep.source_text is not None:
             (self.path / "sweep.yaml").write_text(self.sweep.source_text, encoding="utf-8")
         if isinstance(self.sweep.scenario, str):
             (self.path / "scenario.yaml").write_text(self.sweep.scenario, encoding="utf-8")
-        self._journal = open(journal, "a", encoding="utf-8")
-        return done
+        self._journal = open(self.path / JOURNAL, "a", encoding="utf-8")
+
+    @property
+    def started(self) -> bool:
+        return getattr(self, "_journal", None) is not None
 
     def append(self, row: dict[str, Any]) -> None:
         """Journal one finished row at once (flushed, so it survives a crash)."""
