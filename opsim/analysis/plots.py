@@ -391,6 +391,16 @@ def what_if_plot(table: pd.DataFrame, param: str | None = None, left: Sequence[s
 
 
 # --- sweeps ------------------------------------------------------------------------------------------------
+def _all_numbers(values: Sequence[Any]) -> bool:
+    return all(isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(v, bool) for v in values)
+
+
+def _swept_order(column: pd.Series) -> list[Any]:
+    """A parameter's values in ascending order when they are numbers, else in the order the sweep lists them."""
+    values = list(pd.unique(column))
+    return sorted(values) if _all_numbers(values) else values
+
+
 def sweep_plot(table: pd.DataFrame, figure: str, params: Sequence[str] | None = None, *, ax: Any = None):
     """One figure of a sweep table (``opsim.sweep``) against one or two swept parameters.
 
@@ -413,12 +423,10 @@ def sweep_plot(table: pd.DataFrame, figure: str, params: Sequence[str] | None = 
     over = f" (mean over {', '.join(others)})" if others else ""
     if len(params) == 1:
         fig, ax = _new_axes(ax, (8, 4))
-        stats = values.groupby(rows[params[0]], sort=False).agg(["mean", "min", "max"])  # sweep order
-        xs = list(stats.index)
-        numeric = all(isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(v, bool) for v in xs)
-        if numeric:
-            stats = stats.sort_index()
-            xs = list(stats.index)
+        stats = values.groupby(rows[params[0]], sort=False).agg(["mean", "min", "max"])
+        xs = _swept_order(rows[params[0]])
+        stats = stats.loc[xs]
+        numeric = _all_numbers(xs)
         x = np.asarray(xs, float) if numeric else np.arange(len(xs))
         ax.plot(x, stats["mean"], "o-", label=f"{label}, mean")
         if (stats["max"] > stats["min"]).any():
@@ -430,7 +438,8 @@ def sweep_plot(table: pd.DataFrame, figure: str, params: Sequence[str] | None = 
         ax.legend(loc="best", fontsize="small")
         ax.set_title(f"Sweep: {label} against {params[0]}{over}")
         return fig
-    grid = values.groupby([rows[params[1]], rows[params[0]]], sort=True).mean().unstack()
+    grid = values.groupby([rows[params[1]], rows[params[0]]], sort=False).mean().unstack()
+    grid = grid.loc[_swept_order(rows[params[1]]), _swept_order(rows[params[0]])]
     fig, ax = _new_axes(ax, (max(5.0, 0.9 * grid.shape[1] + 3), max(3.5, 0.5 * grid.shape[0] + 2)))
     image = ax.imshow(grid.to_numpy(float), aspect="auto", origin="lower", cmap="viridis")
     ax.set_xticks(range(grid.shape[1]), [str(v) for v in grid.columns])
