@@ -64,7 +64,7 @@ def connect(workers: int | None, scheduler: Any) -> tuple[Any, Callable[[], None
     n = workers or default_workers()
     with _workers_ignore_ctrl_c():
         cluster = distributed.LocalCluster(n_workers=n, threads_per_worker=1, processes=True, host="127.0.0.1",
-                                           dashboard_address=None, silence_logs=logging.ERROR)
+                                           dashboard_address=None, silence_logs=logging.CRITICAL)
     client = distributed.Client(cluster)
 
     def close() -> None:
