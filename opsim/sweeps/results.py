@@ -2,7 +2,7 @@
 
 The directory holds `points.jsonl` (one JSON line per finished point, appended as it finishes: what `--resume`
 reads), `results.csv` and `results.parquet` (every finished row sorted by point, rewritten at most once a
-second while the sweep runs and once at the end), and `sweep.yaml` / `scenario.yaml` (what was run). Rows go
+second, and never more than a tenth of the time, while the sweep runs, and once at the end), and `sweep.yaml` / `scenario.yaml` (what was run). Rows go
 through JSON on their way to the table whether they were just computed or read back, so a resumed sweep gives
 the same table as an uninterrupted one.
 """
@@ -76,6 +76,7 @@ class ResultsDir:
         self.path = Path(path)
         self.sweep = sweep
         self._last_flush = 0.0
+        self._flush_cost = 0.0
 
     def _need_pyarrow(self) -> None:
         try:
@@ -125,16 +126,19 @@ class ResultsDir:
         self._journal.flush()
 
     def due(self) -> bool:
-        """True when the tables should be rewritten (at most once per FLUSH_SECONDS)."""
-        return time.monotonic() - self._last_flush >= FLUSH_SECONDS
+        """True when the tables should be rewritten: at most once per FLUSH_SECONDS, and never more than a tenth
+        of the time (a table of many rows takes a while to write)."""
+        return time.monotonic() - self._last_flush >= max(FLUSH_SECONDS, 10 * self._flush_cost)
 
     def write_tables(self, df: Any) -> None:
         """Rewrite results.csv and results.parquet from the table (each replaced whole, never half-written)."""
+        t0 = time.monotonic()
         for name, write in ((CSV, lambda p: df.to_csv(p)), (PARQUET, lambda p: df.to_parquet(p, index=True))):
             tmp = self.path / f".{name}.tmp"
             write(tmp)
             os.replace(tmp, self.path / name)
         self._last_flush = time.monotonic()
+        self._flush_cost = self._last_flush - t0
 
     def close(self) -> None:
         journal = getattr(self, "_journal", None)
