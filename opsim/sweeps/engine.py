@@ -89,6 +89,35 @@ def _workers_ignore_ctrl_c() -> Iterator[None]:
         signal.signal(signal.SIGINT, previous)
 
 
+class _CtrlC:
+    """While a sweep runs, Ctrl-C raises KeyboardInterrupt as usual and is also remembered: an interrupt that
+    lands where Python swallows exceptions (a garbage-collector callback of Dask's) still stops the sweep
+    after the next finished point."""
+
+    def __init__(self) -> None:
+        self.pressed = False
+        self._previous: Any = None
+
+    def _handler(self, signum: int, frame: Any) -> None:
+        self.pressed = True
+        raise KeyboardInterrupt
+
+    def __enter__(self) -> "_CtrlC":
+        try:
+            self._previous = signal.signal(signal.SIGINT, self._handler)
+        except ValueError:  # not the main thread
+            self._previous = None
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        if self._previous is not None:
+            signal.signal(signal.SIGINT, self._previous)
+
+    def check(self) -> None:
+        if self.pressed:
+            raise KeyboardInterrupt
+
+
 class SweepInterrupted(KeyboardInterrupt):
     """Ctrl-C during a sweep, after its finished rows were written: how many points are done, of how many."""
 
@@ -158,29 +187,33 @@ def run_sweep(sweep: Sweep, *, out: str | os.PathLike | None = None, workers: in
     close = lambda: None  # noqa: E731
     info = "in this process"
     interrupted = False
+    ctrl_c = _CtrlC()
     try:
         if tasks and not inline:
             client, close, info = connect(workers, scheduler)
             info = f"on {info}"
         if store is not None:
             store.start()
+            store.write_tables(frame(sweep, rows.values()))  # the files exist from the start
         if log is not None:
             log(f"sweep {sweep.name}: {len(points)} points, {len(rows)} already done, {len(tasks)} to run {info}")
         bar = _bar(len(points), len(rows), progress, progress_file)
         outcomes = _inline(tasks, on_result) if inline else _on_dask(client, tasks) if tasks else iter(())
         by_index = {p.index: p for p in points}
         try:
-            for outcome in outcomes:
-                row = make_row(by_index[outcome.index], outcome)
-                rows[outcome.index] = row
-                if store is not None:
-                    store.append(row)
-                    if store.due():
-                        store.write_tables(frame(sweep, rows.values()))
-                if bar is not None:
-                    bar.update(1)
-                if on_row is not None:
-                    on_row(row)
+            with ctrl_c:
+                for outcome in outcomes:
+                    row = make_row(by_index[outcome.index], outcome)
+                    rows[outcome.index] = row
+                    if store is not None:
+                        store.append(row)
+                        if store.due():
+                            store.write_tables(frame(sweep, rows.values()))
+                    if bar is not None:
+                        bar.update(1)
+                    if on_row is not None:
+                        on_row(row)
+                    ctrl_c.check()
         finally:
             if hasattr(outcomes, "close"):
                 outcomes.close()

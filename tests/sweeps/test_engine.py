@@ -143,3 +143,26 @@ def test_missing_dask_names_the_extra(small_sweep, monkeypatch):
     from opsim.errors import OpsimError
     with pytest.raises(OpsimError, match=r"pip install opsim\[sweep\]"):
         sweep(small_sweep, workers=2)
+
+
+def test_interrupt_swallowed_elsewhere_still_stops_the_sweep(small_sweep):
+    """Python drops an exception raised inside a garbage-collector callback (Dask installs some); the sweep
+    remembers the Ctrl-C and stops after the point in hand."""
+    import os
+    import signal
+    import time
+
+    from opsim.sweeps.engine import SweepInterrupted
+
+    def swallow(row):
+        if row["point"] == 1:
+            try:
+                os.kill(os.getpid(), signal.SIGINT)
+                time.sleep(1)  # the handler runs here
+            except KeyboardInterrupt:
+                pass  # lost, as in a gc callback
+
+    with pytest.raises(SweepInterrupted) as stop:
+        run_sweep(load_sweep(small_sweep), workers=0, on_row=swallow)
+    assert (stop.value.done, stop.value.points) == (2, 8)
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # restored
