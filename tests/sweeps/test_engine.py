@@ -166,3 +166,8 @@ def test_interrupt_swallowed_elsewhere_still_stops_the_sweep(small_sweep):
         run_sweep(load_sweep(small_sweep), workers=0, on_row=swallow)
     assert (stop.value.done, stop.value.points) == (2, 8)
     assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # restored
+
+
+def test_opsim_sweep_is_the_python_entry_point():
+    import opsim
+    assert opsim.sweep is sweep
