@@ -255,15 +255,11 @@ def _base_scenario(value: Any, base_dir: Path, errors: _Errors) -> tuple[str, st
     return text, path.name, full
 
 
-def _axis(name: str, values: Any, path: tuple, errors: _Errors) -> tuple[list[Any], list[dict[str, Any]]]:
+def _axis(name: str, values: Any) -> tuple[list[Any], list[dict[str, Any]]]:
     """(column values, override sets) of one axis: a list of values of the dotted key `name`, or a mapping of
-    labels to override sets (a named axis)."""
+    labels to override sets (a named axis; the schema has checked each set is a mapping)."""
     if isinstance(values, Mapping):
-        labels = list(values)
-        for label, sets in values.items():
-            if not sets and sets != {}:
-                errors.add(path + (label,), "a named value needs a mapping of overrides (use {} for none)")
-        return labels, [dict(v or {}) for v in values.values()]
+        return list(values), [dict(v) for v in values.values()]
     return list(values), [{name: v} for v in values]
 
 
@@ -280,14 +276,14 @@ def build_axes(sweep: Sweep, data: Mapping[str, Any], errors: _Errors) -> None:
 
     for name, values in (data.get("grid") or {}).items():
         claim(name, ("grid", name))
-        col, sets = _axis(name, values, ("grid", name), errors)
+        col, sets = _axis(name, values)
         sweep.axes.append(("grid", [name], [(v,) for v in col], sets))
     zipped = data.get("zip") or {}
     if zipped:
         cols, setss = [], []
         for name, values in zipped.items():
             claim(name, ("zip", name))
-            col, sets = _axis(name, values, ("zip", name), errors)
+            col, sets = _axis(name, values)
             cols.append(col)
             setss.append(sets)
         lengths = {len(c) for c in cols}

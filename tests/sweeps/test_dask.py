@@ -46,12 +46,12 @@ def test_local_cluster_of_two_worker_processes(small_sweep, tmp_path, reference)
 
 
 def _stop(procs: list[subprocess.Popen]) -> None:
+    """Stop each process in turn (workers before their scheduler), killing any that lingers."""
     for p in procs:
         if p.poll() is None:
             p.terminate()
-    for p in procs:
         try:
-            p.wait(timeout=10)
+            p.wait(timeout=5)
         except subprocess.TimeoutExpired:
             p.kill()
             p.wait(timeout=10)
