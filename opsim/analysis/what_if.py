@@ -10,7 +10,7 @@ from opsim.errors import InvalidArgumentError
 
 
 def what_if(scenario: Any, param: str, values: Iterable[Any], *, overrides: Mapping[str, Any] | None = None,
-            summary: bool = True, on_result: Callable[[Any, Any], None] | None = None, workers: int = 0,
+            summary: bool = True, on_result: Callable[[Any, Any], None] | None = None, workers: int | None = None,
             scheduler: Any = None) -> pd.DataFrame:
     """Run ``scenario`` once per value of ``param`` (a dotted override key such as
     ``"env.ACLNN_AICPU_CACHE_LIMIT"``) and return one row per value: a one-parameter sweep.
@@ -22,8 +22,8 @@ def what_if(scenario: Any, param: str, values: Iterable[Any], *, overrides: Mapp
     the scenario's own summary flattened with a ``summary.`` prefix, then ``status``, ``error`` and
     ``wall_seconds`` (see docs/sweeps.md). ``overrides`` apply to every run (for example
     ``{"profile": "aicpu-guide"}``); ``on_result(value, result)`` sees each ``Result`` (to keep or plot it).
-    Runs are deterministic and, by default (``workers=0``), one after another in this process; ``workers=N``
-    or ``scheduler=`` runs them on Dask like ``opsim.sweep``.
+    Runs are deterministic and, by default, one after another in this process; ``workers=N`` (local Dask
+    worker processes) or ``scheduler=`` (an existing cluster) runs them on Dask like ``opsim.sweep``.
     """
     from opsim.sweeps.engine import run_sweep
     from opsim.sweeps.spec import ALL_RESULT_FIGURES, one_parameter
@@ -37,4 +37,6 @@ def what_if(scenario: Any, param: str, values: Iterable[Any], *, overrides: Mapp
     spec = one_parameter(str(scenario) if isinstance(scenario, Path) else scenario, param, values,
                          overrides=overrides, figures=figures)
     hook = (lambda point, result: on_result(values[point], result)) if on_result is not None else None
+    if workers is None and scheduler is None:
+        workers = 0  # in this process
     return run_sweep(spec, workers=workers, scheduler=scheduler, on_result=hook)

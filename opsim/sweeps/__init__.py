@@ -8,12 +8,23 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import TYPE_CHECKING, Any, Callable, Mapping
 
-from opsim.sweeps.spec import DEFAULT_FIGURES, Point, Sweep, is_sweep, is_sweep_file, load_sweep
+if TYPE_CHECKING:
+    from opsim.sweeps.spec import Sweep
+
+_SPEC_NAMES = ("DEFAULT_FIGURES", "Point", "Sweep", "is_sweep", "is_sweep_file", "load_sweep")
 
 
-def sweep(source: str | Path | Mapping[str, Any] | Sweep, *, out: str | os.PathLike | None = None,
+def __getattr__(name: str) -> Any:
+    """The sweep-file names, imported on first use (so `opsim --help` does not load them)."""
+    if name in _SPEC_NAMES:
+        from opsim.sweeps import spec
+        return getattr(spec, name)
+    raise AttributeError(f"module 'opsim.sweeps' has no attribute {name!r}")
+
+
+def sweep(source: "str | Path | Mapping[str, Any] | Sweep", *, out: str | os.PathLike | None = None,
           workers: int | None = None, scheduler: Any = None, resume: bool = False, progress: bool = False,
           on_result: Callable[[int, Any], None] | None = None):
     """Run a sweep (a sweep file's path, the same structure as a dict, or a `Sweep`) and return its table
@@ -24,6 +35,7 @@ def sweep(source: str | Path | Mapping[str, Any] | Sweep, *, out: str | os.PathL
     for results.csv, results.parquet and the journal `--resume` reads; `on_result(point, Result)` sees each
     run's `Result` (with workers=0)."""
     from opsim.sweeps.engine import run_sweep
+    from opsim.sweeps.spec import Sweep, load_sweep
     spec = source if isinstance(source, Sweep) else load_sweep(source)
     return run_sweep(spec, out=out, workers=workers, scheduler=scheduler, resume=resume, progress=progress,
                      on_result=on_result)

@@ -99,6 +99,13 @@ def test_existing_cluster_through_scheduler_option(dask_cluster, small_sweep, tm
     assert f"on the Dask cluster at {dask_cluster}" in err
     table = pd.read_parquet(tmp_path / "res" / PARQUET)
     pd.testing.assert_frame_equal(without_wall(table), without_wall(reference))
+    # what_if is a one-parameter sweep: the same engine, on the same cluster
+    from opsim.analysis import what_if
+    scenario = small_sweep.parent / "quickstart.yaml"
+    remote = what_if(scenario, "env.ACLNN_CACHE_LIMIT", [1, 8], scheduler=dask_cluster)
+    assert remote.attrs["executor"] == f"on the Dask cluster at {dask_cluster}"
+    local = what_if(scenario, "env.ACLNN_CACHE_LIMIT", [1, 8])
+    pd.testing.assert_frame_equal(without_wall(remote), without_wall(local))
 
 
 def test_unreachable_scheduler_is_bad_input(small_sweep, tmp_path, monkeypatch):
