@@ -175,6 +175,7 @@ def run_sweep(sweep: Sweep, *, out: str | os.PathLike | None = None, workers: in
     done = store.finished(resume) if store is not None else {}
     rows: dict[int, dict[str, Any]] = {}
     tasks = []
+    calibrations: dict[Any, Any] = {}
     for p in points:
         key = sweep.point_key(p)
         if key in done:
@@ -182,7 +183,8 @@ def run_sweep(sweep: Sweep, *, out: str | os.PathLike | None = None, workers: in
             rows[p.index] = make_row(p, Outcome(p.index, key, old.get("figures") or {}, old["status"],
                                                 old.get("error") or "", float(old.get("wall_seconds") or 0.0)))
         else:
-            tasks.append(PointTask(p.index, key, sweep.scenario, sweep.label, p.overrides, sweep.figures))
+            tasks.append(PointTask(p.index, key, sweep.scenario, sweep.label, p.overrides, sweep.figures,
+                                   _calibration(sweep, p, calibrations)))
     bar = None
     close = lambda: None  # noqa: E731
     info = "in this process"
@@ -234,6 +236,19 @@ def run_sweep(sweep: Sweep, *, out: str | os.PathLike | None = None, workers: in
     df = frame(sweep, rows.values())
     df.attrs.update({"executor": info, "points": len(points)})
     return df
+
+
+def _calibration(sweep: Sweep, point: Any, cache: dict[Any, Any]) -> Any:
+    """The point's calibration file, loaded once here (workers get its content, not its path)."""
+    if callable(sweep.scenario):
+        return None
+    path = sweep.calibration_file(point)
+    if path is None:
+        return None
+    if path not in cache:
+        from opsim.calibration import load_calibration
+        cache[path] = load_calibration(path)
+    return cache[path]
 
 
 def _bar(total: int, initial: int, enabled: bool, file: TextIO | None):

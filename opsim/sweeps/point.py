@@ -30,6 +30,8 @@ class PointTask:
     label: str
     overrides: dict[str, Any]
     figures: tuple[str, ...]
+    calibration: Any = None
+    """The point's calibration, loaded where the sweep started (a `Calibration`), or None."""
 
 
 @dataclass
@@ -102,7 +104,11 @@ def _result_of(task: PointTask) -> Any:
                                    "or a Simulation that has run")
     from opsim.scenario.loader import read_yaml
     data, _ = read_yaml(task.scenario, task.label)
-    return run(data, task.overrides, write=False)
+    if task.calibration is None:
+        return run(data, task.overrides, write=False)
+    data.pop("calibration", None)  # its path meant a file where the sweep started; the content came along
+    overrides = {k: v for k, v in task.overrides.items() if k != "calibration"}
+    return run(data, overrides, write=False, calibration=task.calibration)
 
 
 def run_point(task: PointTask, keep: list | None = None) -> Outcome:

@@ -86,6 +86,8 @@ class Sweep:
     description: str = ""
     source_text: str | None = None
     """The sweep file's own text (kept next to the results)."""
+    scenario_dir: Path | None = None
+    """Where the base scenario's relative paths (its `calibration` file) start: the scenario file's directory."""
 
     @property
     def params(self) -> list[str]:
@@ -107,6 +109,19 @@ class Sweep:
                 ov = dict(overrides) if seed is None else {**overrides, "seed": seed}
                 out.append(Point(len(out), dict(params), ov, seed))
         return out
+
+    def calibration_file(self, point: Point) -> Path | None:
+        """The calibration file a point names (`calibration`, overridden or in the base scenario), resolved
+        here: it is read here and travels as data, never as a path."""
+        import yaml
+        value = point.overrides.get("calibration")
+        if value is None and isinstance(self.scenario, str):
+            data = yaml.safe_load(self.scenario)
+            value = data.get("calibration") if isinstance(data, dict) else None
+        if not isinstance(value, str) or not value:
+            return None
+        path = Path(value).expanduser()
+        return path if path.is_absolute() or self.scenario_dir is None else self.scenario_dir / path
 
     def point_key(self, point: Point) -> str:
         """A digest of everything that decides a point's row (scenario text, overrides, figures): `--resume`
@@ -179,7 +194,8 @@ def load_sweep(source: str | Path | Mapping[str, Any], *, check_points: bool = T
     errors.raise_if_any()
     sweep = Sweep(name=data["sweep"], scenario=scenario_text, label=scenario_label,
                   overrides=dict(data.get("overrides") or {}), description=str(data.get("description", "")),
-                  figures=tuple(data.get("figures") or DEFAULT_FIGURES), source_text=text)
+                  figures=tuple(data.get("figures") or DEFAULT_FIGURES), source_text=text,
+                  scenario_dir=scenario_path.parent if scenario_path is not None else base_dir)
     check_figures(sweep.figures, errors)
     build_axes(sweep, data, errors)
     errors.raise_if_any()
