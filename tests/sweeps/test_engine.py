@@ -173,26 +173,18 @@ def test_opsim_sweep_is_the_python_entry_point():
     assert opsim.sweep is sweep
 
 
-HOST_ONLY_CAL = """\
-opsim_calibration: 1
-soc: null
-device:
-  op_types:
-    Add@AI_VECTOR_CORE: {overhead_us: 123.0, n: 3, median_error: 0.0, provenance: [{file: k.csv, rows: 2-4}]}
-host:
-  apis: {}
-"""
-
+ADD_CAL = "opsim_calibration: 1\ndevice: {op_types: {Add@AI_VECTOR_CORE: {overhead_us: 77.0, n: 1}}}\n"
+"""A calibration with its own overhead for vector-core Add kernels (77 us)."""
 
 def test_calibration_file_travels_as_content(tmp_path, monkeypatch):
     """A scenario's `calibration` path means a file next to the scenario; the sweep loads it where it starts
     and sends the loaded calibration, so a worker in any directory times the run the same way."""
     import opsim
     (tmp_path / "cal").mkdir()
-    (tmp_path / "cal" / "host.yaml").write_text(HOST_ONLY_CAL)
+    (tmp_path / "cal" / "add_cal.yaml").write_text(ADD_CAL)
     (tmp_path / "scen").mkdir()
     scenario = tmp_path / "scen" / "add.yaml"
-    scenario.write_text("name: add\ncalibration: ../cal/host.yaml\nthreads:\n  - name: t\n    program:\n"
+    scenario.write_text("name: add\ncalibration: ../cal/add_cal.yaml\nthreads:\n  - name: t\n    program:\n"
                         "      - {op: Add, shape: [64, 64], dtype: float}\n")
     path = tmp_path / "s.yaml"
     path.write_text("sweep: cal\nscenario: scen/add.yaml\ngrid: {seed: [1, 2]}\nfigures: [summary.calibration, "
@@ -202,7 +194,7 @@ def test_calibration_file_travels_as_content(tmp_path, monkeypatch):
         {"op": "Add", "shape": [64, 64], "dtype": "float"}]}]}, write=False)
     assert plain.figures["device_busy_us"] != expected.figures["device_busy_us"]  # the calibration matters
     (tmp_path / "elsewhere" / "deep").mkdir(parents=True)
-    monkeypatch.chdir(tmp_path / "elsewhere" / "deep")  # ../cal/host.yaml from here does not exist
+    monkeypatch.chdir(tmp_path / "elsewhere" / "deep")  # ../cal/add_cal.yaml from here does not exist
     df = sweep(path, workers=0)
     assert list(df["status"]) == ["ok", "ok"]
     assert list(df["device_busy_us"]) == [expected.figures["device_busy_us"]] * 2
