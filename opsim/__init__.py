@@ -1,11 +1,11 @@
 """opsim: a discrete-event simulator of CANN opbase's ACLNN operator runtime."""
 __version__ = "0.1.0"
 
-_LAZY = {"run": "opsim.api", "load_result": "opsim.api", "Result": "opsim.api"}
+_LAZY = {"run": "opsim.api", "load_result": "opsim.api", "Result": "opsim.api", "sweep": "opsim.sweeps"}
 
 
 def __getattr__(name: str):
-    """`opsim.run`, `opsim.load_result` and `opsim.Result`, imported on first use so `import opsim` stays cheap."""
+    """`opsim.run`, `opsim.load_result`, `opsim.Result` and `opsim.sweep`, imported on first use so `import opsim` stays cheap."""
     module = _LAZY.get(name)
     if module is None:
         raise AttributeError(f"module 'opsim' has no attribute {name!r}")
