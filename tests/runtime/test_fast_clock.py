@@ -80,3 +80,26 @@ def _thread_resumes(fast: bool) -> int:
 def test_fast_path_runs_in_place_when_only_the_device_is_due():
     assert _thread_resumes(False) >= 50
     assert _thread_resumes(True) <= 2  # the start, and the end of the program
+
+
+def _run_in_two_parts(fast: bool):
+    sim = Simulation(trace=True, fast_path=fast)
+    stream = sim.device.create_stream()
+
+    def launch():
+        rt.submit_kernel(current(), stream, "Op", "AI_CORE", 1, 30.0)
+
+    def program(th):
+        for _ in range(20):
+            yield from th.call(launch)
+
+    sim.add_thread(program, "t")
+    first = sim.run(until=37.5)
+    n_first = len(sim.recorder.records("device")["op"])
+    return first, n_first, sim.run(), sim.recorder.records("host"), sim.recorder.records("device")
+
+
+def test_run_until_stops_where_the_reference_path_stops():
+    fast, ref = _run_in_two_parts(True), _run_in_two_parts(False)
+    assert fast[0] == 37.5 and 0 < fast[1] < 20
+    assert fast == ref
