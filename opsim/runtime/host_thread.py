@@ -108,6 +108,15 @@ def _load_acl_rt() -> Any:
     return acl_rt
 
 
+_HOST_CAL: list = []  # opsim.runtime.host_calibration.apply_host_calibration, imported on first use
+
+
+def _load_host_calibration() -> Callable[..., None]:
+    from opsim.runtime.host_calibration import apply_host_calibration
+    _HOST_CAL.append(apply_host_calibration)
+    return apply_host_calibration
+
+
 def run_op(thread: HostThread, get_workspace_size: Callable[..., Any], run: Callable[..., Any], args: tuple,
            stream: Any, api: str | None = None) -> Generator[Any, Any, tuple[int, int]]:
     """The application side of one ACLNN call: phase 1, workspace malloc, phase 2, stream-ordered free.
@@ -144,8 +153,8 @@ def run_op(thread: HostThread, get_workspace_size: Callable[..., Any], run: Call
                 if workspace:
                     acl_rt.free_async(workspace, stream)
         if host is not None:
-            from opsim.runtime.host_calibration import apply_host_calibration
-            apply_host_calibration(ctx.actions, (n0, n1), phase2, host, getattr(executor, "kind", None) == "wrap")
+            apply = _HOST_CAL[0] if _HOST_CAL else _load_host_calibration()
+            apply(ctx.actions, (n0, n1), phase2, host, getattr(executor, "kind", None) == "wrap")
     finally:
         set_current(prev)
     thread.calls += 1
