@@ -55,6 +55,8 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable
 
 from opsim.errors import InvalidArgumentError
+from opsim.trace.msprof_csv import total_cycles
+from opsim.trace.timefmt import to_ns, us_text
 
 __all__ = ["write_profiler_output", "build_profile", "AscendProfile", "profiler_dir_name", "torch_op_name",
            "KERNEL_DETAILS_HEADER", "STEP_TRACE_TIME_HEADER", "OP_STATISTIC_HEADER", "DEFAULT_EPOCH_US"]
@@ -124,16 +126,13 @@ _TENSOR_FIELDS = ("input_shapes", "input_data_types", "input_formats", "output_s
 
 # ---- time formatting ----------------------------------------------------------------------------------
 
-def us_str(ns: int) -> str:
-    """Integer nanoseconds as a microsecond string with exactly three decimals (no float on the way)."""
-    if ns < 0:
-        return "-" + us_str(-ns)
-    return f"{ns // 1000}.{ns % 1000:03d}"
+us_str = us_text
+"""Integer nanoseconds as a microsecond string with exactly three decimals (no float on the way)."""
 
 
 def _to_ns(epoch_ns: int, t_us: float) -> int:
     """Simulated microseconds -> epoch nanoseconds, rounding to the nanosecond once."""
-    return epoch_ns + round(t_us * 1000.0)
+    return epoch_ns + to_ns(t_us)
 
 
 def timestamp_17(epoch_us: int) -> str:
@@ -466,7 +465,7 @@ def kernel_pmu(task: DeviceTaskRow, cost: Any, clock_mhz: float) -> KernelPmu | 
     tt = task.task_type
     cube = tt in _CUBE_TYPES or tt in _MIX_TYPES or (tt not in _VECTOR_TYPES and task.unit_kind == "aicore")
     vector = tt in _VECTOR_TYPES or tt in _MIX_TYPES or not cube
-    cycles = round(d * clock_mhz / 1000.0)
+    cycles = total_cycles(d, clock_mhz)
 
     def side(active: bool, eff_key: str) -> PipeSplit | None:
         if not active:
