@@ -241,8 +241,8 @@ def load_result(out_dir: str | os.PathLike) -> Result:
             raise InvalidArgumentError(f"output directory {str(out)!r} does not exist; pass the --out/out_dir "
                                        "of a finished run")
         raise InvalidArgumentError(
-            f"{str(out)!r} holds no {RECORDS_FILE}; runs started with opsim.run(..., out_dir=...) write it, "
-            "or call Result.save(out_dir) on a result")
+            f"{str(out)!r} holds no {RECORDS_FILE}; give the output directory of `opsim run` or "
+            "opsim.run(..., out_dir=...), or call Result.save(out_dir) on a result")
     try:
         with gzip.open(path, "rt", encoding="utf-8") as fh:
             doc = json.load(fh)
@@ -280,15 +280,13 @@ def run(scenario_or_path: Any, overrides: Mapping[str, Any] | None = None, *,
     Overrides use the scenario's dotted keys, given as a dict (``overrides={"env.ACLNN_AICPU_CACHE_LIMIT": "64"}``)
     or as keywords with ``__`` for the dots (``env__ACLNN_AICPU_CACHE_LIMIT="64"``). The outputs go where the
     CLI puts them (``out_dir``, else the scenario's ``outputs.dir``, else ``opsim-out/<name>``), together with
-    ``records.json.gz`` for ``load_result``; ``write=False`` keeps everything in memory.
+    ``records.json.gz`` for ``load_result`` (``opsim run`` writes the same files); ``write=False`` keeps
+    everything in memory.
     A bad scenario raises ``ScenarioError`` naming every problem.
     """
     from opsim.scenario.runner import run_scenario
     merged = _merge_overrides(overrides, more)
     run_result = run_scenario(scenario_or_path, out_dir=out_dir, overrides=merged or None, progress=progress,
                               write=write)
-    result = Result.from_run(run_result)
-    if write and result.out_dir is not None:
-        result.save(result.out_dir)
-    return result
+    return Result.from_run(run_result)
 

@@ -88,7 +88,10 @@ class OutputsConfig:
     csv: bool = True
     timestamps: bool = True
     summary: bool = True
-    profiler: bool = False
+    profiler: str = ""
+    """The Ascend profiler layout to write: "" none, "text", "db" or "both" (a scenario's `true` is "text")."""
+    step_thread: str | None = None
+    """The thread whose ProfilerStep windows define step_trace_time.csv's steps (default: the first thread)."""
 
 
 @dataclass(frozen=True)
@@ -110,6 +113,9 @@ class ScenarioConfig:
     soc_overrides: Mapping[str, float] = field(default_factory=dict)
     profile: str | None = None
     env: Mapping[str, str] = field(default_factory=dict)
+    """The opbase variables in force: the shell's, then the scenario's `env`, then `--set` (environment.py)."""
+    env_sources: Mapping[str, str] = field(default_factory=dict)
+    """NAME -> where its value came from: "shell", "scenario" or "--set"."""
     cost_overrides: Mapping[str, float] = field(default_factory=dict)
     numerics: bool = False
     trace: bool = True

@@ -9,6 +9,7 @@ can cause to run is the module it names in `direct_invoke_module`.
 from __future__ import annotations
 
 import difflib
+import re
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
@@ -16,6 +17,7 @@ import yaml
 
 from opsim.errors import InvalidArgumentError, OpsimError, ScenarioError
 from opsim.scenario import config as C
+from opsim.scenario.environment import resolve_env
 from opsim.scenario.schema import DEFAULT_EPOCH_US, STEP_KEYS, validator
 
 Path_ = tuple  # a field path: keys and list indices
@@ -190,17 +192,79 @@ def parse_key(key: str) -> Path_:
     return tuple(path)
 
 
+class _CoreLoader(yaml.SafeLoader):
+    """YAML 1.2 core schema scalars (PyYAML reads YAML 1.1): decimal integers may have leading zeros (``010`` is
+    10), ``0o``/``0x`` prefixes, booleans only true/false, null/~/empty; ``yes``, ``on``, ``1_000`` and
+    ``0b11`` are strings."""
+
+    yaml_implicit_resolvers: dict = {}
+
+
+_CORE_SCALARS = (
+    ("tag:yaml.org,2002:null", r"^(?:~|null|Null|NULL|)$", "~nN"),
+    ("tag:yaml.org,2002:bool", r"^(?:true|True|TRUE|false|False|FALSE)$", "tTfF"),
+    ("tag:yaml.org,2002:int", r"^(?:[-+]?[0-9]+|0o[0-7]+|0x[0-9a-fA-F]+)$", "-+0123456789"),
+    ("tag:yaml.org,2002:float", r"^(?:[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)(?:[eE][-+]?[0-9]+)?"
+                                r"|[-+]?\.(?:inf|Inf|INF)|\.(?:nan|NaN|NAN))$", "-+.0123456789"),
+)
+for _tag, _pattern, _first in _CORE_SCALARS:
+    _CoreLoader.add_implicit_resolver(_tag, re.compile(_pattern), list(_first))
+
+
+def _core_int(loader: yaml.SafeLoader, node: yaml.Node) -> int:
+    text = loader.construct_scalar(node)
+    if text[:2] in ("0o", "0x"):
+        return int(text[2:], 8 if text[1] == "o" else 16)
+    return int(text, 10)
+
+
+def _core_float(loader: yaml.SafeLoader, node: yaml.Node) -> float:
+    text = loader.construct_scalar(node)
+    low = text.lower()
+    if low.endswith(".inf"):
+        return float("-inf") if low.startswith("-") else float("inf")
+    return float("nan") if low == ".nan" else float(text)
+
+
+_CoreLoader.add_constructor("tag:yaml.org,2002:int", _core_int)
+_CoreLoader.add_constructor("tag:yaml.org,2002:float", _core_float)
+
+
+def parse_core_scalar(text: str) -> Any:
+    """A YAML 1.2 core schema value: a scalar or a flow collection ("5", "true", "[1, 2]"); the text itself
+    when it does not parse."""
+    if not text.strip():
+        return ""
+    try:
+        return yaml.load(text, Loader=_CoreLoader)  # noqa: S506 - a SafeLoader subclass
+    except yaml.YAMLError:
+        return text
+
+
 def parse_override(text: str) -> tuple[str, Any]:
-    """"key=value" with the value read as a YAML scalar or flow collection ("5", "true", "[1, 2]")."""
+    """"key=value" with the value read as a YAML 1.2 core scalar or flow collection ("5", "true", "[1, 2]").
+    Environment values are strings, as in a real environment: ``env.NAME=010`` is the text "010", and the
+    values of ``env={...}`` are kept as written."""
     key, sep, value = text.partition("=")
-    if not sep or not key.strip():
+    key = key.strip()
+    if not sep or not key:
         raise ScenarioError(f"--set {text!r}: expected key=value, e.g. --set seed=3 or "
                             "--set env.GE_PROFILING_TO_STD_OUT=1")
-    try:
-        parsed = yaml.safe_load(value) if value.strip() else ""
-    except yaml.YAMLError:
-        parsed = value
-    return key.strip(), parsed
+    if key.startswith("env.") or key.startswith("env["):
+        return key, value
+    parsed = parse_core_scalar(value)
+    if key == "env" and isinstance(parsed, dict):
+        parsed = {k: _env_text(v) for k, v in parsed.items()}
+    return key, parsed
+
+
+def _env_text(value: Any) -> str:
+    """An environment value given inside `--set env={...}` as the string a shell would hold."""
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
 
 
 def apply_overrides(data: Any, overrides: Mapping[str, Any]) -> set[Path_]:
@@ -529,9 +593,12 @@ def _load_extra_ops(module: str, errors: _Errors) -> dict[str, Any]:
     return {}
 
 
-def load_scenario(source: str | Path | Mapping[str, Any], overrides: Mapping[str, Any] | None = None
-                  ) -> C.ScenarioConfig:
-    """Read, override and validate a scenario; raise `ScenarioError` listing every problem found."""
+def load_scenario(source: str | Path | Mapping[str, Any], overrides: Mapping[str, Any] | None = None, *,
+                  environ: Mapping[str, str] | None = None) -> C.ScenarioConfig:
+    """Read, override and validate a scenario; raise `ScenarioError` listing every problem found.
+
+    The documented opbase variables set in `environ` (default: this process's environment) apply under the
+    scenario's `env` and the overrides (see opsim.scenario.environment)."""
     data, lines, label, path = read_source(source)
     if not isinstance(data, dict):
         raise ScenarioError(f"{label}:1: the scenario must be a mapping of fields (name, threads, ...), got "
@@ -559,19 +626,28 @@ def load_scenario(source: str | Path | Mapping[str, Any], overrides: Mapping[str
             threads.append(builder.thread(i, th))
         except (TypeError, ValueError, AttributeError, KeyError):
             continue  # malformed parts are already reported by the schema
+    step_thread = (data.get("outputs") or {}).get("step_thread") if isinstance(data.get("outputs"), dict) else None
+    if isinstance(step_thread, str) and names and step_thread not in names:
+        errors.add(("outputs", "step_thread"), f"no thread is named {step_thread!r}{_suggest(step_thread, names)}; "
+                                               f"use one of: {', '.join(names)}")
     errors.raise_if_any()
-    return _config(data, threads, path, extra_ops)
+    set_names = {p[1] for p in overridden if len(p) == 2 and p[0] == "env"}
+    set_names |= {k for p in overridden if p == ("env",) for k in (data.get("env") or {})}
+    in_force = resolve_env(data.get("env") or {}, set_names, environ)
+    if in_force:  # the copy written next to the outputs reproduces the run without the shell
+        data["env"] = {k: v for k, (v, _) in in_force.items()}
+    return _config(data, threads, path, extra_ops, {k: src for k, (_, src) in in_force.items()})
 
 
 def _config(data: dict[str, Any], threads: list[C.ThreadConfig], path: Path | None,
-            extra_ops: Mapping[str, Any]) -> C.ScenarioConfig:
+            extra_ops: Mapping[str, Any], env_sources: Mapping[str, str]) -> C.ScenarioConfig:
     out = data.get("outputs") or {}
     dump = data.get("dump") or {}
     return C.ScenarioConfig(
         name=data["name"], threads=tuple(threads), description=str(data.get("description", "")),
         seed=int(data.get("seed", 0)), soc=str(data.get("soc", "Ascend910B2")),
         soc_overrides=dict(data.get("soc_overrides") or {}), profile=data.get("profile"),
-        env={k: str(v) for k, v in (data.get("env") or {}).items()},
+        env={k: str(v) for k, v in (data.get("env") or {}).items()}, env_sources=dict(env_sources),
         cost_overrides=dict(data.get("cost_overrides") or {}), numerics=bool(data.get("numerics", False)),
         trace=bool(data.get("trace", True)), memory_strategy=str(data.get("memory_strategy", "first_fit")),
         epoch_us=int(data.get("epoch_us", DEFAULT_EPOCH_US)), on_error=str(data.get("on_error", "stop")),
@@ -580,14 +656,23 @@ def _config(data: dict[str, Any], threads: list[C.ThreadConfig], path: Path | No
         direct_invoke_module=data.get("direct_invoke_module"), events=tuple(data.get("events") or ()),
         outputs=C.OutputsConfig(dir=out.get("dir"), trace=bool(out.get("trace", True)), csv=bool(out.get("csv", True)),
                                 timestamps=bool(out.get("timestamps", True)), summary=bool(out.get("summary", True)),
-                                profiler=bool(out.get("profiler", False))),
+                                profiler=profiler_format(out.get("profiler", False)),
+                                step_thread=out.get("step_thread")),
         source=path, data=data, extra_ops=dict(extra_ops))
 
 
-def validate(source: str | Path | Mapping[str, Any], overrides: Mapping[str, Any] | None = None) -> C.ScenarioConfig:
+def profiler_format(value: bool | str | None) -> str:
+    """`outputs.profiler` / `--profiler-output` as one of "", "text", "db", "both" (true means "text")."""
+    if value is True:
+        return "text"
+    return value if isinstance(value, str) else ""
+
+
+def validate(source: str | Path | Mapping[str, Any], overrides: Mapping[str, Any] | None = None, *,
+             environ: Mapping[str, str] | None = None) -> C.ScenarioConfig:
     """`load_scenario` under the name the CLI uses."""
-    return load_scenario(source, overrides)
+    return load_scenario(source, overrides, environ=environ)
 
 
 __all__ = ["load_scenario", "validate", "read_yaml", "read_source", "apply_overrides", "parse_override",
-           "parse_key", "format_path", "DEFAULT_STREAM"]
+           "parse_key", "format_path", "DEFAULT_STREAM", "profiler_format"]

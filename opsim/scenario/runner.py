@@ -26,6 +26,7 @@ OUTPUT_FILES = {
     "task_time": "task_time.csv",
     "timestamps": "ge_profiling_stdout.txt",
     "scenario": "scenario.yaml",
+    "records": "records.json.gz",
 }
 
 
@@ -244,14 +245,19 @@ def _progress_bar(total: int, enabled: bool) -> tuple[Callable[[int], None] | No
 
 def run_scenario(source: str | Path | Mapping[str, Any] | ScenarioConfig, *, out_dir: str | Path | None = None,
                  overrides: Mapping[str, Any] | None = None, progress: bool = False,
-                 profiler_output: bool | None = None, write: bool = True) -> RunResult:
+                 profiler_output: bool | str | None = None, write: bool = True) -> RunResult:
     """Load (unless given a ScenarioConfig), run and write the outputs of one scenario.
 
-    `out_dir` overrides the scenario's `outputs.dir` (default `opsim-out/<name>`); `write=False` keeps
-    everything in memory. Raises `ScenarioError` for a bad scenario; failed calls (e.g. out of memory) are
+    `out_dir` overrides the scenario's `outputs.dir` (default `opsim-out/<name>`); `profiler_output` overrides
+    `outputs.profiler` ("text", "db", "both"; True means "text", False none); `write=False` keeps everything in
+    memory, else `records.json.gz` is written too, so `opsim.load_result(out_dir)` reads the run back. Raises `ScenarioError` for a bad scenario; failed calls (e.g. out of memory) are
     reported in `summary["errors"]`, not raised."""
     config = source if isinstance(source, ScenarioConfig) else load_scenario(source, overrides)
-    want_profiler = config.outputs.profiler if profiler_output is None else profiler_output
+    from opsim.scenario.loader import profiler_format
+    want_profiler = config.outputs.profiler if profiler_output is None else profiler_format(profiler_output)
+    if want_profiler not in ("", "text", "db", "both"):
+        from opsim.errors import InvalidArgumentError
+        raise InvalidArgumentError(f"profiler_output={profiler_output!r}: use 'text', 'db', 'both', True or False")
     update, close = _progress_bar(config.planned_calls(), progress)
     t0 = time.perf_counter()
     try:
@@ -276,6 +282,8 @@ def run_scenario(source: str | Path | Mapping[str, Any] | ScenarioConfig, *, out
             else Path(DEFAULT_OUT_ROOT) / config.name
         result.out_dir = target
         result.outputs = write_outputs(run, summary, stdout_text, target, profiler=want_profiler)
+        from opsim.api import Result
+        result.outputs["records"] = Result.from_run(result).save(target)
     return result
 
 
@@ -288,7 +296,7 @@ def _stdout_text(run: _Run) -> str:
 
 
 def write_outputs(run: _Run, summary: dict[str, Any], stdout_text: str, out_dir: Path, *,
-                  profiler: bool = False) -> dict[str, Path]:
+                  profiler: str = "") -> dict[str, Path]:
     """Write every output the scenario asks for into `out_dir`; returns name -> path."""
     import yaml
 
@@ -321,7 +329,9 @@ def write_outputs(run: _Run, summary: dict[str, Any], stdout_text: str, out_dir:
             fh.write(stdout_text)
     if profiler and cfg.trace:
         from opsim.trace.ascend_profiler import write_profiler_output
-        produced = write_profiler_output(sim, out_dir, name=cfg.name, epoch_us=cfg.epoch_us, rank=0)
+        produced = write_profiler_output(sim, out_dir, name=cfg.name, epoch_us=cfg.epoch_us, rank=0,
+                                         text=profiler in ("text", "both"), db=profiler in ("db", "both"),
+                                         step_thread=cfg.outputs.step_thread)
         if isinstance(produced, (str, Path)):
             outputs["profiler"] = Path(produced)
         elif isinstance(produced, Mapping):

@@ -149,6 +149,7 @@ def build_summary(run: Any, stats: SummaryStats, wall_seconds: float) -> dict[st
         "seed": cfg.seed,
         "soc": sim.soc.name,
         "profile": sim.process.profile.name,
+        "env": {k: {"value": v, "source": cfg.env_sources.get(k, "scenario")} for k, v in sorted(cfg.env.items())},
         "simulated_makespan_us": _r(makespan),
         "device_busy_until_us": _r(stats.device_end),
         "op_calls": calls,
@@ -223,6 +224,9 @@ def render_table(summary: Mapping[str, Any]) -> str:
     wall = summary.get("wall") or {}
     rows.append(("scenario", f"{summary.get('scenario')} (seed {summary.get('seed')}, {summary.get('soc')}, "
                              f"profile {summary.get('profile')})"))
+    if "env" in summary:
+        from opsim.scenario.environment import describe_env
+        rows.append(("environment", describe_env(summary["env"])))
     rows.append(("simulated makespan", _fmt_us(summary.get("simulated_makespan_us", 0.0))))
     if wall.get("wall_seconds") is not None:
         rows.append(("wall time", f"{wall['wall_seconds']:.3f} s"))
