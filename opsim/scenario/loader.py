@@ -328,7 +328,7 @@ def _report(err: Any, errors: _Errors, best_match: Any) -> None:
                          f"{', '.join(map(str, keys)) or 'nothing'}{hint}")
         return
     if kind in ("oneOf", "anyOf") and err.context:
-        sub = best_match(err.context)
+        sub = _negative_dim(err) or best_match(err.context)
         if sub is not None:
             _report(sub, errors, best_match)
             return
@@ -489,7 +489,7 @@ class _Builder:
     def _one_set(self, value: Any, spec: Any, path: Path_, single: bool) -> tuple | None:
         n = len(spec.inputs)
         if single:  # `shape`: every input gets it
-            return tuple(tuple(value) for _ in range(n))
+            return _valid_dims(tuple(tuple(value) for _ in range(n)))
         if isinstance(value, dict):
             unknown = [k for k in value if k not in spec.inputs]
             missing = [k for k in spec.inputs if k not in value]
@@ -501,12 +501,12 @@ class _Builder:
                                       f"missing: {', '.join(missing)}")
             if unknown or missing:
                 return None
-            return tuple(tuple(value[k]) for k in spec.inputs)
+            return _valid_dims(tuple(tuple(value[k]) for k in spec.inputs))
         if len(value) != n:
             self.errors.add(path, f"{spec.name} takes {n} input shape(s) ({', '.join(spec.inputs)}), got "
                                   f"{len(value)}")
             return None
-        return tuple(tuple(s) for s in value)
+        return _valid_dims(tuple(tuple(s) for s in value))
 
     def shapes(self, step: dict[str, Any], spec: Any, path: Path_) -> tuple | None:
         given = [k for k in ("shape", "shapes", "shape_choices") if k in step]
@@ -573,6 +573,25 @@ class _Builder:
                 continue
             out[k] = v
         return out if ok else None
+
+
+def _valid_dims(shapes: tuple) -> tuple | None:
+    """The shapes, or None when a dimension is not a non-negative integer (the schema reports it)."""
+    ok = all(isinstance(d, int) and not isinstance(d, bool) and d >= 0 for s in shapes for d in s)
+    return shapes if ok else None
+
+
+def _negative_dim(err: Any) -> Any:
+    """The first "negative dimension" error among the alternatives of a oneOf/anyOf error (any depth)."""
+    for sub in err.context or ():
+        path = tuple(sub.absolute_path)
+        if sub.validator == "minimum" and path and isinstance(path[-1], int) and isinstance(sub.instance, int) \
+                and sub.instance < 0 and any(p in ("shape", "shapes", "shape_choices") for p in path):
+            return sub
+        found = _negative_dim(sub)
+        if found is not None:
+            return found
+    return None
 
 
 def _tuple(t: Any) -> tuple:

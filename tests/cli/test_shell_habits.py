@@ -160,3 +160,16 @@ def test_load_result_reads_a_cli_output_directory(tmp_path):
     summary = json.loads((tmp_path / "summary.json").read_text())
     assert res.summary["op_calls"] == summary["op_calls"] and res.count("host") > 0
     assert len(res.op_calls) == summary["op_calls"]
+
+
+@pytest.mark.parametrize("shapes, where", [
+    ("shape: [2, -1]", "shape[1]"), ("shapes: [[2, -1], [2, 2]]", "shapes[0][1]"),
+    ("shapes: {self: [2, 2], other: [-4, 2]}", "shapes.other[0]"), ("shape_choices: [[2, 2], [2, -1]]",
+                                                                     "shape_choices[1][1]"),
+    ("shape_choices: [[[2, 2], [2, -1]]]", "shape_choices[0][1][1]")])
+def test_a_negative_dimension_anywhere_in_shapes_is_reported_as_such(tmp_path, shapes, where):
+    path = tmp_path / "neg.yaml"
+    path.write_text(f"name: n\nthreads:\n  - name: a\n    program:\n      - {{op: Add, {shapes}, dtype: float16}}\n")
+    code, _, err = cli("validate", path)
+    assert code == EXIT_BAD_INPUT
+    assert err.count("\n") == 1 and f"threads[0].program[0].{where}: negative dimension" in err, err
