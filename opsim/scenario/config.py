@@ -116,6 +116,8 @@ class ScenarioConfig:
     """The opbase variables in force: the shell's, then the scenario's `env`, then `--set` (environment.py)."""
     env_sources: Mapping[str, str] = field(default_factory=dict)
     """NAME -> where its value came from: "shell", "scenario" or "--set"."""
+    env_shell: Mapping[str, str] = field(default_factory=dict)
+    """The documented variables the shell had (reported where the scenario or --set overrode them)."""
     cost_overrides: Mapping[str, float] = field(default_factory=dict)
     numerics: bool = False
     trace: bool = True

@@ -13,7 +13,6 @@ Values are strings, as in a real environment.
 from __future__ import annotations
 
 import os
-import shlex
 from typing import Any, Mapping
 
 from opsim.scenario.schema import ENV_VARS
@@ -27,18 +26,16 @@ def resolve_env(scenario_env: Mapping[str, Any], set_names: set[str],
     """NAME -> (value, source) of every documented variable in force. ``scenario_env`` is the scenario's
     ``env`` after overrides; ``set_names`` are the names given with ``--set env.NAME``; ``environ`` defaults to
     ``os.environ``."""
-    shell = os.environ if environ is None else environ
-    out: dict[str, tuple[str, str]] = {name: (str(shell[name]), "shell") for name in ENV_VARS if name in shell}
+    out: dict[str, tuple[str, str]] = {k: (v, "shell") for k, v in shell_values(environ).items()}
     for name, value in scenario_env.items():
         out[name] = (str(value), "--set" if name in set_names else "scenario")
     return dict(sorted(out.items()))
 
 
-def describe_env(env: Mapping[str, Mapping[str, str]]) -> str:
-    """One line for the run header: ``NAME=value (source), ...`` or ``none set``."""
-    if not env:
-        return "none set (opbase defaults)"
-    return ", ".join(f"{k}={shlex.quote(v['value'])} ({v['source']})" for k, v in env.items())
+def shell_values(environ: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The documented variables set in ``environ`` (default ``os.environ``)."""
+    shell = os.environ if environ is None else environ
+    return {name: str(shell[name]) for name in ENV_VARS if name in shell}
 
 
-__all__ = ["resolve_env", "describe_env", "SOURCES"]
+__all__ = ["resolve_env", "shell_values", "SOURCES"]

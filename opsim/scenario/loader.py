@@ -17,7 +17,7 @@ import yaml
 
 from opsim.errors import InvalidArgumentError, OpsimError, ScenarioError
 from opsim.scenario import config as C
-from opsim.scenario.environment import resolve_env
+from opsim.scenario.environment import resolve_env, shell_values
 from opsim.scenario.schema import DEFAULT_EPOCH_US, STEP_KEYS, validator
 
 Path_ = tuple  # a field path: keys and list indices
@@ -655,11 +655,13 @@ def load_scenario(source: str | Path | Mapping[str, Any], overrides: Mapping[str
     in_force = resolve_env(data.get("env") or {}, set_names, environ)
     if in_force:  # the copy written next to the outputs reproduces the run without the shell
         data["env"] = {k: v for k, (v, _) in in_force.items()}
-    return _config(data, threads, path, extra_ops, {k: src for k, (_, src) in in_force.items()})
+    return _config(data, threads, path, extra_ops, {k: src for k, (_, src) in in_force.items()},
+                   shell_values(environ))
 
 
 def _config(data: dict[str, Any], threads: list[C.ThreadConfig], path: Path | None,
-            extra_ops: Mapping[str, Any], env_sources: Mapping[str, str]) -> C.ScenarioConfig:
+            extra_ops: Mapping[str, Any], env_sources: Mapping[str, str],
+            env_shell: Mapping[str, str]) -> C.ScenarioConfig:
     out = data.get("outputs") or {}
     dump = data.get("dump") or {}
     return C.ScenarioConfig(
@@ -667,6 +669,7 @@ def _config(data: dict[str, Any], threads: list[C.ThreadConfig], path: Path | No
         seed=int(data.get("seed", 0)), soc=str(data.get("soc", "Ascend910B2")),
         soc_overrides=dict(data.get("soc_overrides") or {}), profile=data.get("profile"),
         env={k: str(v) for k, v in (data.get("env") or {}).items()}, env_sources=dict(env_sources),
+        env_shell=dict(env_shell),
         cost_overrides=dict(data.get("cost_overrides") or {}), numerics=bool(data.get("numerics", False)),
         trace=bool(data.get("trace", True)), memory_strategy=str(data.get("memory_strategy", "first_fit")),
         epoch_us=int(data.get("epoch_us", DEFAULT_EPOCH_US)), on_error=str(data.get("on_error", "stop")),

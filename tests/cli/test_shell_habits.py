@@ -59,7 +59,7 @@ def test_an_exported_cache_limit_changes_the_run_and_is_reported(tmp_path, monke
     cli("run", scenario, "--out", tmp_path / "same", "--quiet", "--set", "env.GE_PROFILING_TO_STD_OUT=0")
     same = json.loads((tmp_path / "same" / "summary.json").read_text())
     assert same["aicpu_cache"] == base["aicpu_cache"]
-    assert same["env"]["ACLNN_AICPU_CACHE_LIMIT"]["source"] == "scenario"
+    assert same["env"]["ACLNN_AICPU_CACHE_LIMIT"] == {"value": "3", "source": "scenario", "shell": "0"}
     # without the scenario's value the shell's applies: nothing is cached
     monkeypatch.setenv("ACLNN_AICPU_CACHE_LIMIT", "0")
     code, out, err = cli("run", scenario, "--out", tmp_path / "shell", "--set", "env.GE_PROFILING_TO_STD_OUT=0",
