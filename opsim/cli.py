@@ -42,8 +42,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     run = sub.add_parser("run", help="run a scenario and write its outputs",
                          description="Run a scenario: trace.json (Perfetto), op_summary.csv and task_time.csv "
-                                     "(msprof columns), summary.json, the GE_PROFILING_TO_STD_OUT text when the "
-                                     "variable is set, and a summary table on standard output.")
+                                     "(msprof columns), summary.json, records.json.gz (opsim.load_result), the "
+                                     "GE_PROFILING_TO_STD_OUT text (also on standard output) when the variable is "
+                                     "set, and a summary table on standard output. The documented opbase "
+                                     "variables exported in the shell apply, under the scenario's env and --set.")
     run.add_argument("scenario", help="scenario YAML file (see docs/scenarios.md)")
     run.add_argument("--out", metavar="DIR", help="output directory (default: the scenario's outputs.dir, "
                                                   "else opsim-out/<name>)")
@@ -55,7 +57,9 @@ def build_parser() -> argparse.ArgumentParser:
                           "(trace_view.json and the CSVs; the default when no value is given), db (the SQLite "
                           "databases the cluster recipes need) or both")
     run.add_argument("--no-progress", action="store_true", help="no progress bar")
-    run.add_argument("--quiet", action="store_true", help="print no summary table")
+    run.add_argument("--quiet", action="store_true",
+                     help="print no summary table (the GE_PROFILING_TO_STD_OUT text, opbase's own output, is "
+                          "still printed when the variable is on)")
 
     val = sub.add_parser("validate", help="check a scenario without running it")
     val.add_argument("scenario")

@@ -88,6 +88,8 @@ class OutputsConfig:
     csv: bool = True
     timestamps: bool = True
     summary: bool = True
+    records: bool = True
+    """records.json.gz, what `opsim.load_result` reads (every record as JSON: large for a big traced run)."""
     profiler: str = ""
     """The Ascend profiler layout to write: "" none, "text", "db" or "both" (a scenario's `true` is "text")."""
     step_thread: str | None = None

@@ -678,6 +678,7 @@ def _config(data: dict[str, Any], threads: list[C.ThreadConfig], path: Path | No
         direct_invoke_module=data.get("direct_invoke_module"), events=tuple(data.get("events") or ()),
         outputs=C.OutputsConfig(dir=out.get("dir"), trace=bool(out.get("trace", True)), csv=bool(out.get("csv", True)),
                                 timestamps=bool(out.get("timestamps", True)), summary=bool(out.get("summary", True)),
+                                records=bool(out.get("records", True)),
                                 profiler=profiler_format(out.get("profiler", False)),
                                 step_thread=out.get("step_thread")),
         source=path, data=data, extra_ops=dict(extra_ops))

@@ -250,8 +250,9 @@ def run_scenario(source: str | Path | Mapping[str, Any] | ScenarioConfig, *, out
 
     `out_dir` overrides the scenario's `outputs.dir` (default `opsim-out/<name>`); `profiler_output` overrides
     `outputs.profiler` ("text", "db", "both"; True means "text", False none); `write=False` keeps everything in
-    memory, else `records.json.gz` is written too, so `opsim.load_result(out_dir)` reads the run back. Raises `ScenarioError` for a bad scenario; failed calls (e.g. out of memory) are
-    reported in `summary["errors"]`, not raised."""
+    memory, else `records.json.gz` is written too (unless `outputs.records` is false), so
+    `opsim.load_result(out_dir)` reads the run back. Raises `ScenarioError` for a bad scenario; failed calls
+    (e.g. out of memory) are reported in `summary["errors"]`, not raised."""
     config = source if isinstance(source, ScenarioConfig) else load_scenario(source, overrides)
     from opsim.scenario.loader import profiler_format
     want_profiler = config.outputs.profiler if profiler_output is None else profiler_format(profiler_output)
@@ -282,8 +283,9 @@ def run_scenario(source: str | Path | Mapping[str, Any] | ScenarioConfig, *, out
             else Path(DEFAULT_OUT_ROOT) / config.name
         result.out_dir = target
         result.outputs = write_outputs(run, summary, stdout_text, target, profiler=want_profiler)
-        from opsim.api import Result
-        result.outputs["records"] = Result.from_run(result).save(target)
+        if config.outputs.records:
+            from opsim.api import Result
+            result.outputs["records"] = Result.from_run(result).save(target)
     return result
 
 

@@ -117,6 +117,7 @@ def build_schema() -> dict[str, Any]:
                 "csv": {"type": "boolean"},
                 "timestamps": {"type": "boolean"},
                 "summary": {"type": "boolean"},
+                "records": {"type": "boolean"},
                 "profiler": {"oneOf": [{"type": "boolean"}, {"enum": list(PROFILER_FORMATS)}]},
                 "step_thread": NAME,
             }),

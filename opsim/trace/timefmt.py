@@ -10,9 +10,10 @@ Two text forms:
 
 - `us_text(ns, decimals)`: an exact decimal (``1.400``), no float involved: the CSVs, trace_view.json and the
   nnopbase lines use it.
-- `json_ts(ns)` / `json_dur(start_ns, end_ns)`: Chrome Trace JSON numbers, which readers parse as doubles and
-  add. The duration is the double for which ``ts + dur`` (double addition) equals the end's double exactly,
-  so ``1.1 + 0.3 = 1.4000000000000001`` can never push a slice past its sibling or its parent.
+- `json_ts(ns)` and `dur_float(start_ns, end_ns)`: Chrome Trace JSON numbers, which readers parse as doubles
+  and add. The duration is the largest double for which ``ts + dur`` (double addition) does not pass the end's
+  double (it lands on it exactly unless the rounding of the sum cannot), so ``1.1 + 0.3 = 1.4000000000000001``
+  can never push a slice past its sibling; `SliceNester` also caps a child's sum at its parent's.
 """
 from __future__ import annotations
 
@@ -68,11 +69,6 @@ def dur_float(start_ns: int, end_ns: int, cap: float = math.inf) -> float:
         d = up
 
 
-def json_dur(start_ns: int, end_ns: int) -> str:
-    """A Chrome Trace ``dur`` as JSON text (see `dur_float`)."""
-    return repr(dur_float(start_ns, end_ns))
-
-
 class SliceNester:
     """Places the slices of one trace track so that they nest strictly, in integer nanoseconds and in the
     doubles a reader adds: feed them in (start, -end, record order) order; `place` clamps a child's end to its
@@ -100,4 +96,5 @@ class SliceNester:
         return end_ns, d
 
 
-__all__ = ["to_ns", "to_ns_array", "us_text", "json_ts", "json_dur", "dur_float", "ts_float", "SliceNester", "NS_PER_US"]
+__all__ = ["to_ns", "to_ns_array", "us_text", "json_ts", "dur_float", "ts_float", "SliceNester",
+           "NS_PER_US"]

@@ -173,3 +173,12 @@ def test_a_negative_dimension_anywhere_in_shapes_is_reported_as_such(tmp_path, s
     code, _, err = cli("validate", path)
     assert code == EXIT_BAD_INPUT
     assert err.count("\n") == 1 and f"threads[0].program[0].{where}: negative dimension" in err, err
+
+
+def test_records_can_be_left_out_and_profiler_formats_match_the_schema(tmp_path):
+    from opsim import cli as cli_module
+    from opsim.scenario.schema import PROFILER_FORMATS
+    assert cli_module.PROFILER_FORMATS == PROFILER_FORMATS
+    code, _, err = cli("run", _light(tmp_path), "--out", tmp_path / "o", "--quiet", "--set", "outputs.records=false")
+    assert code == EXIT_OK, err
+    assert (tmp_path / "o" / "summary.json").exists() and not (tmp_path / "o" / "records.json.gz").exists()
