@@ -144,7 +144,21 @@ def read_yaml(text: str, label: str) -> tuple[Any, dict[Path_, int]]:
         data = yaml.safe_load(text)
     except yaml.YAMLError as exc:  # pragma: no cover - compose accepted it
         raise ScenarioError(f"{label}: YAML error: {exc}") from None
+    _env_as_written(node, data)
     return data, lines
+
+
+def _env_as_written(node: yaml.Node, data: Any) -> None:
+    """Environment values are strings as written (``ACLNN_CACHE_LIMIT: 010`` is "010", not YAML 1.1's octal
+    8): the `env` mapping's plain scalars keep their source text; null stays null (the schema reports it)."""
+    if not isinstance(node, yaml.MappingNode) or not isinstance(data, dict) or not isinstance(data.get("env"), dict):
+        return
+    for key_node, value_node in node.value:
+        if getattr(key_node, "value", None) == "env" and isinstance(value_node, yaml.MappingNode):
+            for k, v in value_node.value:
+                if isinstance(v, yaml.ScalarNode) and v.tag in ("tag:yaml.org,2002:int", "tag:yaml.org,2002:float",
+                                                                "tag:yaml.org,2002:bool"):
+                    data["env"][k.value] = v.value
 
 
 def read_source(source: str | Path | Mapping[str, Any]) -> tuple[Any, dict[Path_, int], str, Path | None]:

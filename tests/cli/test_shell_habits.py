@@ -182,3 +182,9 @@ def test_records_can_be_left_out_and_profiler_formats_match_the_schema(tmp_path)
     code, _, err = cli("run", _light(tmp_path), "--out", tmp_path / "o", "--quiet", "--set", "outputs.records=false")
     assert code == EXIT_OK, err
     assert (tmp_path / "o" / "summary.json").exists() and not (tmp_path / "o" / "records.json.gz").exists()
+
+
+def test_scenario_env_values_are_the_text_as_written(tmp_path):
+    path = _light(tmp_path, "env:\n  ACLNN_CACHE_LIMIT: 010\n  DISABLE_L2_CACHE: on\n  NPU_COLLECT_PATH: 1.50\n")
+    cfg = load_scenario(path, environ={})
+    assert cfg.env == {"ACLNN_CACHE_LIMIT": "010", "DISABLE_L2_CACHE": "on", "NPU_COLLECT_PATH": "1.50"}
