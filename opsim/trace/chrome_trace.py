@@ -1,4 +1,4 @@
-"""trace.json: the recorder as a Chrome Trace Event file that Perfetto (ui.perfetto.dev) and chrome://tracing open.
+"""trace.json: the recorder as a Chrome Trace Event file, for Perfetto (ui.perfetto.dev).
 
 Layout:
 
@@ -13,8 +13,9 @@ Layout:
 - `HostToDevice` flow arrows (`s` on the launching host span, `f` on the device task), linked by the
   correlation id every record of one call carries.
 
-Times are simulated microseconds from 0, written with nanosecond resolution. Slices on one track nest
-strictly: spans are placed in integer nanoseconds and a child never ends after its parent.
+Times are simulated microseconds from 0, written with nanosecond resolution (`opsim.trace.timefmt`). Slices on
+one track nest strictly, in integer nanoseconds and as a reader adds ``ts + dur`` in doubles: a child never ends
+after its parent, siblings never overlap (`SliceNester`).
 """
 from __future__ import annotations
 
