@@ -2,7 +2,6 @@
 python -m opsim, --json listings, --profiler-output formats, completion, and the CLI -> notebook path."""
 from __future__ import annotations
 
-import io
 import json
 import os
 import subprocess
@@ -10,28 +9,14 @@ import sys
 
 import pytest
 
-from scenario_helpers import ROOT, SCENARIOS
-from opsim.cli import EXIT_BAD_INPUT, EXIT_OK, main
+from scenario_helpers import AICORE_ONLY, ROOT, SCENARIOS, cli
+from opsim.cli import EXIT_BAD_INPUT, EXIT_OK
 from opsim.scenario.loader import load_scenario, parse_override
-
-LIGHT = """\
-name: light
-threads:
-  - name: a
-    program:
-      - {op: Add, shape: [8, 8], dtype: float16}
-"""
-
-
-def cli(*argv):
-    out, err = io.StringIO(), io.StringIO()
-    code = main(list(map(str, argv)), stdout=out, stderr=err)
-    return code, out.getvalue(), err.getvalue()
 
 
 def _light(tmp_path, extra: str = "") -> str:
     path = tmp_path / "light.yaml"
-    path.write_text(LIGHT + extra)
+    path.write_text(AICORE_ONLY + extra)
     return str(path)
 
 
