@@ -71,7 +71,15 @@ class SleepStep:
     us: float
 
 
-Step = Union[OpStep, LoopStep, ChooseStep, SyncStep, SyncDeviceStep, EventStep, SleepStep]
+@dataclass(frozen=True)
+class ProfilingStep:
+    """The profiler starts (with a switch mask) or stops: opbase's profiling callback, process-wide."""
+
+    start: bool
+    mask: int = 0
+
+
+Step = Union[OpStep, LoopStep, ChooseStep, SyncStep, SyncDeviceStep, EventStep, SleepStep, ProfilingStep]
 
 
 @dataclass(frozen=True)
@@ -153,5 +161,6 @@ def _calls(program: tuple[Step, ...]) -> int:
     return n
 
 
-__all__ = ["OpStep", "LoopStep", "ChooseStep", "SyncStep", "SyncDeviceStep", "EventStep", "SleepStep", "Step",
+__all__ = ["OpStep", "LoopStep", "ChooseStep", "SyncStep", "SyncDeviceStep", "EventStep", "SleepStep", "ProfilingStep",
+           "Step",
            "ThreadConfig", "OutputsConfig", "DumpConfig", "ScenarioConfig"]
