@@ -9,7 +9,6 @@ can cause to run is the module it names in `direct_invoke_module`.
 from __future__ import annotations
 
 import difflib
-import re
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
@@ -19,6 +18,7 @@ from opsim.errors import InvalidArgumentError, OpsimError, ScenarioError
 from opsim.scenario import config as C
 from opsim.scenario.environment import resolve_env, shell_values
 from opsim.scenario.schema import DEFAULT_EPOCH_US, STEP_KEYS, validator
+from opsim.scenario.yaml_core import parse_as_written, parse_core_scalar
 
 Path_ = tuple  # a field path: keys and list indices
 
@@ -206,55 +206,6 @@ def parse_key(key: str) -> Path_:
     return tuple(path)
 
 
-class _CoreLoader(yaml.SafeLoader):
-    """YAML 1.2 core schema scalars (PyYAML reads YAML 1.1): decimal integers may have leading zeros (``010`` is
-    10), ``0o``/``0x`` prefixes, booleans only true/false, null/~/empty; ``yes``, ``on``, ``1_000`` and
-    ``0b11`` are strings."""
-
-    yaml_implicit_resolvers: dict = {}
-
-
-_CORE_SCALARS = (
-    ("tag:yaml.org,2002:null", r"^(?:~|null|Null|NULL|)$", "~nN"),
-    ("tag:yaml.org,2002:bool", r"^(?:true|True|TRUE|false|False|FALSE)$", "tTfF"),
-    ("tag:yaml.org,2002:int", r"^(?:[-+]?[0-9]+|0o[0-7]+|0x[0-9a-fA-F]+)$", "-+0123456789"),
-    ("tag:yaml.org,2002:float", r"^(?:[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)(?:[eE][-+]?[0-9]+)?"
-                                r"|[-+]?\.(?:inf|Inf|INF)|\.(?:nan|NaN|NAN))$", "-+.0123456789"),
-)
-for _tag, _pattern, _first in _CORE_SCALARS:
-    _CoreLoader.add_implicit_resolver(_tag, re.compile(_pattern), list(_first))
-
-
-def _core_int(loader: yaml.SafeLoader, node: yaml.Node) -> int:
-    text = loader.construct_scalar(node)
-    if text[:2] in ("0o", "0x"):
-        return int(text[2:], 8 if text[1] == "o" else 16)
-    return int(text, 10)
-
-
-def _core_float(loader: yaml.SafeLoader, node: yaml.Node) -> float:
-    text = loader.construct_scalar(node)
-    low = text.lower()
-    if low.endswith(".inf"):
-        return float("-inf") if low.startswith("-") else float("inf")
-    return float("nan") if low == ".nan" else float(text)
-
-
-_CoreLoader.add_constructor("tag:yaml.org,2002:int", _core_int)
-_CoreLoader.add_constructor("tag:yaml.org,2002:float", _core_float)
-
-
-def parse_core_scalar(text: str) -> Any:
-    """A YAML 1.2 core schema value: a scalar or a flow collection ("5", "true", "[1, 2]"); the text itself
-    when it does not parse."""
-    if not text.strip():
-        return ""
-    try:
-        return yaml.load(text, Loader=_CoreLoader)  # noqa: S506 - a SafeLoader subclass
-    except yaml.YAMLError:
-        return text
-
-
 def parse_override(text: str) -> tuple[str, Any]:
     """"key=value" with the value read as a YAML 1.2 core scalar or flow collection ("5", "true", "[1, 2]").
     Environment values are strings, as in a real environment: ``env.NAME=010`` is the text "010", and the
@@ -266,19 +217,7 @@ def parse_override(text: str) -> tuple[str, Any]:
                             "--set env.GE_PROFILING_TO_STD_OUT=1")
     if key.startswith("env.") or key.startswith("env["):
         return key, value
-    parsed = parse_core_scalar(value)
-    if key == "env" and isinstance(parsed, dict):
-        parsed = {k: _env_text(v) for k, v in parsed.items()}
-    return key, parsed
-
-
-def _env_text(value: Any) -> str:
-    """An environment value given inside `--set env={...}` as the string a shell would hold."""
-    if value is None:
-        return ""
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    return str(value)
+    return key, parse_as_written(value) if key == "env" else parse_core_scalar(value)
 
 
 def apply_overrides(data: Any, overrides: Mapping[str, Any]) -> set[Path_]:

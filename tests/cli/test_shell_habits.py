@@ -76,7 +76,8 @@ def test_ge_profiling_from_the_shell_prints_on_stdout_and_writes_the_file(tmp_pa
     ("x=[1, 2]", [1, 2]), ("x={a: 1}", {"a": 1}), ("x=abc", "abc"), ("x=", ""), ("x=.inf", float("inf")),
     ("x=1_000", "1_000"), ("x=0b11", "0b11"),
     ("env.ACLNN_CACHE_LIMIT=010", "010"), ("env.DISABLE_L2_CACHE=on", "on"), ("env.X=true", "true"),
-    ("env.X=", ""), ("env.X=1.50", "1.50"),
+    ("env.X=", ""), ("env.X=1.50", "1.50"), ("env={A: 010, B: on, C: 1.50}", {"A": "010", "B": "on", "C": "1.50"}),
+    ("x={a: , b: [1, yes]}", {"a": None, "b": [1, "yes"]}),
 ])
 def test_set_values_are_yaml_1_2_core_scalars_and_env_values_strings(text, value):
     assert parse_override(text)[1] == value
