@@ -17,7 +17,7 @@ import yaml
 from opsim.errors import InvalidArgumentError, OpsimError, ScenarioError
 from opsim.scenario import config as C
 from opsim.scenario.environment import resolve_env, shell_values
-from opsim.scenario.schema import DEFAULT_EPOCH_US, STEP_KEYS, validator
+from opsim.scenario.schema import DEFAULT_EPOCH_US, PROFILER_FORMATS, STEP_KEYS, validator
 from opsim.scenario.yaml_core import parse_as_written, parse_core_scalar
 
 Path_ = tuple  # a field path: keys and list indices
@@ -643,7 +643,11 @@ def profiler_format(value: bool | str | None) -> str:
     """`outputs.profiler` / `--profiler-output` as one of "", "text", "db", "both" (true means "text")."""
     if value is True:
         return "text"
-    return value if isinstance(value, str) else ""
+    if value is False or value is None:
+        return ""
+    if value in PROFILER_FORMATS:
+        return value
+    raise InvalidArgumentError(f"profiler output {value!r}: use one of {', '.join(PROFILER_FORMATS)}, True or False")
 
 
 def validate(source: str | Path | Mapping[str, Any], overrides: Mapping[str, Any] | None = None, *,

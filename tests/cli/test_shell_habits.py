@@ -136,6 +136,10 @@ def test_profiler_output_formats(tmp_path, fmt, text_files, db_files):
 def test_profiler_output_rejects_an_unknown_format(tmp_path):
     code, _, err = cli("run", _light(tmp_path), "--profiler-output", "xml")
     assert code == EXIT_BAD_INPUT and "invalid choice" in err
+    from opsim.errors import InvalidArgumentError
+    from opsim.scenario.runner import run_scenario
+    with pytest.raises(InvalidArgumentError, match="use one of text, db, both"):
+        run_scenario(_light(tmp_path), profiler_output="xml", write=False)
 
 
 def test_load_result_reads_a_cli_output_directory(tmp_path):
