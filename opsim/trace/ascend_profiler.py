@@ -37,7 +37,7 @@ Mapping from opsim records (the conventions of ``opsim.runtime.host_thread.run_o
 * ``step`` instants (args ``{"step": n, "phase": "begin"|"end"}``, track = thread name) -> ``ProfilerStep#n``;
   without them the whole run is step 1. Each thread's steps are shown on its own track; step_trace_time.csv,
   the kernels' ``Step Id`` and the databases' STEP_TIME follow one thread's steps (``step_thread``, default
-  the first thread with steps), since torch_npu marks steps on the one thread that calls ``prof.step()``;
+  the first thread with steps), since torch_npu marks steps on the one thread that calls ``prof.step()``.
 
 Tensor shapes, dtypes and formats are taken from ``tensor_info`` instants (args ``corr``, ``op`` and the
 torch_npu strings ``input_shapes``, ``input_data_types``, ``input_formats``, ``output_shapes``,
