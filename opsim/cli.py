@@ -14,7 +14,7 @@ import contextlib
 import os
 import sys
 from pathlib import Path
-from typing import Sequence, TextIO
+from typing import Any, Sequence, TextIO
 
 EXIT_OK = 0
 EXIT_SIM_ERRORS = 1
@@ -56,6 +56,8 @@ def build_parser() -> argparse.ArgumentParser:
                      help="also write the Ascend PyTorch Profiler directory that msprof-analyze reads: text "
                           "(trace_view.json and the CSVs; the default when no value is given), db (the SQLite "
                           "databases the cluster recipes need) or both")
+    run.add_argument("--calibration", metavar="FILE",
+                     help="calibration YAML from `opsim calibrate` (replaces the scenario's calibration key)")
     run.add_argument("--no-progress", action="store_true", help="no progress bar")
     run.add_argument("--quiet", action="store_true",
                      help="print no summary table (the GE_PROFILING_TO_STD_OUT text, opbase's own output, is "
@@ -70,9 +72,32 @@ def build_parser() -> argparse.ArgumentParser:
     socs = sub.add_parser("list-socs", help="the SoC presets and their numbers")
     socs.add_argument("--json", action="store_true", help="print a JSON list instead of the table")
 
+    from opsim.calibration.cli import add_parsers
+    add_parsers(sub)
     rep = sub.add_parser("report", help="print the summary of a finished run again")
     rep.add_argument("outdir", help="the output directory of a run")
+    _add_import_parser(sub)
     return p
+
+
+def _add_import_parser(sub: Any) -> None:
+    imp = sub.add_parser("import", help="turn a real torch_npu profile into a scenario that replays it",
+                         description="Read a torch_npu profile (its *_ascend_pt directory, ASCEND_PROFILER_OUTPUT or "
+                                     "trace_view.json) and write a scenario replaying it, with an import report "
+                                     "next to it (see docs/import.md).")
+    imp.add_argument("profile", help="profile directory or trace_view.json")
+    imp.add_argument("-o", "--output", metavar="SCENARIO", required=True, help="the scenario YAML to write")
+    imp.add_argument("--name", help="the scenario's name (default: from the profile)")
+
+
+def cmd_import(args: argparse.Namespace, out: TextIO) -> int:
+    """opsim import PROFILE -o SCENARIO: the scenario, its import report, and a short summary on stdout."""
+    from opsim.importer import import_profile, write_import
+    result = write_import(import_profile(args.profile, name=args.name), args.output)
+    for line in result.report.summary_lines():
+        out.write(line + "\n")
+    out.write(f"wrote {result.scenario_path} and {result.report_path}\n")
+    return EXIT_OK
 
 
 def _overrides(items: Sequence[str]) -> dict:
@@ -95,15 +120,15 @@ def cmd_validate(args: argparse.Namespace, out: TextIO) -> int:
 
 
 def cmd_run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
-    from opsim.errors import OpsimError, ScenarioError
+    from opsim.errors import CalibrationError, OpsimError, ScenarioError
     from opsim.scenario.loader import load_scenario
     cfg = load_scenario(args.scenario, _overrides(args.overrides))
     from opsim.scenario.runner import run_scenario
     from opsim.trace.summary import render_table
     try:
         result = run_scenario(cfg, out_dir=args.out, progress=not args.no_progress,
-                              profiler_output=args.profiler_output)
-    except ScenarioError:
+                              profiler_output=args.profiler_output, calibration=args.calibration)
+    except (ScenarioError, CalibrationError):
         raise
     except OpsimError as exc:
         _print_error(exc, err)
@@ -234,6 +259,11 @@ def main(argv: Sequence[str] | None = None, *, stdout: TextIO | None = None, std
             return cmd_list_socs(out, args.json)
         if args.command == "report":
             return cmd_report(args, out)
+        if args.command == "import":
+            return cmd_import(args, out)
+        if args.command in ("calibrate", "predict"):
+            from opsim.calibration.cli import cmd_calibrate, cmd_predict
+            return (cmd_calibrate if args.command == "calibrate" else cmd_predict)(args, out)
     except OpsimError as exc:
         _print_error(exc, err)
         return EXIT_BAD_INPUT
