@@ -44,7 +44,7 @@ def blocks(path: Path) -> list[tuple[int, str, str, bool]]:
 def shell_commands(body: str) -> list[str]:
     """The commands of a shell block: one per line, `pip install` parts dropped, pytest runs left out."""
     cmds = []
-    for line in body.splitlines():
+    for line in body.replace("\\\n", " ").splitlines():  # a trailing backslash continues the line
         line = line.strip()
         if not line or line.startswith("#"):
             continue
@@ -86,7 +86,7 @@ def test_the_docs_have_runnable_examples():
 
 def test_the_convention_drops_installs_and_pytest():
     assert shell_commands("pip install -e '.[test]' && python -m pytest\npip install -e . && opsim run x.yaml\n"
-                          "# comment\n") == ["opsim run x.yaml"]
+                          "# comment\nopsim run y.yaml \\\n   --quiet\n") == ["opsim run x.yaml", "opsim run y.yaml     --quiet"]
 
 
 _SHELL_CASES = [(p, line, b) for p, line, lang, b in CASES if lang in SHELL]
