@@ -617,13 +617,15 @@ def load_scenario(source: str | Path | Mapping[str, Any], overrides: Mapping[str
     if isinstance(step_thread, str) and names and step_thread not in names:
         errors.add(("outputs", "step_thread"), f"no thread is named {step_thread!r}{_suggest(step_thread, names)}; "
                                                f"use one of: {', '.join(names)}")
+    in_force: dict = {}
+    if isinstance(data.get("env") or {}, dict):
+        set_names = {p[1] for p in overridden if len(p) == 2 and p[0] == "env"}
+        set_names |= {k for p in overridden if p == ("env",) for k in (data.get("env") or {})}
+        in_force = resolve_env(data.get("env") or {}, set_names, environ)
+        if in_force:  # the copy written next to the outputs reproduces the run without the shell
+            data["env"] = {k: v for k, (v, _) in in_force.items()}
     _check_task_queue(data, names, errors)
     errors.raise_if_any()
-    set_names = {p[1] for p in overridden if len(p) == 2 and p[0] == "env"}
-    set_names |= {k for p in overridden if p == ("env",) for k in (data.get("env") or {})}
-    in_force = resolve_env(data.get("env") or {}, set_names, environ)
-    if in_force:  # the copy written next to the outputs reproduces the run without the shell
-        data["env"] = {k: v for k, (v, _) in in_force.items()}
     return _config(data, threads, path, extra_ops, {k: src for k, (_, src) in in_force.items()},
                    shell_values(environ))
 

@@ -178,3 +178,9 @@ def test_scenario_env_values_are_the_text_as_written(tmp_path):
     path = _light(tmp_path, "env:\n  ACLNN_CACHE_LIMIT: 010\n  DISABLE_L2_CACHE: on\n  NPU_COLLECT_PATH: 1.50\n")
     cfg = load_scenario(path, environ={})
     assert cfg.env == {"ACLNN_CACHE_LIMIT": "010", "DISABLE_L2_CACHE": "on", "NPU_COLLECT_PATH": "1.50"}
+
+
+def test_a_shell_value_is_validated_like_a_scenario_value(tmp_path):
+    from opsim.errors import ScenarioError
+    with pytest.raises(ScenarioError, match="TASK_QUEUE_ENABLE='5' is not supported"):
+        load_scenario(_light(tmp_path), environ={"TASK_QUEUE_ENABLE": "5"})
