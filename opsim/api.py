@@ -208,7 +208,7 @@ class Result:
         doc = {"format": _FORMAT, "version": _VERSION, "meta": self.meta, "summary": summary,
                "outputs": outputs, "stdout_text": self.stdout_text, "records": self._columns}
         text = json.dumps(doc, separators=(",", ":"), default=_json_default, allow_nan=True)
-        # level 6: within 1% of level 9's size at an eighth of its time (100 000 traced calls: 3 s, not 25 s)
+        # level 6: nearly level 9's size, several times faster to write for a large traced run
         with open(path, "wb") as fh, gzip.GzipFile(fileobj=fh, mode="wb", mtime=0, filename="",
                                                    compresslevel=6) as gz:
             gz.write(text.encode("utf-8"))
