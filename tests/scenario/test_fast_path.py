@@ -32,11 +32,12 @@ def test_fast_and_reference_paths_write_the_same_bytes(tmp_path, name):
     outs = {}
     for fast in (True, False):
         res = run_scenario(SCENARIOS / name, out_dir=tmp_path / str(fast), overrides=_CUT.get(name),
-                           profiler_output=True, fast_path=fast)
+                           profiler_output="both", fast_path=fast)
         assert res.sim.fast_path is fast
         outs[fast] = _files(tmp_path / str(fast))
     assert {"trace.json", "summary.json", "op_summary.csv", "task_time.csv"} <= set(outs[True])
-    assert any("ASCEND_PROFILER_OUTPUT" in k for k in outs[True])
+    assert any("ASCEND_PROFILER_OUTPUT" in k for k in outs[True]) and any(k.endswith(".db") for k in outs[True])
+    assert "records.json.gz" in outs[True]
     assert sorted(outs[True]) == sorted(outs[False])
     for key in outs[True]:
         assert _comparable(key, outs[True][key]) == _comparable(key, outs[False][key]), key
@@ -82,7 +83,7 @@ def test_mixed_switches_write_the_same_bytes(tmp_path):
     src.write_text(MIXED)
     outs = {}
     for fast in (True, False):
-        res = run_scenario(src, out_dir=tmp_path / str(fast), profiler_output=True, fast_path=fast)
+        res = run_scenario(src, out_dir=tmp_path / str(fast), profiler_output="both", fast_path=fast)
         assert not res.summary["errors"]
         outs[fast] = _files(tmp_path / str(fast))
     assert res.summary["profiling_reports"] and res.summary["op_calls"] > 30
