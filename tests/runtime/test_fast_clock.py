@@ -49,8 +49,8 @@ def test_fast_path_keeps_the_event_order(programs):
     assert _run(programs, True) == _run(programs, False)
 
 
-def _thread_resumes(fast: bool) -> int:
-    """How many times SimPy resumes a thread whose kernels outlast its host time (50 launches)."""
+def _launching(fast: bool, launches: int):
+    """A simulation with one thread launching `launches` 30 us kernels on one stream, back to back."""
     sim = Simulation(trace=True, fast_path=fast)
     stream = sim.device.create_stream()
 
@@ -58,10 +58,15 @@ def _thread_resumes(fast: bool) -> int:
         rt.submit_kernel(current(), stream, "Op", "AI_CORE", 1, 30.0)
 
     def program(th):
-        for _ in range(50):
+        for _ in range(launches):
             yield from th.call(launch)
 
-    th = sim.add_thread(program, "t")
+    return sim, sim.add_thread(program, "t")
+
+
+def _thread_resumes(fast: bool) -> int:
+    """How many times SimPy resumes a thread whose kernels outlast its host time (50 launches)."""
+    sim, th = _launching(fast, 50)
     env = sim.env
     resumes = [0]
     real_step = env.step
@@ -83,17 +88,7 @@ def test_fast_path_runs_in_place_when_only_the_device_is_due():
 
 
 def _run_in_two_parts(fast: bool):
-    sim = Simulation(trace=True, fast_path=fast)
-    stream = sim.device.create_stream()
-
-    def launch():
-        rt.submit_kernel(current(), stream, "Op", "AI_CORE", 1, 30.0)
-
-    def program(th):
-        for _ in range(20):
-            yield from th.call(launch)
-
-    sim.add_thread(program, "t")
+    sim, _ = _launching(fast, 20)
     first = sim.run(until=37.5)
     n_first = len(sim.recorder.records("device")["op"])
     return first, n_first, sim.run(), sim.recorder.records("host"), sim.recorder.records("device")
