@@ -239,9 +239,10 @@ class TaskQueue:
         self._waiters: dict[str, list] = {}
         self.thread = sim.add_thread(self._consume, name)
 
-    def put(self, producer: str, job: Callable[[], Any], corr: int, on_done: Callable[[Any], None] | None) -> None:
+    def put(self, producer: str, job: Callable[[], Any], corr: int, on_done: Callable[[Any], None] | None,
+            api: str | None = None) -> None:
         self.pending[producer] = self.pending.get(producer, 0) + 1
-        self.store.put((producer, job, corr, on_done))
+        self.store.put((producer, job, corr, on_done, api))
 
     def drain(self, producer: str) -> Generator:
         """Wait until every job `producer` queued has run (torch_npu empties the queue before a sync)."""
@@ -251,12 +252,17 @@ class TaskQueue:
             yield ev
 
     def _consume(self, th: Any) -> Generator:
+        """Per job: the ``dequeue`` phase (the Dequeue@ event's own time around the call), the job, then the
+        ``dequeue gap`` before the consumer can take the next job."""
         ctx = th.ctx
         while True:
-            producer, job, corr, on_done = yield self.store.get()
+            producer, job, corr, on_done, api = yield self.store.get()
             ctx.current_corr = corr
+            ctx.charge("dequeue", api)
             result = yield from th.call(job)
             ctx.current_corr = -1
+            ctx.charge("dequeue gap", api)
+            yield from th._replay()
             if on_done is not None:
                 on_done(result)
             self.pending[producer] -= 1
@@ -403,12 +409,14 @@ class TorchNpu:
                                             queue is not None and form != "sync")
         finally:
             set_current(prev)
+        if job is not None:
+            ctx.charge("enqueue", api)  # the Enqueue event on the issuing thread
         th.calls += 1
         if ctx.actions:
             yield from th._replay()
         out.corr = corr
         if job is not None:
-            queue.put(th.name, job, corr, (lambda _r: on_done(out)) if on_done is not None else None)
+            queue.put(th.name, job, corr, (lambda _r: on_done(out)) if on_done is not None else None, api)
         elif on_done is not None:
             on_done(out)
         if rec.enabled:

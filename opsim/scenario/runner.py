@@ -183,8 +183,10 @@ class _Run:
         from opsim.runtime import acl_rt
         fn = acl_rt.record_event if record else acl_rt.stream_wait_event
         args = (event, stream) if record else (stream, event)
-        self.npu.queue.put(th.name, lambda: fn(*args), -1, None)
-        yield from ()
+        api = "aclrtRecordEvent" if record else "aclrtStreamWaitEvent"
+        th.ctx.charge("enqueue", api)  # torch_npu enqueues an event like a call
+        yield from th._replay()
+        self.npu.queue.put(th.name, lambda: fn(*args), -1, None, api)
 
     def drain(self, th: Any) -> Generator:
         """Before a synchronisation: wait for the task queue to run what `th` queued (no-op without a queue)."""
