@@ -68,7 +68,8 @@ class _Run:
             soc=config.soc, soc_overrides=config.soc_overrides, env=config.env, profile=config.profile,
             numerics=config.numerics, trace=True, cost_overrides=config.cost_overrides, stdout=self.capture,
             dump_dir=config.dump.dir, op_dump=config.dump.op_dump, overflow_dump=config.dump.overflow_dump,
-            memory_strategy=config.memory_strategy, calibration=calibration or config.calibration)
+            memory_strategy=config.memory_strategy, calibration=calibration or config.calibration,
+            deterministic_level=config.deterministic_level, strong_consistency=config.strong_consistency)
         env = self.sim.env
         self._now = lambda: env.now
         if not config.trace:
