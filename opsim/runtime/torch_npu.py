@@ -18,9 +18,10 @@ from opsim.acl.dtypes import DataType
 from opsim.acl.tensor import BoolArray, FloatArray, Fp16Array, IntArray, Scalar, ScalarList, Tensor, TensorList
 from opsim.errors import InvalidArgumentError
 from opsim.kernels.hashing import murmur_hash3_x64_h2
+from opsim.opdev import huge_mem
 from opsim.opdev import pta_cache as pta
 from opsim.opdev.op_args import Null
-from opsim.opdev.thread_local import ThreadLocalContext, set_current
+from opsim.opdev.thread_local import ThreadLocalContext, current, set_current
 
 G_HASH_BUF_MAX_SIZE = 8192
 """torch_npu's g_hash_buf size (op_api_common.cpp kHashBufSize)."""
@@ -343,9 +344,12 @@ class TorchNpu:
                 pta.set_pta_hash_key(0, ctx)
             if form == "sync" or v2:
                 pta.set_pta_cache_hash_key(None, 0, ctx)
-        if executor is None:
+        miss = executor is None
+        if miss:  # a miss runs phase 1 with a huge-memory pool active (pta-cache-mode.md §2.1 step 4)
+            huge_mem.init_huge_mem_thread_local(ctx)
             status, size, executor = gws(*args)
             if status != 0:
+                huge_mem.uninit_huge_mem_thread_local(ctx)
                 pta.un_init_pta_cache_thread_local(ctx)
                 out.status = int(status)
                 return out, None
@@ -355,6 +359,9 @@ class TorchNpu:
             status, workspace = acl_rt.malloc(size)
             if status != 0:
                 destroy_executor(executor)
+                if miss:
+                    huge_mem.release_huge_mem(ctx)
+                    huge_mem.uninit_huge_mem_thread_local(ctx)
                 pta.un_init_pta_cache_thread_local(ctx)
                 out.status = int(status)
                 return out, None
@@ -363,15 +370,21 @@ class TorchNpu:
             out.status = int(run(workspace, size, executor, stream))
             if workspace:
                 acl_rt.free_async(workspace, stream)
+            if miss:  # ReleaseHugeMem in the same job: the destroyed executor put its pool index back into TLS
+                huge_mem.release_huge_mem(current())
             return out.status
 
         if queue_phase_2:
+            if miss:
+                huge_mem.uninit_huge_mem_thread_local(ctx)
             pta.un_init_pta_cache_thread_local(ctx)
             out.status = None
             return out, phase_2
         phase_2()
         if form == "sync":
             acl_rt.synchronize_stream(stream)
+        if miss:
+            huge_mem.uninit_huge_mem_thread_local(ctx)
         pta.un_init_pta_cache_thread_local(ctx)
         return out, None
 
