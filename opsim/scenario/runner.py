@@ -70,6 +70,7 @@ class _Run:
             numerics=config.numerics, trace=True, cost_overrides=config.cost_overrides, stdout=self.capture,
             dump_dir=config.dump.dir, op_dump=config.dump.op_dump, overflow_dump=config.dump.overflow_dump,
             memory_strategy=config.memory_strategy, calibration=calibration or config.calibration,
+            deterministic_level=config.deterministic_level, strong_consistency=config.strong_consistency,
             fast_path=config.fast_path)
         env = self.sim.env
         self._now = lambda: env.now
@@ -185,8 +186,10 @@ class _Run:
         from opsim.runtime import acl_rt
         fn = acl_rt.record_event if record else acl_rt.stream_wait_event
         args = (event, stream) if record else (stream, event)
-        self.npu.queue.put(th.name, lambda: fn(*args), -1, None)
-        yield from ()
+        api = "aclrtRecordEvent" if record else "aclrtStreamWaitEvent"
+        th.ctx.charge("enqueue", api)  # torch_npu enqueues an event like a call
+        yield from th._replay()
+        self.npu.queue.put(th.name, lambda: fn(*args), -1, None, api)
 
     def drain(self, th: Any) -> Generator:
         """Before a synchronisation: wait for the task queue to run what `th` queued (no-op without a queue)."""
