@@ -71,11 +71,18 @@ def _scan_dir(root: Path) -> ProfileFiles:
 def read_profile_text(path: Path, expected: str) -> str:
     """The text of a profiler file (UTF-8, BOM allowed); errors name the file and what was expected."""
     try:
-        return path.read_text(encoding="utf-8-sig")
+        data = path.read_bytes()
     except FileNotFoundError:
         raise ProfileFormatError(f"{path}: no such file; give a {expected}") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ProfileFormatError(f"{path}: cannot read ({exc}); give a UTF-8 {expected}") from None
+    except OSError as exc:
+        raise ProfileFormatError(f"{path}: cannot read ({exc}); give a {expected}") from None
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        raise ProfileFormatError(
+            f"{path}: line {line}, byte {exc.start}: not UTF-8 ({data[exc.start:exc.start + 4]!r}); re-save the "
+            f"{expected} as UTF-8") from None
 
 
 def locate_profile(path: str | Path) -> ProfileFiles:
