@@ -193,7 +193,7 @@ class _RowReader:
             d = Decimal(v)
         except (InvalidOperation, ValueError):
             raise self.fail(key, v, f"not {what}") from None
-        if not d.is_finite() or abs(d) > MAX_MAGNITUDE:
+        if not d.is_finite() or d.copy_abs() > MAX_MAGNITUDE:
             raise self.fail(key, v, f"not a finite {what.split()[-1]} below {MAX_MAGNITUDE:.0e}")
         return d
 

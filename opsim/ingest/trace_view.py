@@ -185,7 +185,7 @@ def us_to_ns(value: Any) -> int:
         d = Decimal(str(value).strip())
     except InvalidOperation:
         raise ValueError(f"{value!r} is not a number") from None
-    if not d.is_finite() or abs(d) > MAX_TIME_US:
+    if not d.is_finite() or d.copy_abs() > MAX_TIME_US:
         raise ValueError(f"{value!r} is not a finite time below {MAX_TIME_US:.0e} us")
     return int((d * 1000).to_integral_value())
 
