@@ -289,6 +289,8 @@ def _split_rows(text: str) -> list[tuple[int, str, list[str]]]:
             break
         end = reader.line_num
         raw = "".join(lines[start:end]).rstrip("\r\n")
+        if raw.count('"') % 2:  # a well-formed record always has an even number of quote characters
+            raise csv.Error(f"line {start + 1}: a quoted cell is never closed")
         out.append((start + 1, raw, cells))
         start = end
     return out
@@ -301,7 +303,8 @@ def read_kernels(path: str | Path) -> KernelTable:
     try:
         records = _split_rows(text)
     except csv.Error as exc:
-        raise ProfileFormatError(f"{p}: not a readable CSV ({exc}); give a kernel_details.csv") from None
+        raise ProfileFormatError(f"{p}: not a readable CSV ({exc}); fix the quoting or export the kernel table "
+                                 f"again") from None
     if not records:
         raise ProfileFormatError(f"{p}: empty file; give a kernel_details.csv with its header row")
     _, raw_header, header = records[0]
