@@ -201,7 +201,10 @@ def read_calls(view: TraceView, report: ImportReport) -> ProfileCalls:
         if deq is None:
             report.warn("Enqueue without its Dequeue (the queued work is not in the profile)", 1)
             continue
-        inner = [e for e in p2_by_thread.get(deq.tid, ()) if _contains(deq, e)]
+        evs = p2_by_thread.get(deq.tid, [])
+        lo = bisect.bisect_left(p2_starts.get(deq.tid, []), deq.ts)  # only calls starting inside the dequeue
+        hi = bisect.bisect_right(p2_starts.get(deq.tid, []), deq.end)
+        inner = [e for e in evs[lo:hi] if _contains(deq, e)]
         if not inner:
             report.warn("Dequeue without an ACLNN or aclop call inside", 1, example=deq.name)
             continue
