@@ -38,8 +38,10 @@ COLUMNS: dict[str, tuple[str, ...]] = {
     "output_dtypes": ("Output Data Types",),
     "output_formats": ("Output Formats",),
 }
-#: columns a kernel table must have (the rest are read when present).
-REQUIRED = ("op_type", "core", "block_dim", "input_shapes", "input_dtypes", "output_shapes", "output_dtypes")
+#: columns a kernel table must have (the rest are read when present). A profile collected at torch_npu's
+#: default profiler_level Level0 has no tensor columns (shapes, dtypes, formats): its rows carry no tensors.
+REQUIRED = ("op_type", "core")
+TENSOR_COLUMNS = ("input_shapes", "input_dtypes", "output_shapes", "output_dtypes")
 
 #: bound on any numeric cell (epoch times in us are ~1.7e15, ids, block dims): larger or non-finite values are damage, not data.
 MAX_MAGNITUDE = Decimal("1e20")
@@ -341,10 +343,13 @@ def _parse_row(path: Path, header: list[str], columns: dict[str, int], line: int
     core = canonical_core(core_text)
     if core in COMMUNICATION_CORES:
         return None, f"{core} (communication)"
-    in_shapes = r.shapes("input_shapes")
-    out_shapes = r.shapes("output_shapes")
-    if in_shapes is None and out_shapes is None:
-        return None, "no shapes"
+    if not any(k in columns for k in TENSOR_COLUMNS):  # a Level0 table: every row without tensors
+        in_shapes = out_shapes = ()
+    else:
+        in_shapes = r.shapes("input_shapes") if "input_shapes" in columns else None
+        out_shapes = r.shapes("output_shapes") if "output_shapes" in columns else None
+        if in_shapes is None and out_shapes is None:
+            return None, "no shapes"
     try:
         in_dtypes, out_dtypes = r.dtypes("input_dtypes"), r.dtypes("output_dtypes")
     except _UnknownDtype as exc:

@@ -44,6 +44,19 @@ def test_every_kernel_table_layout_reads_the_same_kernels(name):
     assert steps == ({1, 2} if name == KERNEL_FILES[0] else {None})
 
 
+def test_level0_table_without_tensor_columns_is_read_fitted_and_predicted(tmp_path):
+    table = read_kernels(FORMATS / "kernel_details_level0_no_tensors.csv")
+    ref = read_kernels(FORMATS / KERNEL_FILES[0])
+    assert [(r.name, r.core, r.duration_us, r.block_dim) for r in table.rows] == \
+        [(r.name, r.core, r.duration_us, r.block_dim) for r in ref.rows]
+    assert all(r.input_shapes == () and r.bytes_moved == 0 for r in table.rows)
+    src = FORMATS / "kernel_details_level0_no_tensors.csv"
+    code, out, err = cli("calibrate", src, "-o", tmp_path / "c.yaml")
+    assert code == 0 and "5 core fit(s)" in out, err
+    code, out, err = cli("predict", src, "--calibration", tmp_path / "c.yaml", "-o", tmp_path / "p.csv")
+    assert code == 0 and "8 kernel(s) predicted" in out, err
+
+
 def test_crlf_table_is_predicted_row_for_row_with_crlf(tmp_path):
     src = FORMATS / KERNEL_FILES[0]
     code, _, err = cli("predict", src, "-o", tmp_path / "p.csv")

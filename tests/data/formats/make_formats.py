@@ -132,6 +132,11 @@ def main() -> None:
     idx = [KD_HEADER.index(k) for k in keep]
     (HERE / "kernel_details_no_pmu_no_step_reordered.csv").write_text(
         _csv(keep, [[r[i] for i in idx] for r in rows]))
+    # profiler_level Level0: the tensor columns (shapes, dtypes, formats) and the PMU columns are not collected
+    level0 = ["Step Id", "Model ID", "Task ID", "Stream ID", "Name", "Type", "Accelerator Core", "Start Time(us)",
+              "Duration(us)", "Wait Time(us)", "Block Dim", "Mix Block Dim"]
+    idx = [KD_HEADER.index(k) for k in level0]
+    (HERE / "kernel_details_level0_no_tensors.csv").write_text(_csv(level0, [[r[i] for i in idx] for r in rows]))
     # msprof op_summary: older spellings (Op Name, OP Type, Task Type, Task ...(us)), a BOM, an Infer ID column
     ren = {"Name": "Op Name", "Type": "OP Type", "Accelerator Core": "Task Type", "Start Time(us)":
            "Task Start Time(us)", "Duration(us)": "Task Duration(us)", "Wait Time(us)": "Task Wait Time(us)"}
