@@ -26,6 +26,7 @@ OUTPUT_FILES = {
     "task_time": "task_time.csv",
     "timestamps": "ge_profiling_stdout.txt",
     "scenario": "scenario.yaml",
+    "records": "records.json.gz",
 }
 
 
@@ -297,15 +298,20 @@ def _progress_bar(total: int, enabled: bool) -> tuple[Callable[[int], None] | No
 
 def run_scenario(source: str | Path | Mapping[str, Any] | ScenarioConfig, *, out_dir: str | Path | None = None,
                  overrides: Mapping[str, Any] | None = None, progress: bool = False,
-                 profiler_output: bool | None = None, write: bool = True, calibration: Any = None) -> RunResult:
+                 profiler_output: bool | str | None = None, write: bool = True,
+                 calibration: Any = None) -> RunResult:
     """Load (unless given a ScenarioConfig), run and write the outputs of one scenario.
 
-    `out_dir` overrides the scenario's `outputs.dir` (default `opsim-out/<name>`); `write=False` keeps
-    everything in memory. `calibration` (a calibration YAML path or a loaded Calibration) replaces the
-    scenario's `calibration` key. Raises `ScenarioError` for a bad scenario and `CalibrationError` for a bad
-    calibration file; failed calls (e.g. out of memory) are reported in `summary["errors"]`, not raised."""
+    `out_dir` overrides the scenario's `outputs.dir` (default `opsim-out/<name>`); `profiler_output` overrides
+    `outputs.profiler` ("text", "db", "both"; True means "text", False none); `write=False` keeps everything in
+    memory, else `records.json.gz` is written too (unless `outputs.records` is false), so
+    `opsim.load_result(out_dir)` reads the run back. `calibration` (a calibration YAML path or a loaded
+    Calibration) replaces the scenario's `calibration` key. Raises `ScenarioError` for a bad scenario and
+    `CalibrationError` for a bad calibration file; failed calls (e.g. out of memory) are reported in
+    `summary["errors"]`, not raised."""
     config = source if isinstance(source, ScenarioConfig) else load_scenario(source, overrides)
-    want_profiler = config.outputs.profiler if profiler_output is None else profiler_output
+    from opsim.scenario.loader import profiler_format
+    want_profiler = config.outputs.profiler if profiler_output is None else profiler_format(profiler_output)
     update, close = _progress_bar(config.planned_calls(), progress)
     t0 = time.perf_counter()
     try:
@@ -330,6 +336,9 @@ def run_scenario(source: str | Path | Mapping[str, Any] | ScenarioConfig, *, out
             else Path(DEFAULT_OUT_ROOT) / config.name
         result.out_dir = target
         result.outputs = write_outputs(run, summary, stdout_text, target, profiler=want_profiler)
+        if config.outputs.records:
+            from opsim.api import Result
+            result.outputs["records"] = Result.from_run(result).save(target)
     return result
 
 
@@ -342,7 +351,7 @@ def _stdout_text(run: _Run) -> str:
 
 
 def write_outputs(run: _Run, summary: dict[str, Any], stdout_text: str, out_dir: Path, *,
-                  profiler: bool = False) -> dict[str, Path]:
+                  profiler: str = "") -> dict[str, Path]:
     """Write every output the scenario asks for into `out_dir`; returns name -> path."""
     import yaml
 
@@ -375,7 +384,9 @@ def write_outputs(run: _Run, summary: dict[str, Any], stdout_text: str, out_dir:
             fh.write(stdout_text)
     if profiler and cfg.trace:
         from opsim.trace.ascend_profiler import write_profiler_output
-        produced = write_profiler_output(sim, out_dir, name=cfg.name, epoch_us=cfg.epoch_us, rank=0)
+        produced = write_profiler_output(sim, out_dir, name=cfg.name, epoch_us=cfg.epoch_us, rank=0,
+                                         text=profiler in ("text", "both"), db=profiler in ("db", "both"),
+                                         step_thread=cfg.outputs.step_thread)
         if isinstance(produced, (str, Path)):
             outputs["profiler"] = Path(produced)
         elif isinstance(produced, Mapping):
