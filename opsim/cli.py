@@ -59,6 +59,8 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--calibration", metavar="FILE",
                      help="calibration YAML from `opsim calibrate` (replaces the scenario's calibration key)")
     run.add_argument("--no-progress", action="store_true", help="no progress bar")
+    run.add_argument("--no-fast-path", action="store_true",
+                     help="run the simulator's reference path (same outputs, slower; for debugging)")
     run.add_argument("--quiet", action="store_true",
                      help="print no summary table (the GE_PROFILING_TO_STD_OUT text, opbase's own output, is "
                           "still printed when the variable is on)")
@@ -141,7 +143,8 @@ def cmd_run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     from opsim.trace.summary import render_table
     try:
         result = run_scenario(cfg, out_dir=args.out, progress=not args.no_progress,
-                              profiler_output=args.profiler_output, calibration=args.calibration)
+                              profiler_output=args.profiler_output, calibration=args.calibration,
+                              fast_path=False if args.no_fast_path else None)
     except (ScenarioError, CalibrationError):
         raise
     except OpsimError as exc:

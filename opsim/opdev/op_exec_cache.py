@@ -130,13 +130,79 @@ class _KeyBuilder:
 
 
 def build_l2_key(api_name: str, aic_num: int, aiv_num: int, deterministic_level: int,
-                 dfx_in: tuple, dfx_out: tuple) -> tuple[bytes, list, list]:
-    """The L2 key bytes (empty when longer than 8192 bytes), the L2 storages and the L2 tensors."""
+                 dfx_in: tuple, dfx_out: tuple, *, memo: dict | None = None) -> tuple[bytes, list, list]:
+    """The L2 key bytes (empty when longer than 8192 bytes), the L2 storages and the L2 tensors.
+
+    `memo` (the fast path; one dict per simulation, `ProcessContext.key_memo`): a result is reused for the
+    same (API, aicNum, aivNum, deterministic level) and the same argument objects while every field that
+    enters the key is unchanged. The memo holds the arguments, so their ids cannot be reused meanwhile."""
+    head_fields = (api_name, aic_num, aiv_num, deterministic_level)
+    if memo is None:
+        return _build_l2_key(head_fields, dfx_in, dfx_out)
+    args = dfx_in + dfx_out
+    memo_key = (head_fields, tuple(map(id, args)))
+    last = memo.get(memo_key)
+    if last is not None and _unchanged(last[0], args):
+        return last[1]
+    result = _build_l2_key(head_fields, dfx_in, dfx_out)
+    snapshot = _snapshot(args)
+    if snapshot is not None:
+        if len(memo) >= KEY_MEMO_MAX:
+            memo.clear()
+        memo[memo_key] = (snapshot, result)
+    return result
+
+
+KEY_MEMO_MAX = 4096
+"""Entries of a simulation's phase-1 key memo before it is emptied (distinct argument sets in use)."""
+_T, _S, _V = 0, 1, 2  # snapshot entry kinds: tensor, scalar, immutable value
+_VALUE_TYPES = (type(None), int, bool, str, DataType)
+
+
+def _snapshot(args: tuple) -> tuple | None:
+    """Every argument with the objects its key bytes and storages come from; None when an argument's key
+    bytes could change without such a change (a host array's values, an unlisted object: not memoised)."""
+    out = []
+    for v in args:
+        tv = type(v)
+        if tv is Tensor:
+            out.append((_T, v, v.view_shape, v.strides, v.storage_shape, v.dtype, v.view_offset, v.view_format,
+                        v.storage))
+        elif tv is Scalar:
+            out.append((_S, v, v.raw, v.dtype))
+        elif tv in _VALUE_TYPES or tv is float:
+            out.append((_V, v, tv))
+        else:
+            return None
+    return tuple(out)
+
+
+def _unchanged(snapshot: tuple, args: tuple) -> bool:
+    """The arguments are the snapshot's objects with the same fields (or equal values of the same type;
+    floats only as the same object: 0.0 == -0.0 but their bytes differ)."""
+    if len(snapshot) != len(args):
+        return False
+    for s, v in zip(snapshot, args):
+        kind = s[0]
+        if kind == _T:
+            if (v is not s[1] or v.view_shape is not s[2] or v.strides is not s[3] or v.storage_shape is not s[4]
+                    or v.dtype is not s[5] or v.view_offset != s[6] or v.view_format is not s[7]
+                    or v.storage is not s[8]):
+                return False
+        elif kind == _S:
+            if v is not s[1] or v.raw is not s[2] or v.dtype is not s[3]:
+                return False
+        elif v is not s[1] and (type(v) is not s[2] or s[2] is float or v != s[1]):
+            return False
+    return True
+
+
+def _build_l2_key(head_fields: tuple, dfx_in: tuple, dfx_out: tuple) -> tuple[bytes, list, list]:
     kb = _KeyBuilder()
     parts = kb.parts
-    head_fields = (api_name, aic_num, aiv_num, deterministic_level)
     head = _HEADS.get(head_fields)
     if head is None:
+        api_name, aic_num, aiv_num, deterministic_level = head_fields
         name = api_name.encode()
         head = _HEADS[head_fields] = name + _Q.pack(len(name)) + struct.pack(
             "<IIB", aic_num & 0xFFFFFFFF, aiv_num & 0xFFFFFFFF, deterministic_level & 0xFF)
@@ -542,7 +608,7 @@ def l2_dfx_phase_1(api_name: str, dfx_in: tuple, dfx_out: tuple, *, with_cache: 
         return None
     ctx.charge("make key")
     key, storages, tensors = build_l2_key(api_name, cfg.aic_num, cfg.aiv_num, cfg.deterministic_level,
-                                          dfx_in, dfx_out)
+                                          dfx_in, dfx_out, memo=p.key_memo)
     pta = ctx.use_pta_hash
     if pta:  # pta-cache-mode.md §5: hash and key stay torch_npu's; only the storages and addresses are opbase's
         key = ctx.key

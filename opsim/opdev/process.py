@@ -25,7 +25,7 @@ class ProcessContext:
                  dump_dir: str | None = None, op_dump: bool = False, overflow_dump: bool = False,
                  exception_dump: bool = False, level2_profiling: bool = False, record_op_args: bool = False,
                  profiling_switch: int = 0, deterministic_level: int = 0, strong_consistency: bool = False,
-                 soc_name: str = "Ascend910B2"):
+                 soc_name: str = "Ascend910B2", fast_path: bool = True):
         self.env: dict[str, str] = dict(env or {})
         self.profile = profile if isinstance(profile, BehaviourProfile) else get_profile(profile)
         if cost is None:
@@ -58,6 +58,10 @@ class ProcessContext:
         # ACL_OPT_STRONG_CONSISTENCY (upgrades a reported level 1 to 2).
         self.deterministic_level = deterministic_level
         self.strong_consistency = strong_consistency
+        self.fast_path = fast_path
+        self.key_memo: dict | None = {} if fast_path else None
+        """The fast path's phase-1 key memo (opsim.opdev.op_exec_cache.build_l2_key), None on the reference path."""
+        """The simulator's exact shortcuts (opsim.runtime.fast_clock, the phase-1 key memo); False: reference path."""
         # Huge host-memory pools (executor-and-memory.md §11): free pool indices, popped from the back.
         from opsim.opdev.huge_mem import HugeMemPools
         self.huge_mem = HugeMemPools()

@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any, Callable, Generator
 
 from opsim.opdev.thread_local import A_CALL, A_SPAN, A_SUBMIT, A_SYNC, ThreadLocalContext, set_current
+from opsim.runtime.fast_clock import skip_to
 
 
 class HostThread:
@@ -26,6 +27,8 @@ class HostThread:
         self.calls = 0
         self.result: Any = None
         self.error: BaseException | None = None
+        self.fast_path: bool = getattr(sim, "fast_path", True)
+        """Spend host time in place when only the device model could run meanwhile (opsim.runtime.fast_clock)."""
         self.proc = self.env.process(self._main())
 
     @property
@@ -57,6 +60,7 @@ class HostThread:
         env = self.env
         rec = self.sim.recorder
         record = rec.enabled
+        host_span = rec.host_span
         name = self.name
         t = env.now
         busy = 0.0
@@ -65,14 +69,16 @@ class HostThread:
             if kind == A_SPAN:
                 dur = a[3]
                 if record:
-                    rec.host_span(name, a[1], a[2], t, dur, a[4])
+                    host_span(name, a[1], a[2], t, dur, a[4])
                 t += dur
                 busy += dur
             elif kind == A_SUBMIT:
                 a[1].submit(a[2], t)
             elif kind == A_SYNC:
                 if t > env.now:
-                    yield env.timeout(t - env.now)
+                    ev = skip_to(env, t - env.now) if self.fast_path else env.timeout(t - env.now)
+                    if ev is not None:
+                        yield ev
                 ev = a[1].synchronize() if a[1] is not None else self.sim.device.synchronize()
                 if not ev.processed:
                     yield ev
@@ -81,12 +87,16 @@ class HostThread:
                 a[1](t)
         self.busy_us += busy
         if t > env.now:
-            yield env.timeout(t - env.now)
+            ev = skip_to(env, t - env.now) if self.fast_path else env.timeout(t - env.now)
+            if ev is not None:
+                yield ev
 
     def sleep(self, us: float):
         """Idle host time (not busy)."""
         if us > 0:
-            yield self.env.timeout(us)
+            ev = skip_to(self.env, us) if self.fast_path else self.env.timeout(us)
+            if ev is not None:
+                yield ev
 
 
 _ACL_RT: list = []  # opsim.runtime.acl_rt, imported on the first run_op
@@ -96,6 +106,15 @@ def _load_acl_rt() -> Any:
     from opsim.runtime import acl_rt
     _ACL_RT.append(acl_rt)
     return acl_rt
+
+
+_HOST_CAL: list = []  # opsim.runtime.host_calibration.apply_host_calibration, imported on first use
+
+
+def _load_host_calibration() -> Callable[..., None]:
+    from opsim.runtime.host_calibration import apply_host_calibration
+    _HOST_CAL.append(apply_host_calibration)
+    return apply_host_calibration
 
 
 def run_op(thread: HostThread, get_workspace_size: Callable[..., Any], run: Callable[..., Any], args: tuple,
@@ -134,8 +153,8 @@ def run_op(thread: HostThread, get_workspace_size: Callable[..., Any], run: Call
                 if workspace:
                     acl_rt.free_async(workspace, stream)
         if host is not None:
-            from opsim.runtime.host_calibration import apply_host_calibration
-            apply_host_calibration(ctx.actions, (n0, n1), phase2, host, getattr(executor, "kind", None) == "wrap")
+            apply = _HOST_CAL[0] if _HOST_CAL else _load_host_calibration()
+            apply(ctx.actions, (n0, n1), phase2, host, getattr(executor, "kind", None) == "wrap")
     finally:
         set_current(prev)
     thread.calls += 1

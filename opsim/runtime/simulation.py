@@ -18,12 +18,15 @@ class Simulation:
                  trace: bool = True, cost_overrides: Mapping[str, float] | None = None,
                  stdout: Callable[[str], Any] | None = None, dump_dir: str | None = None, op_dump: bool = False,
                  overflow_dump: bool = False, memory_strategy: str = "first_fit", calibration: Any = None,
-                 profiling_switch: int = 0, deterministic_level: int = 0, strong_consistency: bool = False):
+                 profiling_switch: int = 0, deterministic_level: int = 0, strong_consistency: bool = False,
+                 fast_path: bool = True):
         from opsim.device.cost import CostModel
         from opsim.device.device import Device
         from opsim.device.soc import get_soc
         from opsim.trace.recorder import Recorder
         reset_host_pointers()
+        self.fast_path = bool(fast_path)
+        """Steady-state shortcuts that leave every output unchanged (False: the reference path, for debugging)."""
         self.env = simpy.Environment()
         self.recorder = Recorder(enabled=trace)
         self.soc = get_soc(soc, **dict(soc_overrides or {}))
@@ -38,7 +41,7 @@ class Simulation:
                                       device=self.device, numerics=numerics, stdout=stdout, dump_dir=dump_dir,
                                       op_dump=op_dump, overflow_dump=overflow_dump, profiling_switch=profiling_switch,
                                       deterministic_level=deterministic_level,
-                                      strong_consistency=strong_consistency)
+                                      strong_consistency=strong_consistency, fast_path=self.fast_path)
         self.threads: list[HostThread] = []
 
     def add_thread(self, program: Callable[[HostThread], Generator], name: str | None = None) -> HostThread:

@@ -163,6 +163,8 @@ class ScenarioConfig:
     shared_streams: tuple[str, ...] = ()
     """Streams every thread sees (top-level `streams`): created once, before the threads' own streams."""
     task_queue_thread: str = "task_queue"
+    fast_path: bool = True
+    """Steady-state shortcuts of the simulator (outputs unchanged); false runs the reference path."""
     """Name of the torch_npu task-queue consumer thread that `cache_mode: pta` calls are queued to."""
     outputs: OutputsConfig = field(default_factory=OutputsConfig)
     source: Path | None = None

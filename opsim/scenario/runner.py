@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import sys
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable, Generator, Mapping
 
@@ -70,7 +70,8 @@ class _Run:
             numerics=config.numerics, trace=True, cost_overrides=config.cost_overrides, stdout=self.capture,
             dump_dir=config.dump.dir, op_dump=config.dump.op_dump, overflow_dump=config.dump.overflow_dump,
             memory_strategy=config.memory_strategy, calibration=calibration or config.calibration,
-            deterministic_level=config.deterministic_level, strong_consistency=config.strong_consistency)
+            deterministic_level=config.deterministic_level, strong_consistency=config.strong_consistency,
+            fast_path=config.fast_path)
         env = self.sim.env
         self._now = lambda: env.now
         if not config.trace:
@@ -302,17 +303,20 @@ def _progress_bar(total: int, enabled: bool) -> tuple[Callable[[int], None] | No
 def run_scenario(source: str | Path | Mapping[str, Any] | ScenarioConfig, *, out_dir: str | Path | None = None,
                  overrides: Mapping[str, Any] | None = None, progress: bool = False,
                  profiler_output: bool | str | None = None, write: bool = True,
-                 calibration: Any = None) -> RunResult:
+                 calibration: Any = None, fast_path: bool | None = None) -> RunResult:
     """Load (unless given a ScenarioConfig), run and write the outputs of one scenario.
 
     `out_dir` overrides the scenario's `outputs.dir` (default `opsim-out/<name>`); `profiler_output` overrides
     `outputs.profiler` ("text", "db", "both"; True means "text", False none); `write=False` keeps everything in
     memory, else `records.json.gz` is written too (unless `outputs.records` is false), so
     `opsim.load_result(out_dir)` reads the run back. `calibration` (a calibration YAML path or a loaded
-    Calibration) replaces the scenario's `calibration` key. Raises `ScenarioError` for a bad scenario and
+    Calibration) replaces the scenario's `calibration` key. `fast_path=False` runs the reference path whatever
+    the scenario says (the outputs are the same either way). Raises `ScenarioError` for a bad scenario and
     `CalibrationError` for a bad calibration file; failed calls (e.g. out of memory) are reported in
     `summary["errors"]`, not raised."""
     config = source if isinstance(source, ScenarioConfig) else load_scenario(source, overrides)
+    if fast_path is not None and fast_path != config.fast_path:
+        config = replace(config, fast_path=fast_path)
     from opsim.scenario.loader import profiler_format
     want_profiler = config.outputs.profiler if profiler_output is None else profiler_format(profiler_output)
     update, close = _progress_bar(config.planned_calls(), progress)

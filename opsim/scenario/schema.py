@@ -128,6 +128,7 @@ def build_schema() -> dict[str, Any]:
             "deterministic": _deterministic(),
             "numerics": {"type": "boolean"},
             "trace": {"type": "boolean"},
+            "fast_path": {"type": "boolean"},
             "memory_strategy": {"enum": list(STRATEGIES)},
             "epoch_us": {"type": "integer", "minimum": 0, "maximum": (1 << 62)},
             "on_error": {"enum": ["stop", "continue"]},

@@ -29,6 +29,9 @@ def test_quick_benchmark_runs_and_reports_every_figure(tmp_path):
         assert name in figures, name
         assert figures[name]["value"] > 0, name
         assert name in res.stdout
+    for key in ("exec_cache_hit", "exec_cache_miss", "aicpu_task_cache_hit", "direct_invoke_repeat"):
+        assert data["rates"][key] > 0 and data["rates"][key + "_reference"] > 0, key
+    assert data["load"]["seconds"] > 0 and any(name.startswith("load a ") for name in figures)
     assert figures["opsim run scenarios/large.yaml"]["note"] == "skipped (--quick)"
     for key in ("exec_cache_hit", "exec_cache_miss", "aicpu_task_cache_hit", "direct_invoke_repeat", "skeleton"):
         assert data["rates"][key] > 0

@@ -5,6 +5,8 @@ from __future__ import annotations
 import math
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from opsim.acl import Scalar, Tensor
 from opsim.acl.dtypes import DataType
@@ -43,6 +45,60 @@ def test_aliasing_labels_are_not_memoised():
     same = oec.build_l2_key("aclnnAdd", 24, 48, 0, (a, a), (b,))[0]
     other = oec.build_l2_key("aclnnAdd", 24, 48, 0, (a, b), (a,))[0]
     assert same != other
+
+
+_POOL_SHAPES = ([4, 8], [8, 4], [32])
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 6), st.integers(0, 3), st.sampled_from(["float", "float16"]),
+                          st.sampled_from([1, True, 1.0, -0.0, 0.0, "x", None])), min_size=1, max_size=30))
+def test_key_memo_equals_the_reference_key(steps):
+    """Calls with argument objects reused, swapped, reshaped, retyped or rebound: the memoised key, storages
+    and tensors are always those built from scratch."""
+    tensors = [Tensor(_POOL_SHAPES[i % 3]) for i in range(4)]
+    scalar = Scalar(1.0)
+    memo_table: dict = {}
+    pick = (0, 1, 2, None)
+    for action, i, dtype, value in steps:
+        t = tensors[i]
+        if action == 0:
+            t.set_shape(_POOL_SHAPES[(len(t.view_shape) + i) % 3])
+        elif action == 1:
+            t.dtype = DataType.parse(dtype)
+        elif action == 2:
+            t.storage = Tensor([1]).storage
+        elif action == 3:
+            scalar = Scalar(float(i), dtype)
+        elif action == 4:
+            t.view_offset = i
+        elif action == 5:  # other argument objects (aliasing included)
+            pick = (i, (i + 1) % 4, (i * 3) % 4, value)
+        a, b, o, v = pick
+        dfx_in, dfx_out = (tensors[a], tensors[b], scalar, v), (tensors[o],)
+        memo = oec.build_l2_key("aclnnAdd", 24, 48, 0, dfx_in, dfx_out, memo=memo_table)
+        ref = oec.build_l2_key("aclnnAdd", 24, 48, 0, dfx_in, dfx_out)
+        assert memo[0] == ref[0]
+        assert all(x is y for x, y in zip(memo[1], ref[1])) and len(memo[1]) == len(ref[1])
+        assert all(x is y for x, y in zip(memo[2], ref[2])) and len(memo[2]) == len(ref[2])
+
+
+def test_key_memo_is_reused_for_the_same_arguments():
+    a, b, out, alpha = Tensor([4, 8]), Tensor([4, 8]), Tensor([4, 8]), Scalar(1.0)
+    memo: dict = {}
+    first = oec.build_l2_key("aclnnMemo", 24, 48, 0, (a, b, alpha), (out,), memo=memo)
+    other = oec.build_l2_key("aclnnMemo", 24, 48, 0, (b, a, alpha), (out,), memo=memo)
+    assert oec.build_l2_key("aclnnMemo", 24, 48, 0, (a, b, alpha), (out,), memo=memo) is first
+    assert oec.build_l2_key("aclnnMemo", 24, 48, 0, (b, a, alpha), (out,), memo=memo) is other
+    assert oec.build_l2_key("aclnnMemo", 24, 48, 0, (a, b, Scalar(1.0)), (out,), memo=memo) is not first
+    assert oec.build_l2_key("aclnnMemo", 24, 48, 0, (a, b, 0.0), (out,), memo=memo)[0] != \
+        oec.build_l2_key("aclnnMemo", 24, 48, 0, (a, b, -0.0), (out,), memo=memo)[0]
+    assert len(memo) == 5
+
+
+def test_key_memo_belongs_to_one_simulation():
+    from opsim.runtime.simulation import Simulation
+    assert Simulation().process.key_memo == {} and Simulation(fast_path=False).process.key_memo is None
 
 
 def test_trusted_task_equals_the_checked_constructor():

@@ -1,0 +1,56 @@
+"""The fast path of a host thread's clock: spend host time without a SimPy round trip when nothing can notice.
+
+A host thread that has spent simulated host time up to `at` normally yields a SimPy timeout and is resumed by
+the environment. Most of the time the only events due before `at` are the device's own stream state machine
+(a stream waking up for a queued task, a kernel ending): plain callbacks that never run application code.
+`skip_to` processes exactly those events in place, in the order the environment would (time, priority,
+event id), then moves the clock to `at` and lets the thread run on; at the first event that would run
+anything else (another thread, the task queue, a synchronisation, `run(until=...)`) it schedules the thread's
+resume with the very time, priority and event id the timeout would have had, so the event order, and with
+it every output, is the one of the slow path.
+"""
+from __future__ import annotations
+
+from heapq import heappush
+from typing import Any
+
+from simpy.events import NORMAL, Event
+
+from opsim.device.device import Stream
+
+_INLINE = frozenset((Stream._on_wake, Stream._on_end))
+"""Callbacks that only drive the device model: safe to run from inside a host thread's step."""
+
+
+class _Resume(Event):
+    """An already-triggered event (like a Timeout) scheduled by `skip_to` with the timeout's event id."""
+
+    def __init__(self, env: Any) -> None:
+        self.env = env
+        self.callbacks: list = []
+        self._value = None
+        self._ok = True
+
+
+def skip_to(env: Any, delay: float) -> Event | None:
+    """Advance `env` by `delay` for the calling host thread: None when done in place (the thread runs on),
+    else the event to yield (scheduled exactly where `env.timeout(delay)` would be)."""
+    now = env._now
+    at = now + delay  # the timeout's time, rounded the same way
+    eid = next(env._eid)  # the id the timeout would have taken, so later ids match the slow path too
+    q = env._queue
+    step = env.step
+    while q:
+        head = q[0]
+        if head[0] > at or (head[0] == at and (head[1] > NORMAL or (head[1] == NORMAL and head[2] > eid))):
+            break
+        ev = head[3]
+        cbs = ev.callbacks
+        if not ev._ok or (len(cbs) != 1 or getattr(cbs[0], "__func__", None) not in _INLINE) and any(
+                getattr(cb, "__func__", None) not in _INLINE for cb in cbs):
+            resume = _Resume(env)
+            heappush(q, (at, NORMAL, eid, resume))
+            return resume
+        step()
+    env._now = at
+    return None
