@@ -48,12 +48,14 @@ def build_parser() -> argparse.ArgumentParser:
                           "--set threads.0.program.0.loop.count=100 (repeatable)")
     run.add_argument("--profiler-output", action="store_true",
                      help="also write the Ascend PyTorch Profiler directory layout that msprof-analyze reads")
+    _add_budgets(run)
     run.add_argument("--no-progress", action="store_true", help="no progress bar")
     run.add_argument("--quiet", action="store_true", help="print no summary table")
 
     val = sub.add_parser("validate", help="check a scenario without running it")
     val.add_argument("scenario")
     val.add_argument("--set", metavar="KEY=VALUE", action="append", default=[], dest="overrides")
+    _add_budgets(val)
 
     sub.add_parser("list-ops", help="the ops a scenario can call, with inputs, dtypes and attributes")
     sub.add_parser("list-socs", help="the SoC presets and their numbers")
@@ -61,6 +63,30 @@ def build_parser() -> argparse.ArgumentParser:
     rep = sub.add_parser("report", help="print the summary of a finished run again")
     rep.add_argument("outdir", help="the output directory of a run")
     return p
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text.replace("_", ""))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be >= 1, got {value}")
+    return value
+
+
+def _add_budgets(p: argparse.ArgumentParser) -> None:
+    from opsim.scenario.limits import DEFAULT_MAX_CALLS, DEFAULT_NUMERICS_BYTES
+    p.add_argument("--max-calls", type=_positive_int, default=DEFAULT_MAX_CALLS, metavar="N",
+                   help=f"refuse scenarios estimated above N calls, each loop iteration counting at least one "
+                        f"(default {DEFAULT_MAX_CALLS:_})")
+    p.add_argument("--max-numerics-mib", type=_positive_int, default=DEFAULT_NUMERICS_BYTES >> 20, metavar="MIB",
+                   help=f"host memory numerics: true may use for tensor data (default {DEFAULT_NUMERICS_BYTES >> 20})")
+
+
+def _limits(args: argparse.Namespace):
+    from opsim.scenario.limits import Limits
+    return Limits(max_calls=args.max_calls, numerics_bytes=args.max_numerics_mib << 20)
 
 
 def _overrides(items: Sequence[str]) -> dict:
@@ -74,8 +100,8 @@ def _print_error(err: BaseException, stream: TextIO) -> None:
 
 
 def cmd_validate(args: argparse.Namespace, out: TextIO) -> int:
-    from opsim.scenario.loader import load_scenario
-    cfg = load_scenario(args.scenario, _overrides(args.overrides))
+    from opsim.scenario.loader import validate
+    cfg = validate(args.scenario, _overrides(args.overrides), limits=_limits(args))
     calls = cfg.planned_calls()
     out.write(f"{args.scenario}: ok ({cfg.name}: {len(cfg.threads)} thread(s), "
               f"{sum(len(t.streams) for t in cfg.threads)} stream(s), {calls} op call(s))\n")
@@ -83,15 +109,15 @@ def cmd_validate(args: argparse.Namespace, out: TextIO) -> int:
 
 
 def cmd_run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
-    from opsim.errors import OpsimError, ScenarioError
+    from opsim.errors import OpsimError, OutputPathError, ScenarioError
     from opsim.scenario.loader import load_scenario
-    cfg = load_scenario(args.scenario, _overrides(args.overrides))
+    cfg = load_scenario(args.scenario, _overrides(args.overrides), limits=_limits(args))
     from opsim.scenario.runner import run_scenario
     from opsim.trace.summary import render_table
     try:
         result = run_scenario(cfg, out_dir=args.out, progress=not args.no_progress,
                               profiler_output=True if args.profiler_output else None)
-    except ScenarioError:
+    except (ScenarioError, OutputPathError):
         raise
     except OpsimError as exc:
         _print_error(exc, err)
@@ -160,14 +186,17 @@ def cmd_report(args: argparse.Namespace, out: TextIO) -> int:
     if not path.is_file():
         raise InvalidArgumentError(f"{args.outdir}: no summary.json here; give the output directory of a "
                                    "finished `opsim run`")
+    from opsim.trace.summary import summary_problem
     try:
         summary = json.loads(path.read_text(encoding="utf-8"))
-    except ValueError as exc:
+    except (ValueError, OSError, RecursionError) as exc:
         raise InvalidArgumentError(f"{path}: not valid JSON ({exc})") from None
-    if not isinstance(summary, dict):
-        raise InvalidArgumentError(f"{path}: not an opsim summary")
+    problem = summary_problem(summary)
+    if problem:
+        raise InvalidArgumentError(f"{path}: not an opsim summary: {problem}; rerun `opsim run` to rewrite it")
     out.write(render_table(summary))
-    files = sorted(p.name for p in outdir.iterdir() if p.is_file())
+    from opsim.outputs import read_manifest
+    files = sorted(read_manifest(outdir)) or sorted(p.name for p in outdir.iterdir() if p.is_file())
     out.write(f"\nfiles in {outdir}: {', '.join(files)}\n")
     if "trace.json" in files:
         out.write(f"trace.json: {PERFETTO_HINT}\n")
