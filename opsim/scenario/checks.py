@@ -137,7 +137,7 @@ def _numel(shape: Any) -> int:
 def _check_numerics(threads: list[C.ThreadConfig], add: Add, limits: Limits) -> None:
     need = numerics_bytes(threads)
     if need > limits.numerics_bytes:
-        add(("numerics",), f"numerics: true needs an estimated {need / 2**20:.1f} MiB of host memory for tensor data, "
+        add(("numerics",), f"true needs an estimated {need / 2**20:.1f} MiB of host memory for tensor data, "
                            f"above the budget of {limits.numerics_bytes / 2**20:.0f} MiB; use smaller shapes, "
                            "numerics: false (timing only) or raise --max-numerics-mib")
 

@@ -214,6 +214,12 @@ def parse_override(text: str) -> tuple[str, Any]:
         raise ScenarioError(f"--set {text!r}: expected key=value, e.g. --set seed=3 or "
                             "--set env.GE_PROFILING_TO_STD_OUT=1")
     try:
+        check_yaml_events(value)  # the same depth and alias limits as a scenario file
+    except LimitError as exc:
+        raise ScenarioError(f"--set {key.strip()}: {exc}") from None
+    except yaml.YAMLError:
+        pass
+    try:
         parsed = yaml.safe_load(value) if value.strip() else ""
     except yaml.YAMLError:
         parsed = value
@@ -256,10 +262,12 @@ def apply_overrides(data: Any, overrides: Mapping[str, Any]) -> set[Path_]:
 
 # ---- schema errors -----------------------------------------------------------------------------------
 
-def _schema_errors(data: Any, errors: _Errors) -> None:
+def _schema_errors(data: Any, errors: _Errors, skip: set[Path_] = frozenset()) -> None:
+    """Report schema violations, except at `skip` (paths already reported)."""
     from jsonschema.exceptions import best_match
     for err in validator().iter_errors(data):
-        _report(err, errors, best_match)
+        if tuple(err.absolute_path) not in skip:
+            _report(err, errors, best_match)
 
 
 def _allowed_props(schema: Mapping[str, Any]) -> list[str]:
@@ -609,9 +617,11 @@ def load_scenario(source: str | Path | Mapping[str, Any], overrides: Mapping[str
                             f"{_describe(data)}")
     overridden = apply_overrides(data, dict(overrides or {}))
     errors = _Errors(label, lines, overridden)
+    bad_numbers = set()
     for where, value in non_finite(data):
         errors.add(where, f"{value!r} is not a finite number; give a finite value")
-    _schema_errors(data, errors)
+        bad_numbers.add(where)
+    _schema_errors(data, errors, bad_numbers)
     extra_ops: dict[str, Any] = {}
     deferred = None
     module = data.get("direct_invoke_module")
