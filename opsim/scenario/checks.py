@@ -92,7 +92,11 @@ def _check_calls(threads: list[C.ThreadConfig], add: Add, limits: Limits) -> Non
     if total <= limits.max_calls:
         return
     i = max(range(len(threads)), key=per_thread.__getitem__)
-    add(("threads", i, "program"), f"an estimated {total:.4g} calls ({total} counting each loop iteration at least "
+    program = threads[i].program
+    j = max(range(len(program)), key=lambda k: C.program_calls(program[k:k + 1], 1))
+    where = ("threads", i, "program", j) + (("loop", "count") if isinstance(program[j], C.LoopStep) else
+                                            ("repeat",) if isinstance(program[j], C.OpStep) else ())
+    add(where, f"an estimated {total:.4g} calls ({total} counting each loop iteration at least "
                                    f"once, loops x bodies) exceed the call budget of {limits.max_calls:.4g}; lower "
                                    "the loop counts or raise --max-calls")
 
