@@ -208,8 +208,10 @@ class Result:
         doc = {"format": _FORMAT, "version": _VERSION, "meta": self.meta, "summary": summary,
                "outputs": outputs, "stdout_text": self.stdout_text, "records": self._columns}
         text = json.dumps(doc, separators=(",", ":"), default=_json_default, allow_nan=True)
-        with open(path, "wb") as fh, gzip.GzipFile(fileobj=fh, mode="wb", mtime=0, filename="") as gz:
+        from opsim.outputs import atomic_file, record_output
+        with atomic_file(path, "wb") as fh, gzip.GzipFile(fileobj=fh, mode="wb", mtime=0, filename="") as gz:
             gz.write(text.encode("utf-8"))
+        record_output(out, RECORDS_FILE)  # an opsim output: replaced or removed by the next run into `out`
         self.outputs["records"] = path
         if self.out_dir is None:
             self.out_dir = out
