@@ -116,7 +116,7 @@ def cmd_run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     from opsim.trace.summary import render_table
     try:
         result = run_scenario(cfg, out_dir=args.out, progress=not args.no_progress,
-                              profiler_output=True if args.profiler_output else None)
+                              profiler_output=True if args.profiler_output else None, limits=_limits(args))
     except (ScenarioError, OutputPathError):
         raise
     except OpsimError as exc:

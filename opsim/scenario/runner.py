@@ -265,6 +265,7 @@ def run_scenario(source: str | Path | Mapping[str, Any] | ScenarioConfig, *, out
     t0 = time.perf_counter()
     try:
         run = _Run(config, update, dump_dir)
+        run.sim.device.memory.host_budget = (limits or Limits()).numerics_bytes
         if not config.trace:
             skipped = [n for n, on in (("trace.json", config.outputs.trace), ("the msprof CSVs", config.outputs.csv),
                                        ("the profiler output", want_profiler)) if on]

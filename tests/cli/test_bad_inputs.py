@@ -75,3 +75,17 @@ def test_bad_input_in_a_subprocess_exits_2_fast(name):
                          cwd=ROOT, capture_output=True, text=True, timeout=60)
     assert res.returncode == EXIT_BAD_INPUT and "Traceback" not in res.stderr, res.stderr
     assert time.perf_counter() - t0 < 30  # generous on a loaded CI machine; benchmarks/bad_inputs.py measures
+
+
+@pytest.mark.parametrize("summary", ['{"threads": 3}', '{"memory": "x"}', '{"streams": {"s": {"busy_us": "1"}}}',
+                                     '{"errors": [1]}', '{"wall": {"wall_seconds": "slow"}}', '[]', '"text"',
+                                     '{"leaks": {"count": "2"}}', "[" * 100000 + "]" * 100000])
+def test_report_refuses_a_summary_with_wrong_types(tmp_path, summary):
+    (tmp_path / "summary.json").write_text(summary)
+    code, out, err = cli("report", tmp_path)
+    _refused(code, err, "summary.json")
+
+
+def test_report_reads_a_real_summary(tmp_path):
+    code, out, err = cli("run", SCENARIOS / "memory_pressure.yaml", "--out", tmp_path, "--quiet")
+    assert cli("report", tmp_path)[0] == code

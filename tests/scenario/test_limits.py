@@ -191,3 +191,26 @@ def test_validate_finds_the_module_without_importing_it(tmp_path, monkeypatch):
     assert "userpkg" not in sys.modules
     with pytest.raises(ScenarioError, match="not found"):
         validate(small(direct_invoke_module="userpkg.sub.nothing"))
+
+
+def test_numerics_host_budget_bounds_every_backing_buffer():
+    """With numerics on, device memory has host copies: an allocation beyond the budget fails (as out of
+    memory, with the reason), it is never requested from the host."""
+    import simpy
+
+    from opsim.device.memory import DeviceMemory
+    from opsim.trace.recorder import Recorder
+    env = simpy.Environment()
+    memory = DeviceMemory(1 << 30, Recorder(), env, numerics=True)
+    memory.host_budget = 4096
+    status, addr = memory.malloc(2048)
+    assert status == 0 and addr
+    status, addr = memory.malloc(4096)
+    assert status != 0 and addr == 0 and "--max-numerics-mib" in memory.last_error
+    assert memory.in_use == 2048
+
+
+def test_run_passes_the_numerics_budget_to_the_device():
+    data = small(numerics=True, on_error="continue")
+    res = run_scenario(data, write=False, limits=Limits(numerics_bytes=1024 * 1024))
+    assert res.sim.device.memory.host_budget == 1024 * 1024
