@@ -1,6 +1,7 @@
 """Atomic outputs: the one way opsim writes files, so an interrupted write never leaves a truncated file.
 
-- `atomic_file(path)`: one file, written into a temporary sibling and renamed over `path` when complete.
+- `atomic_file(path)`: one file, written into a temporary sibling and renamed over `path` when complete
+  (`atomic_path(path)` gives the temporary path itself, for writers that need a path, such as sqlite3).
 - `OutputDir(root, names)`: a command's set of outputs. Writers write into a hidden staging directory inside
   `root` (same file system, so renames are atomic); `commit()` renames every entry into place, removes the
   entries the previous run listed that this run did not write (stale outputs), and records the names in
@@ -54,21 +55,27 @@ def output_dir_problem(path: str | os.PathLike) -> str | None:
 
 
 @contextlib.contextmanager
-def atomic_file(path: str | os.PathLike, mode: str = "w", **open_kw: Any) -> Iterator[IO[Any]]:
-    """Open a temporary sibling of `path` for writing; rename it over `path` when the block completes, remove
-    it if the block raises. Readers see the old complete file or the new complete one, never a partial one."""
+def atomic_path(path: str | os.PathLike) -> Iterator[Path]:
+    """A temporary sibling of `path` to write (by any means, e.g. sqlite3); renamed over `path` when the block
+    completes, removed if it raises. Readers see the old complete file or the new one, never a partial one."""
     path = Path(path)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     os.close(fd)
     try:
-        with open(tmp, mode, **open_kw) as fh:
-            yield fh
+        yield Path(tmp)
         os.chmod(tmp, 0o644 & ~_umask())
         os.replace(tmp, path)
     except BaseException:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
         raise
+
+
+@contextlib.contextmanager
+def atomic_file(path: str | os.PathLike, mode: str = "w", **open_kw: Any) -> Iterator[IO[Any]]:
+    """`open(path, mode)` through `atomic_path`: the file appears complete when the block ends, or not at all."""
+    with atomic_path(path) as tmp, open(tmp, mode, **open_kw) as fh:
+        yield fh
 
 
 def _umask() -> int:
@@ -212,5 +219,5 @@ class OutputDir:
         _remove(self.staging)
 
 
-__all__ = ["OutputDir", "atomic_file", "record_output", "read_manifest", "output_dir_problem", "signals_deferred",
+__all__ = ["OutputDir", "atomic_file", "atomic_path", "record_output", "read_manifest", "output_dir_problem", "signals_deferred",
            "MANIFEST"]

@@ -20,6 +20,7 @@ from opsim.acl.tensor import Tensor
 from opsim.opdev.op_args import OpArgContext, flatten_tensors
 from opsim.opdev.op_def import CoreType
 from opsim.opdev.thread_local import OpLogInfo, ProfilingInfoId, ThreadLocalContext, current
+from opsim.outputs import atomic_file
 
 log = logging.getLogger("opsim.opdev")
 
@@ -83,7 +84,8 @@ def _dump(ctx: ThreadLocalContext, name: str, op_type: str, kind: str, tensors: 
             if not t.has_data():
                 continue
             path = os.path.join(p.dump_dir, dump_file_name(op_type, name, dump_id, k, i))
-            np.save(path, np.array(t.numpy()))
+            with atomic_file(path, "wb") as fh:
+                np.save(fh, np.array(t.numpy()))
             rec.files.append(path)
     p.dumps.append(rec)
     return rec
@@ -111,6 +113,15 @@ def l2_dump(ctx: ThreadLocalContext, executor: Any, inputs: bool) -> DumpRecord 
 def is_capturing(stream: Any) -> bool:
     """Whether the stream is being captured into a model (capture status ACTIVE)."""
     return bool(getattr(stream, "capturing", False))
+
+
+def capture_status(ctx: ThreadLocalContext, stream: Any) -> tuple[bool, bool]:
+    """aclmdlRICaptureGetInfo: (query succeeded, capture ACTIVE). The query can fail (fault point
+    'rt.capture_get_info'); the status is then unknown and callers treat the stream as not captured."""
+    if ctx.process.fault("rt.capture_get_info", stream):
+        log.info("aclmdlRICaptureGetInfo failed; the stream is treated as not being captured")
+        return False, False
+    return True, is_capturing(stream)
 
 
 def begin_capture(stream: Any) -> None:
@@ -151,6 +162,8 @@ def overflow_dump_process(ctx: ThreadLocalContext, args: OpArgContext, stream: A
     rt.synchronize_stream(ctx, stream)
     ctx.charge("overflow check")
     candidates = overflow_candidates(args)
+    for _dtype in dict.fromkeys(t.dtype for t in candidates):  # one NonFiniteCheck launch per dtype group
+        report_non_finite_check(ctx)
     overflow = any(has_non_finite(t) for t in candidates)
     rt.synchronize_stream(ctx, stream)
     if overflow:
@@ -170,17 +183,42 @@ def overflow_dump_process(ctx: ThreadLocalContext, args: OpArgContext, stream: A
 
 def after_launch_overflow_check(ctx: ThreadLocalContext, args: OpArgContext, stream: Any, log_info: OpLogInfo,
                                 ok: bool) -> None:
-    """Launch step 8 (AI Core) / 6 (DirectInvoke): only on success, only with overflow dump on, skipped while
-    the stream is being captured."""
-    if ok and ctx.process.overflow_dump and not is_capturing(stream):
-        overflow_dump_process(ctx, args, stream, log_info)
+    """Launch step 8 (AI Core) / 6 (DirectInvoke): only on success, only with overflow dump on, skipped only
+    when the capture-status query succeeds and reports ACTIVE (a failed query does not skip the check)."""
+    if ok and ctx.process.overflow_dump:
+        queried, active = capture_status(ctx, stream)
+        if not (queried and active):
+            overflow_dump_process(ctx, args, stream, log_info)
 
 
-# ---- profiling attribution (§5) -------------------------------------------------------------------
+def deterministic_level_from_rt(ctx: ThreadLocalContext) -> int:
+    """GetDeterministicLevelFromRt at phase-1 entry: ACL_OPT_DETERMINISTIC (a failed query gives 0); a reported
+    1 becomes 2 when ACL_OPT_STRONG_CONSISTENCY reads 1 (a failed query counts as off)."""
+    p = ctx.process
+    if not p.faults:  # the common case: both queries succeed
+        level = int(p.deterministic_level)
+        return 2 if level == 1 and p.strong_consistency else level
+    if p.fault("rt.get_sys_param", "ACL_OPT_DETERMINISTIC"):
+        log.warning("cannot get system param deterministic; level 0")
+        return 0
+    level = int(p.deterministic_level)
+    if level == 1:
+        consistency = 0 if p.fault("rt.get_sys_param", "ACL_OPT_STRONG_CONSISTENCY") else int(p.strong_consistency)
+        if consistency == 1:
+            level = 2
+    return level
+
+
+# ---- profiling reports and their attribution (§5) ---------------------------------------------------
+
+NON_FINITE_CHECK = "NonFiniteCheck"
+MIX_TASK_TYPES = ("MIX_AIC", "MIX_AIV")
+
 
 @dataclass
 class ProfilingReport:
-    """One profiling record a launcher emits (kind: "kernel_launch", ...), with its attribution ids."""
+    """One record handed to the profiler. kind: "host_exec" (ACL API level), "kernel_launch" (the launch guard),
+    "basic_info" and "tensor_info" (addition info), "attr_info" (level 2), "context_id" (mix kernels)."""
 
     kind: str
     op_type: str
@@ -188,6 +226,8 @@ class ProfilingReport:
     summary_item_id: int
     l2_api_name: str | None
     l0_name: str | None
+    task_type: str = ""
+    tensor_num: int = 0
 
 
 _PROFILER_HASHES: dict[str, int] = {}
@@ -233,17 +273,140 @@ def launcher_profiling_ids(core_type: int, op_type: str, log_info: OpLogInfo, *,
     return ProfilingInfoId(0, kernel_launcher_id(op_type), summary_item_id(l2, l0, op_type))
 
 
-def report_profiling(ctx: ThreadLocalContext, kind: str, ids: Any, op_type: str, log_info: OpLogInfo) -> bool:
-    """The profiling guard: records only with profiling on (level-2 task-time switch) and a non-zero id."""
+def _emit(ctx: ThreadLocalContext, kind: str, op_type: str, launcher_id: int, summary_id: int,
+          log_info: OpLogInfo, task_type: str = "", tensor_num: int = 0) -> None:
+    """Hand one record to the profiler: kept on the process and, with a trace, an instant "prof_<kind>"."""
+    rep = ProfilingReport(kind, op_type, launcher_id, summary_id, log_info.l2_api_name, log_info.l0_name,
+                          task_type, tensor_num)
     p = ctx.process
-    if not p.level2_profiling or ids.kernel_launcher_id == 0:
+    p.profiling_reports.append(rep)
+    rec = p.recorder
+    if rec.enabled:
+        track = ctx.name
+        args = {"op_type": op_type, "summary_item_id": summary_id, "kernel_launcher_id": launcher_id}
+        if task_type:
+            args["task_type"] = task_type
+        ctx.at(lambda t: rec.instant(t, f"prof_{kind}", track, args))
+
+
+def kernel_launch_guard(ctx: ThreadLocalContext, summary_id: int, op_type: str, launcher_id: int = 0,
+                        log_info: OpLogInfo | None = None) -> bool:
+    """OpDfxGuard(id, DfxProfilingKernelLaunch): records only if (reportFlag or kernelLaunchFlag) and the id
+    is not kInvalidProfilingId (0)."""
+    sw = ctx.process.profiling
+    if not (sw.report_flag or sw.kernel_launch_flag) or summary_id == 0:
         return False
-    p.profiling_reports.append(ProfilingReport(kind, op_type, ids.kernel_launcher_id, ids.summary_item_id,
-                                               log_info.l2_api_name, log_info.l0_name))
+    _emit(ctx, "kernel_launch", op_type, launcher_id, summary_id, log_info or ctx.log_info)
     return True
 
 
-def report_kernel_launch(ctx: ThreadLocalContext, launcher: Any) -> bool:
-    """The kernel-launch report of an AI Core launch, attributed from its op type and captured DFX context."""
-    ids = launcher_profiling_ids(launcher.core_type, launcher.op_type_name, launcher.op_log_info)
-    return report_profiling(ctx, "kernel_launch", ids, launcher.op_type_name, launcher.op_log_info)
+def report_host_exec(ctx: ThreadLocalContext, api_name: str) -> bool:
+    """The L2 phase guards (ACL API level): one host-exec record per phase with reportFlag on."""
+    if not ctx.process.profiling.report_flag:
+        return False
+    _emit(ctx, "host_exec", api_name, 0, 0, ctx.log_info)
+    return True
+
+
+def report_addition_info(ctx: ThreadLocalContext, op_type: str, launcher_id: int, summary_id: int,
+                         task_type: str, tensors: list | None) -> None:
+    """ReportAdditionInfo: a basic-info record plus the tensor info (`tensors` None: the task-info form,
+    which reports an empty tensor list)."""
+    li = ctx.log_info
+    _emit(ctx, "basic_info", op_type, launcher_id, summary_id, li, task_type)
+    n = 0 if tensors is None else sum(1 for t in tensors if t is not None)
+    _emit(ctx, "tensor_info", op_type, launcher_id, summary_id, li, task_type, n)
+
+
+def report_aicore_launch(ctx: ThreadLocalContext, op_type: str, task_type: str, tensors: list) -> None:
+    """DoLaunchWithDfx around one AI Core launch. The summary id was put in TLS before the launch (only with
+    kernelLaunchFlag; otherwise the launcher's zero id stays and the guard records nothing)."""
+    ids = ctx.profiling_info_id
+    kernel_launch_guard(ctx, ids.summary_item_id, op_type, kernel_launcher_id(op_type))
+    sw = ctx.process.profiling
+    if not sw.kernel_launch_flag:
+        return
+    li = ctx.log_info
+    if task_type in MIX_TASK_TYPES:
+        _emit(ctx, "context_id", op_type, 0, ids.summary_item_id, li, task_type)
+    ids.kernel_launcher_id = kernel_launcher_id(op_type)
+    if sw.addition_info_flag:
+        report_addition_info(ctx, op_type, ids.kernel_launcher_id, ids.summary_item_id, task_type, tensors)
+    if sw.level2_profiling_flag:  # reported with or without ATTR arguments (the inputs are summarised too)
+        _emit(ctx, "attr_info", op_type, ids.kernel_launcher_id, ids.summary_item_id, li, task_type)
+
+
+def before_aicore_launch(ctx: ThreadLocalContext, op_type: str) -> None:
+    """With kernelLaunchFlag, TLS summaryItemId := hash("l2_l0_opType") from the restored TLS names."""
+    if ctx.process.profiling.kernel_launch_flag:
+        li = ctx.log_info
+        ctx.profiling_info_id.summary_item_id = summary_item_id(li.l2_api_name, li.l0_name, op_type)
+
+
+def report_internal_launch(ctx: ThreadLocalContext, op_type: str) -> None:
+    """MemSet / MemSetV2 / NonFiniteCheck launches: summary id only with kernelLaunchFlag (else 0, so the guard
+    stays silent), then the task-info addition report with kernelLaunchFlag and additionInfoFlag."""
+    sw = ctx.process.profiling
+    li = ctx.log_info
+    sid = summary_item_id(li.l2_api_name, li.l0_name, op_type) if sw.kernel_launch_flag else 0
+    lid = kernel_launcher_id(op_type)
+    kernel_launch_guard(ctx, sid, op_type, lid)
+    if sw.kernel_launch_flag and sw.addition_info_flag:
+        report_addition_info(ctx, op_type, lid, sid, "AI_CORE", None)
+
+
+def report_non_finite_check(ctx: ThreadLocalContext) -> None:
+    """One NonFiniteCheck kernel of the INFNAN overflow check."""
+    report_internal_launch(ctx, NON_FINITE_CHECK)
+
+
+def report_aicpu_launch(ctx: ThreadLocalContext, op_type: str, launch_id: int, summary_id: int) -> None:
+    """The kernel-launch guard around an AI CPU launch, with the summary id captured at task creation."""
+    kernel_launch_guard(ctx, summary_id, op_type, launch_id)
+
+
+def report_aicpu_run(ctx: ThreadLocalContext, op_type: str, launch_id: int, summary_id: int,
+                     inputs: list, outputs: list) -> bool:
+    """End of an AI CPU Run: with kernelLaunchFlag and additionInfoFlag, TLS kernelLauncherId := the task's
+    launch id and tensor info (non-null inputs, outputs) is reported with task type AI_CPU."""
+    sw = ctx.process.profiling
+    if not (sw.kernel_launch_flag and sw.addition_info_flag):
+        return False
+    ctx.profiling_info_id.kernel_launcher_id = launch_id
+    report_addition_info(ctx, op_type, launch_id, summary_id, "AI_CPU",
+                         [t for t in inputs if t is not None] + list(outputs))
+    return True
+
+
+def report_dsa_launch(ctx: ThreadLocalContext, inputs: list, outputs: list) -> None:
+    """DSA Distribute: TLS summaryItemId := hash("l2_l0_l0") for the guard; tensor info (task type DSA) with
+    kernelLaunchFlag and additionInfoFlag, attributed to hash(l0)."""
+    li = ctx.log_info
+    ids = ctx.profiling_info_id
+    ids.summary_item_id = summary_item_id(li.l2_api_name, li.l0_name, li.l0_name)
+    kernel_launch_guard(ctx, ids.summary_item_id, li.l0_name or "", kernel_launcher_id(li.l0_name))
+    sw = ctx.process.profiling
+    if sw.kernel_launch_flag and sw.addition_info_flag:
+        ids.kernel_launcher_id = kernel_launcher_id(li.l0_name)
+        report_addition_info(ctx, li.l0_name or "", ids.kernel_launcher_id, ids.summary_item_id, "DSA",
+                             list(inputs) + list(outputs))
+
+
+def report_replayed_task(ctx: ThreadLocalContext, task: Any) -> None:
+    """One replayed OpExecCache task (an op_exec_cache.RecordedTask): TLS ids := those recorded with it, the
+    guard with them (a task recorded with profiling off keeps summary id 0 and stays silent), then with
+    kernelLaunchFlag the context id of mix kernels and, with additionInfoFlag, the addition info."""
+    ids = ctx.profiling_info_id
+    launcher_id, summary_id = ids.kernel_launcher_id, ids.summary_item_id = task.profiling
+    sw = ctx.process.profiling
+    if not (sw.report_flag or sw.kernel_launch_flag):
+        return
+    op_type, task_type = task.op_name, task.task_type
+    kernel_launch_guard(ctx, summary_id, op_type, launcher_id)
+    if not sw.kernel_launch_flag:
+        return
+    if task_type in MIX_TASK_TYPES:
+        _emit(ctx, "context_id", op_type, 0, summary_id, ctx.log_info, task_type)
+    if sw.addition_info_flag:
+        report_addition_info(ctx, op_type, launcher_id, summary_id, task_type,
+                             task.templates[:task.n_inputs + task.n_outputs])

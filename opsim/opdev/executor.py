@@ -15,6 +15,7 @@ from opsim.acl.status import AclnnStatus
 from opsim.acl.tensor import (BoolArray, FloatArray, Fp16Array, IntArray, Placement, Scalar, ScalarList, Storage,
                               Tensor, TensorList, host_tensor)
 from opsim.opdev.graph import KernelGraph
+from opsim.opdev.huge_mem import K_INVALID_HUGE_MEM_INDEX
 from opsim.opdev.op_args import OpArgDef, OpArgType
 from opsim.opdev.op_def import RepeatMode
 from opsim.opdev.planner import plan_workspace
@@ -33,6 +34,8 @@ class AclOpExecutor:
     def __init__(self, ctx=None):
         ctx = ctx or current()
         self.thread = ctx
+        self.huge_mem_pool_index = ctx.pool_index  # hugeMemPoolIndex_: recorded first, -1 when no pool
+        self.workspace_offsets: list[int] = []     # SetWorkspaceOffsets / GetWorkspaceOffsets
         self.kernel_launch_obj_list: list = []
         self.allocated_obj_list: list = []
         self.allocated_tensor_list: list[Tensor] = []
@@ -152,8 +155,17 @@ class AclOpExecutor:
         return size
 
     def get_linear_workspace_size(self) -> int:
-        """GetLinearWorkspaceSize (deprecated, unused by the normal flow)."""
+        """GetLinearWorkspaceSize (deprecated; aclnnContiguous still calls it)."""
         return self.get_workspace_size("linear")
+
+    def set_workspace_offsets(self, offsets: Sequence[int]) -> None:
+        """SetWorkspaceOffsets: record a list of workspace offsets (a copy) for a later reader."""
+        self.workspace_offsets = [int(o) for o in offsets]
+
+    def get_workspace_offsets(self) -> list[int]:
+        """GetWorkspaceOffsets: the recorded list (empty until set); the non-contiguous path of an
+        individual-op executor reads where each contiguous copy of its inputs sits in the workspace."""
+        return self.workspace_offsets
 
     def update_tensor_addr(self, workspace: int, size: int) -> None:
         """Phase-2 binding: every from-workspace tensor's storage := workspace base."""
@@ -176,8 +188,19 @@ class AclOpExecutor:
         if cache is not None:
             cache.mark_invalid(self.thread)
 
+    def add_to_kernel_launcher_list_aicpu(self, op_type: int, launcher: Any, args: Any) -> AclnnStatus:
+        """AddToKernelLauncherListAiCpu(opType, obj, args): the AI CPU registration entry point beside
+        CreatAicpuKernelLauncher. AbandonCache(true) (no replay, and SetRepeatable will fail), append the
+        launcher, one graph node over its INPUT / OUTPUT / WORKSPACE lists."""
+        from opsim.opdev.launchers import graph_lists
+        current().charge("build graph")
+        self.abandon_cache(True)
+        self.kernel_launch_obj_list.append(launcher)
+        return self.graph.build_graph(op_type, *graph_lists(args, with_outshape=False))
+
     def add_tensor_relation(self, l2_out: Tensor, middle: Tensor) -> None:
-        if self.repeat_mode != RepeatMode.UNREPEATABLE:
+        """Recorded only with no huge-memory pool and not unrepeatable; always forwarded to the cache."""
+        if self.huge_mem_pool_index == K_INVALID_HUGE_MEM_INDEX and self.repeat_mode != RepeatMode.UNREPEATABLE:
             self.tensor_relation.extend((l2_out, middle))
         if self.op_exec_cache is not None:
             self.op_exec_cache.add_relation(middle.storage, l2_out.storage)
@@ -193,6 +216,9 @@ class AclOpExecutor:
         """SetRepeatable: ACLNN_ERR_INNER on every failure."""
         if self.repeat_mode == RepeatMode.UNREPEATABLE:
             log.warning("executor is unrepeatable")
+            return S.ACLNN_ERR_INNER
+        if self.huge_mem_pool_index != K_INVALID_HUGE_MEM_INDEX:
+            log.warning("cannot set an executor repeatable when it was created with a huge-memory pool")
             return S.ACLNN_ERR_INNER
         if len(self.tensor_relation) % 2:
             return S.ACLNN_ERR_INNER
@@ -254,6 +280,7 @@ def delete_executor(executor: AclOpExecutor) -> None:
     executor.allocated_tensor_list = []
     ctx.log_info = OpLogInfo()
     ctx.profiling_info_id.kernel_launcher_id = 0
+    ctx.pool_index = executor.huge_mem_pool_index  # TLS reset, then the executor's pool index put back
     cache = executor.op_exec_cache
     if cache is not None:
         if executor.repeat_mode == RepeatMode.REPEAT:

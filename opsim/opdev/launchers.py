@@ -83,7 +83,10 @@ class KernelLauncher(ABC):
     def restore_thread_local(self) -> Any:
         ctx = current()
         ctx.log_info.l0_name = self.op_log_info.l0_name
-        ctx.profiling_info_id = self.profiling_info_id
+        ids = self.profiling_info_id  # copied into TLS: later TLS updates do not touch the launcher's ids
+        tls = ctx.profiling_info_id
+        tls.tiling_profiling_id, tls.kernel_launcher_id, tls.summary_item_id = \
+            ids.tiling_profiling_id, ids.kernel_launcher_id, ids.summary_item_id
         return ctx
 
     def destroy(self) -> None:
@@ -141,8 +144,6 @@ class AiCoreKernelLauncher(KernelLauncher):
             dfx.l0_dump(ctx, self.op_log_info, self.args, inputs=True)
         ctx.impl_mode = self.impl_mode
         status, tiling = self._kernel_run(ctx, tiling)
-        if status == S.ACLNN_SUCCESS:
-            dfx.report_kernel_launch(ctx, self)
         if dump:
             dfx.l0_dump(ctx, self.op_log_info, self.args, inputs=False)
         dfx.after_launch_overflow_check(ctx, self.args, ex.stream, self.op_log_info, status == S.ACLNN_SUCCESS)
@@ -168,6 +169,7 @@ class AiCoreKernelLauncher(KernelLauncher):
         if tiling.memset_outputs:
             targets = [outs[i] for i in tiling.memset_outputs if i < len(outs) and outs[i] is not None]
             _memset_launch(ctx, ex, stream, targets)
+        dfx.before_aicore_launch(ctx, name)
         launch_status = rt.fault_status(ctx, "rt.launch_kernel", name)
         duration = rt.kernel_duration(ctx, tiling)
         numerics = ctx.process.numerics
@@ -180,6 +182,7 @@ class AiCoreKernelLauncher(KernelLauncher):
         if cache is not None and cache is ex.op_exec_cache:
             cache.record(name, tiling.task_type, tiling.block_dim, duration, ins + outs + wss, len(ins), len(outs),
                          attrs, kernel.compute, tiling.tiling_data_size)
+        dfx.report_aicore_launch(ctx, name, tiling.task_type, ins + outs)
         if launch_status != S.ACLNN_SUCCESS:
             return S.ACLNN_ERR_RUNTIME_ERROR, tiling
         if self.args.contains_op_arg_type(OpArgDef.OP_OUTSHAPE_ARG):
@@ -205,6 +208,7 @@ def _memset_launch(ctx, executor, stream, targets: list[Tensor]) -> None:
     nbytes = sum(t.storage_nbytes for t in targets)
     duration = ctx.process.cost.kernel_time(0.0, float(nbytes), 1, "AI_CORE")
     rt.submit_kernel(ctx, stream, "MemSet", "AI_CORE", 1, duration)
+    dfx.report_internal_launch(ctx, "MemSet")
     cache = ctx.op_cache_context
     if cache is not None and cache is executor.op_exec_cache:
         cache.record("MemSet", "AI_CORE", 1, duration, list(targets), 0, len(targets), [],
@@ -341,6 +345,7 @@ class DsaKernelLauncher(KernelLauncher):
         out = outs[0]
         duration = ctx.process.cost.kernel_time(0.0, float(out.storage_nbytes if out is not None else 0), 1, "AI_CORE")
         rt.submit_kernel(ctx, stream, self.op_log_info.l0_name or self.op_type_name, "DSA", 1, duration)
+        dfx.report_dsa_launch(ctx, ins, outs)
         return S.ACLNN_SUCCESS
 
 

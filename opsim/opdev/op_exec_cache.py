@@ -18,7 +18,7 @@ import numpy as np
 from opsim.acl.dtypes import DataType
 from opsim.acl.status import AclnnStatus
 from opsim.acl.tensor import BoolArray, FloatArray, Fp16Array, IntArray, Scalar, ScalarList, Tensor, TensorList
-from opsim.opdev import rt
+from opsim.opdev import dfx, rt
 from opsim.opdev.op_args import Null
 from opsim.opdev.thread_local import OpLogInfo, ThreadLocalContext, current
 
@@ -200,6 +200,7 @@ class RecordedTask:
     compute: Any
     size: int
     info: dict | None = None  # torch_npu tensor strings of the launch (profiler shapes)
+    profiling: tuple = (0, 0)  # TLS (kernelLauncherId, summaryItemId) when the launch was recorded
 
 
 class OpExecCache:
@@ -290,7 +291,8 @@ class OpExecCache:
         self.record_offset += size
         self.tasks.append(RecordedTask(op_name, task_type, block_dim, duration, templates, rules, n_inputs,
                                        n_outputs, attrs, compute, size,
-                                       rt.tensor_info(tensors[:n_inputs], tensors[n_inputs:n_inputs + n_outputs])))
+                                       rt.tensor_info(tensors[:n_inputs], tensors[n_inputs:n_inputs + n_outputs]),
+                                       _tls_profiling_ids()))
 
     def finalize(self) -> None:
         """End of the first run: copy the record (needs a recording buffer), usable := valid."""
@@ -331,7 +333,13 @@ class OpExecCache:
                              replay=True)
             if task.info is not None:
                 rt.record_tensor_info(ctx, task.op_name, task.info)
+            dfx.report_replayed_task(ctx, task)
         return S.ACLNN_SUCCESS
+
+
+def _tls_profiling_ids() -> tuple[int, int]:
+    ids = current().profiling_info_id
+    return ids.kernel_launcher_id, ids.summary_item_id
 
 
 def _patched(tmpl: Tensor, rule: AddrRule, workspace: int, addresses: list) -> Tensor:
@@ -467,8 +475,10 @@ def l2_dfx_phase_1(api_name: str, dfx_in: tuple, dfx_out: tuple, *, with_cache: 
     cfg = ctx.config
     cfg.aic_num, cfg.aiv_num = p.aic_num, p.aiv_num
     cfg.is_op_dump_enable = p.op_dump
-    cfg.deterministic_level = p.deterministic_level
-    cfg.is_deterministic_on = p.deterministic_level >= 1
+    cfg.deterministic_level = dfx.deterministic_level_from_rt(ctx)
+    cfg.is_deterministic_on = cfg.deterministic_level >= 1
+    if p.profiling.report_flag:
+        dfx.report_host_exec(ctx, api_name)
     if p.op_dump:
         ctx.l2_io_tensors = (list(dfx_in), list(dfx_out))
     if not with_cache:
@@ -509,3 +519,5 @@ def l2_dfx_phase_2(api_name: str, executor: Any) -> None:
         ctx.log_info = executor.log_info.copy()
         ctx.config = executor.config.copy()
     ctx.log_info.l0_name = None
+    if ctx.process.profiling.report_flag:
+        dfx.report_host_exec(ctx, api_name)

@@ -24,7 +24,8 @@ class ProcessContext:
                  aic_num: int | None = None, aiv_num: int | None = None, stdout: Callable[[str], Any] | None = None,
                  dump_dir: str | None = None, op_dump: bool = False, overflow_dump: bool = False,
                  exception_dump: bool = False, level2_profiling: bool = False, record_op_args: bool = False,
-                 deterministic_level: int = 0, soc_name: str = "Ascend910B2"):
+                 profiling_switch: int = 0, deterministic_level: int = 0, strong_consistency: bool = False,
+                 soc_name: str = "Ascend910B2"):
         self.env: dict[str, str] = dict(env or {})
         self.profile = profile if isinstance(profile, BehaviourProfile) else get_profile(profile)
         if cost is None:
@@ -47,9 +48,19 @@ class ProcessContext:
         self.op_dump = op_dump
         self.overflow_dump = overflow_dump
         self.exception_dump = exception_dump
-        self.level2_profiling = level2_profiling
-        self.record_op_args = record_op_args
+        # Profiling switches (§5): set by the profiler's control callback (opsim.opdev.profiling).
+        from opsim.opdev.profiling import OpProfilingSwitch, start_profiling
+        self.profiling = OpProfilingSwitch()
+        self.profiling_commands: list[tuple[str, int]] = []
+        self.level2_profiling = level2_profiling  # direct flag settings (the cache-disabling conditions);
+        self.record_op_args = record_op_args      # a profiling run uses `profiling_switch` (a START command)
+        # Runtime system parameters read at every phase-1 entry: ACL_OPT_DETERMINISTIC (0..3) and
+        # ACL_OPT_STRONG_CONSISTENCY (upgrades a reported level 1 to 2).
         self.deterministic_level = deterministic_level
+        self.strong_consistency = strong_consistency
+        # Huge host-memory pools (executor-and-memory.md §11): free pool indices, popped from the back.
+        from opsim.opdev.huge_mem import HugeMemPools
+        self.huge_mem = HugeMemPools()
         self.disable_l2_cache = envmod.is_set(self.env, "DISABLE_L2_CACHE")
         self.l2_sequence_counter = 0
         self._next_tid = FIRST_THREAD_ID
@@ -71,6 +82,26 @@ class ProcessContext:
         self.dumps: list = []
         self.overflows: list = []
         self.profiling_reports: list = []  # dfx.ProfilingReport records (profiling switch on, id != 0)
+        if profiling_switch:
+            start_profiling(self, profiling_switch)
+
+    @property
+    def level2_profiling(self) -> bool:
+        """levelTwo profiling flag (task time L2 or op attributes): also disables the OpExecCache."""
+        return self.profiling.level2_profiling_flag
+
+    @level2_profiling.setter
+    def level2_profiling(self, on: bool) -> None:
+        self.profiling.level2_profiling_flag = bool(on)
+
+    @property
+    def record_op_args(self) -> bool:
+        """recordOpArgFlag, set through the dump subsystem's op-arg callback: disables the OpExecCache."""
+        return self.profiling.record_op_arg_flag
+
+    @record_op_args.setter
+    def record_op_args(self, on: bool) -> None:
+        self.profiling.record_op_arg_flag = bool(on)
 
     def _aicpu_limit(self) -> tuple[int, str | None]:
         p = self.profile

@@ -75,6 +75,8 @@ class ThreadLocalContext:
     l2_storage_list: list = field(default_factory=list)
     l2_tensor_list: list = field(default_factory=list)
     op_cache_context: Any = None
+    # huge host-memory pool index of this thread (-1: none active; opsim.opdev.huge_mem)
+    pool_index: int = -1
     # AI CPU: the pending one-shot (overflow) task slot
     pending_overflow_task: Any = None
     # AI Core tiling context (LauncherContext) in flight

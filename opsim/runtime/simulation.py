@@ -17,7 +17,8 @@ class Simulation:
                  env: Mapping[str, str] | None = None, profile: str | None = None, numerics: bool = False,
                  trace: bool = True, cost_overrides: Mapping[str, float] | None = None,
                  stdout: Callable[[str], Any] | None = None, dump_dir: str | None = None, op_dump: bool = False,
-                 overflow_dump: bool = False, memory_strategy: str = "first_fit"):
+                 overflow_dump: bool = False, memory_strategy: str = "first_fit", profiling_switch: int = 0,
+                 deterministic_level: int = 0, strong_consistency: bool = False):
         from opsim.device.cost import CostModel
         from opsim.device.device import Device
         from opsim.device.soc import get_soc
@@ -31,7 +32,9 @@ class Simulation:
                              memory_strategy=memory_strategy)
         self.process = ProcessContext(env=env, profile=profile, cost=self.cost, recorder=self.recorder,
                                       device=self.device, numerics=numerics, stdout=stdout, dump_dir=dump_dir,
-                                      op_dump=op_dump, overflow_dump=overflow_dump)
+                                      op_dump=op_dump, overflow_dump=overflow_dump, profiling_switch=profiling_switch,
+                                      deterministic_level=deterministic_level,
+                                      strong_consistency=strong_consistency)
         self.threads: list[HostThread] = []
 
     def add_thread(self, program: Callable[[HostThread], Generator], name: str | None = None) -> HostThread:

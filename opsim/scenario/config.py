@@ -71,7 +71,15 @@ class SleepStep:
     us: float
 
 
-Step = Union[OpStep, LoopStep, ChooseStep, SyncStep, SyncDeviceStep, EventStep, SleepStep]
+@dataclass(frozen=True)
+class ProfilingStep:
+    """The profiler starts (with a switch mask) or stops: opbase's profiling callback, process-wide."""
+
+    start: bool
+    mask: int = 0
+
+
+Step = Union[OpStep, LoopStep, ChooseStep, SyncStep, SyncDeviceStep, EventStep, SleepStep, ProfilingStep]
 
 
 @dataclass(frozen=True)
@@ -137,6 +145,7 @@ class ScenarioConfig:
 
 
 def program_calls(program: tuple[Step, ...], per_iteration: int = 0) -> int:
+    """ACLNN calls of the program; each loop iteration counts at least `per_iteration` (0: exact calls)."""
     n = 0
     for step in program:
         if isinstance(step, OpStep):
@@ -175,5 +184,6 @@ def op_steps(program: tuple[Step, ...]) -> list[OpStep]:
     return out
 
 
-__all__ = ["OpStep", "LoopStep", "ChooseStep", "SyncStep", "SyncDeviceStep", "EventStep", "SleepStep", "Step",
-           "ThreadConfig", "OutputsConfig", "DumpConfig", "ScenarioConfig", "sleep_us", "op_steps", "program_calls"]
+__all__ = ["OpStep", "LoopStep", "ChooseStep", "SyncStep", "SyncDeviceStep", "EventStep", "SleepStep", "ProfilingStep",
+           "Step", "ThreadConfig", "OutputsConfig", "DumpConfig", "ScenarioConfig", "sleep_us", "op_steps",
+           "program_calls"]

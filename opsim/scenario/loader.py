@@ -420,6 +420,8 @@ class _Builder:
                 return C.EventStep(event=str(name), stream=stream, record=record)
         if "sleep" in step:
             return C.SleepStep(float(step["sleep"]))
+        if "profiling" in step and isinstance(step["profiling"], dict):
+            return _profiling_step(step["profiling"])
         return None
 
     def stream(self, name: Any, path: Path_, streams: tuple[str, ...]) -> str:
@@ -686,3 +688,16 @@ def validate(source: str | Path | Mapping[str, Any], overrides: Mapping[str, Any
 
 __all__ = ["load_scenario", "validate", "module_findable", "read_yaml", "read_source", "apply_overrides", "parse_override",
            "parse_key", "format_path", "DEFAULT_STREAM"]
+
+
+def _profiling_step(spec: dict) -> C.ProfilingStep | None:
+    """{start: mask} or {stop: true}; a malformed value is reported by the schema."""
+    from opsim.opdev.profiling import MASK_NAMES, mask_of
+    if "start" in spec:
+        mask = spec["start"]
+        if isinstance(mask, list) and all(m in MASK_NAMES for m in mask):
+            return C.ProfilingStep(True, mask_of(mask))
+        if isinstance(mask, int) and not isinstance(mask, bool):
+            return C.ProfilingStep(True, mask)
+        return None
+    return C.ProfilingStep(False) if spec.get("stop") is True else None

@@ -13,6 +13,7 @@ from opsim.device.cost import DEVICE_PARAMS, HOST_PHASES
 from opsim.device.memory import STRATEGIES
 from opsim.device.soc import SOC_PRESETS
 from opsim.opdev.profiles import PROFILES
+from opsim.opdev.profiling import MASK_NAMES
 from opsim.scenario.limits import INT64_MAX, MAX_EPOCH_US, MAX_HORIZON_US
 
 ENV_VARS: dict[str, str] = {
@@ -35,7 +36,10 @@ DIM = {"type": "integer", "minimum": 0, "maximum": 1 << 40}
 SHAPE = {"type": "array", "items": DIM, "maxItems": MAX_DIMS}
 NUMBER = {"type": "number", "minimum": 0}
 COUNT = {"type": "integer", "minimum": 0, "maximum": INT64_MAX}
-STEP_KEYS = ("op", "loop", "choose", "sync", "sync_device", "record_event", "wait_event", "sleep")
+STEP_KEYS = ("op", "loop", "choose", "sync", "sync_device", "record_event", "wait_event", "sleep", "profiling")
+PROFILING_MASK = {"type": ["integer", "array"], "minimum": 0, "maximum": (1 << 64) - 1,
+                  "items": {"enum": list(MASK_NAMES)}, "minItems": 1, "uniqueItems": True}
+"""A profiling switch mask: an integer, or the names of its bits (opsim.opdev.profiling.MASK_NAMES)."""
 
 
 def _obj(properties: dict[str, Any], required: tuple[str, ...] = ()) -> dict[str, Any]:
@@ -73,6 +77,8 @@ def build_schema() -> dict[str, Any]:
         "record_event": _obj({"record_event": event_ref}, ("record_event",)),
         "wait_event": _obj({"wait_event": event_ref}, ("wait_event",)),
         "sleep": _obj({"sleep": {**NUMBER, "maximum": MAX_HORIZON_US}}, ("sleep",)),
+        "profiling": _obj({"profiling": {**_obj({"start": PROFILING_MASK, "stop": {"const": True}}),
+                                         "minProperties": 1, "maxProperties": 1}}, ("profiling",)),
     }
     step = {
         "type": "object",

@@ -129,6 +129,8 @@ class ThreadWorkload:
             return lambda th: self._event(th, event, stream, step.record)
         if isinstance(step, C.SleepStep):
             return lambda th: th.sleep(step.us)
+        if isinstance(step, C.ProfilingStep):
+            return lambda th: th.call(_profiling_command, step.start, step.mask)
         raise TypeError(f"unknown step {step!r}")  # pragma: no cover - the loader builds only these
 
     @staticmethod
@@ -236,6 +238,20 @@ class ThreadWorkload:
         for stream in self.streams.values():
             yield from th.call(acl_rt.synchronize_stream, stream)
         yield from self.free_all()
+
+
+def _profiling_command(start: bool, mask: int) -> int:
+    """The profiler's START (INIT then START with `mask`) or STOP, stamped in the trace on this thread."""
+    from opsim.opdev import profiling
+    from opsim.opdev.thread_local import current
+    ctx = current()
+    p = ctx.process
+    ret = profiling.start_profiling(p, mask) if start else profiling.stop_profiling(p)
+    rec = p.recorder
+    if rec.enabled:
+        name, args = ctx.name, {"mask": hex(mask), "flags": p.profiling.as_dict(), "ret": ret}
+        ctx.at(lambda t: rec.instant(t, "profiling_start" if start else "profiling_stop", name, args))
+    return ret
 
 
 class _AllocFailed(Exception):

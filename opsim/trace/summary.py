@@ -181,6 +181,8 @@ def build_summary(run: Any, stats: SummaryStats, wall_seconds: float) -> dict[st
             "allocations": [{"address": f"{a.address:#x}", "size": a.size, "time_us": _r(a.time)} for a in leaks[:20]],
         },
         "overflows": len(sim.process.overflows),
+        "profiling_reports": {k[len("prof_"):]: v for k, v in sorted(stats.instants.items())
+                              if k.startswith("prof_")},
         "instants": dict(sorted(stats.instants.items())),
         "counters_max": {k: v for k, v in sorted(stats.counter_max.items())},
         "errors": list(run.errors),
@@ -295,6 +297,9 @@ def render_table(summary: Mapping[str, Any]) -> str:
                  f"{leaks['count']} allocation(s), {_fmt_bytes(leaks.get('bytes', 0))}"))
     if summary.get("overflows"):
         rows.append(("overflow detections", str(summary["overflows"])))
+    prof = summary.get("profiling_reports") or {}
+    if prof:
+        rows.append(("profiling reports", ", ".join(f"{k} {v}" for k, v in prof.items())))
     width = max(len(k) for k, _ in rows)
     lines = ["opsim run summary", "-" * (width + 40)]
     lines += [f"{k.ljust(width)}  {v}" for k, v in rows]

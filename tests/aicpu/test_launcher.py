@@ -21,6 +21,7 @@ from opsim.opdev.executor import (AclOpExecutor, common_op_executor_run, create_
 from opsim.opdev.op_args import make_op_arg_context, op_attr, op_input, op_output
 from opsim.opdev.op_def import CoreType, RepeatMode, UnknowShapeOpType
 from opsim.opdev.process import ProcessContext
+from opsim.opdev.profiling import PROF_TASK_TIME_L1_MASK, PROF_TASK_TIME_MASK
 from opsim.opdev.thread_local import A_SPAN, A_SYNC, current, set_current
 from opsim.ops import _common as C
 
@@ -429,7 +430,7 @@ def test_cc_task_gets_a_new_kernel_id_on_another_stream(proc):
 
 
 def test_reused_task_keeps_its_creators_attribution():
-    p = new_process(level2_profiling=True)
+    p = new_process(profiling_switch=PROF_TASK_TIME_MASK | PROF_TASK_TIME_L1_MASK)
     status, size, ex = l2_prepare()
     task = task_of(ex)
     creator = task.summary_item_id
@@ -438,9 +439,9 @@ def test_reused_task_keeps_its_creators_attribution():
     _, size, ex = l2_prepare()
     assert task_of(ex) is task
     run(ex, size)
-    reports = [r for r in p.profiling_reports if r.op_type == OP]
+    reports = [r for r in p.profiling_reports if r.op_type == OP and r.kind == "tensor_info"]
     assert len(reports) == 2 and {r.summary_item_id for r in reports} == {creator}
-    assert reports[0].kernel_launcher_id == task.launch_id != 0
+    assert reports[0].kernel_launcher_id == task.launch_id != 0 and reports[0].task_type == "AI_CPU"
 
 
 def test_executor_api_sequence_through_create_executor(proc):

@@ -20,9 +20,13 @@ from opsim.opdev.op_args import make_op_arg_context, op_input, op_output
 from opsim.opdev.op_def import CoreType
 from opsim.opdev.op_types import register_op_type
 from opsim.opdev.process import ProcessContext
+from opsim.opdev.profiling import (PROF_ACL_API_MASK, PROF_TASK_TIME_L1_MASK, PROF_TASK_TIME_L2_MASK, PROF_TASK_TIME_MASK,
+                                   start_profiling)
 from opsim.opdev.thread_local import A_CALL, A_SPAN, A_SYNC, OpLogInfo, current, set_current
 from opsim.ops import _common as C
 from opsim.trace.recorder import Recorder
+
+ALL_TASK_PROFILING = PROF_ACL_API_MASK | PROF_TASK_TIME_MASK | PROF_TASK_TIME_L1_MASK | PROF_TASK_TIME_L2_MASK
 
 S = AclnnStatus
 OP = register_op_type("DfxDirectOp")
@@ -273,22 +277,23 @@ def test_profiling_id_helpers_hash_the_strings():
     assert (zero.tiling_profiling_id, zero.kernel_launcher_id, zero.summary_item_id) == (0, 0, 0)
 
 
-@pytest.mark.parametrize("world", [{"level2_profiling": True}], indirect=True)
+@pytest.mark.parametrize("world", [{"profiling_switch": ALL_TASK_PROFILING}], indirect=True)
 def test_no_profiling_reports_at_the_callback_boundary(world):
-    """With profiling on, an AI Core launch reports; the DirectInvoke launch does not, and its ids stay 0."""
+    """With profiling on, an AI Core launch reports; the DirectInvoke launch does not (only its L2 API's host-exec
+    records appear), and its ids stay 0."""
     process, ctx = world
     from opsim.ops.elementwise import aclnn_add, aclnn_add_get_workspace_size
     a, b, out = Tensor([8]), Tensor([8], address=0x100), Tensor([8], address=0x200)
     status, size, ex = aclnn_add_get_workspace_size(a, b, Scalar(1.0), out)
     assert aclnn_add(WS, size, ex, None) == S.ACLNN_SUCCESS
-    assert [(r.kind, r.op_type, r.l2_api_name, r.l0_name) for r in process.profiling_reports] == \
-        [("kernel_launch", "Add", "aclnnAdd", "Add")]
-    assert process.profiling_reports[0].kernel_launcher_id == dfx.kernel_launcher_id("Add")
-    before = len(process.profiling_reports)
+    launches = [r for r in process.profiling_reports if r.kind == "kernel_launch"]
+    assert [(r.op_type, r.l2_api_name, r.l0_name) for r in launches] == [("Add", "aclnnAdd", "Add")]
+    assert launches[0].kernel_launcher_id == dfx.kernel_launcher_id("Add")
+    before = [r for r in process.profiling_reports if r.kind != "host_exec"]
     p = Producer(process)
     ex, status = run_api([p], [Tensor([4])], [Tensor([4], address=0x300)])
     assert status == S.ACLNN_SUCCESS and len(p.events) == 1
-    assert len(process.profiling_reports) == before
+    assert [r for r in process.profiling_reports if r.kind != "host_exec"] == before
     assert p.events[0][4:6] == (0, 0)
 
 
@@ -296,9 +301,9 @@ def test_profiling_guard_needs_the_switch_and_a_non_zero_id(world):
     process, ctx = world
     li = OpLogInfo("aclnnAdd", "Add", 0)
     ids = dfx.launcher_profiling_ids(CoreType.AI_CORE, "Add", li)
-    assert not dfx.report_profiling(ctx, "kernel_launch", ids, "Add", li)  # profiling off
-    process.level2_profiling = True
-    assert dfx.report_profiling(ctx, "kernel_launch", ids, "Add", li)
+    assert not dfx.kernel_launch_guard(ctx, ids.summary_item_id, "Add", log_info=li)  # profiling off
+    start_profiling(process, PROF_TASK_TIME_MASK)
+    assert dfx.kernel_launch_guard(ctx, ids.summary_item_id, "Add", log_info=li)
     zero = dfx.launcher_profiling_ids(CoreType.DIRECT_INVOKE, "X", li)
-    assert not dfx.report_profiling(ctx, "kernel_launch", zero, "X", li)
+    assert not dfx.kernel_launch_guard(ctx, zero.summary_item_id, "X", log_info=li)
     assert len(process.profiling_reports) == 1

@@ -24,7 +24,6 @@ from opsim.opdev.aicpu import timestamps as ts
 from opsim.opdev.aicpu.key import convert_to_host_tensor, flatten_aicpu_inputs
 from opsim.opdev.op_args import OpArgContext
 from opsim.opdev.op_def import UnknowShapeOpType
-from opsim.opdev.thread_local import ProfilingInfoId
 
 log = logging.getLogger("opsim.opdev.aicpu")
 S = AclnnStatus
@@ -252,15 +251,15 @@ class AicpuTask(ABC):
         return S.ACLNN_SUCCESS
 
     def _report_profiling(self, ctx: Any) -> None:
-        """Run step 10: with profiling on, TLS kernelLauncherId := launchId_ and a report (task type AI_CPU)
-        attributed to summaryItemId_, the creator's attribution even when another call reuses the task."""
-        ids = ProfilingInfoId(0, self.launch_id, self.summary_item_id)
-        if dfx.report_profiling(ctx, "kernel_launch", ids, self.op_type, ctx.log_info):
-            ctx.profiling_info_id.kernel_launcher_id = self.launch_id
+        """Run step 10: with kernel-launch and addition-info profiling on, TLS kernelLauncherId := launchId_ and
+        tensor info (task type AI_CPU) attributed to summaryItemId_, the creator's attribution even when another
+        call reuses the task."""
+        dfx.report_aicpu_run(ctx, self.op_type, self.launch_id, self.summary_item_id, self.inputs, self.outputs)
 
     def _launch(self, ctx: Any, stream: Any) -> AclnnStatus:
         """The kernel launch (new or old API): numerics when data is attached, then one AI CPU device task."""
         op = self.op_type
+        dfx.report_aicpu_launch(ctx, op, self.launch_id, self.summary_item_id)  # the kernel-launch guard
         if ctx.process.fault("rt.launch_kernel", op):
             log.error("AI CPU launch of %s failed (%s API), ACLNN_ERR_RUNTIME_ERROR", op,
                       "new" if self.use_new_launch else "old")
