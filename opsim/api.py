@@ -276,19 +276,20 @@ def _merge_overrides(overrides: Mapping[str, Any] | None, more: Mapping[str, Any
 
 def run(scenario_or_path: Any, overrides: Mapping[str, Any] | None = None, *,
         out_dir: str | os.PathLike | None = None, write: bool = True, progress: bool = False,
-        **more: Any) -> Result:
+        calibration: Any = None, **more: Any) -> Result:
     """Run a scenario (a YAML path or a scenario dict) in this process and return its ``Result``.
 
     Overrides use the scenario's dotted keys, given as a dict (``overrides={"env.ACLNN_AICPU_CACHE_LIMIT": "64"}``)
     or as keywords with ``__`` for the dots (``env__ACLNN_AICPU_CACHE_LIMIT="64"``). The outputs go where the
     CLI puts them (``out_dir``, else the scenario's ``outputs.dir``, else ``opsim-out/<name>``), together with
-    ``records.json.gz`` for ``load_result``; ``write=False`` keeps everything in memory.
+    ``records.json.gz`` for ``load_result``; ``write=False`` keeps everything in memory. ``calibration`` (a
+    calibration YAML from ``opsim calibrate``, or a ``Calibration``) gives the run measured timing.
     A bad scenario raises ``ScenarioError`` naming every problem.
     """
     from opsim.scenario.runner import run_scenario
     merged = _merge_overrides(overrides, more)
     run_result = run_scenario(scenario_or_path, out_dir=out_dir, overrides=merged or None, progress=progress,
-                              write=write)
+                              write=write, calibration=calibration)
     result = Result.from_run(run_result)
     if write and result.out_dir is not None:
         result.save(result.out_dir)

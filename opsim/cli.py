@@ -12,7 +12,7 @@ import contextlib
 import os
 import sys
 from pathlib import Path
-from typing import Sequence, TextIO
+from typing import Any, Sequence, TextIO
 
 EXIT_OK = 0
 EXIT_SIM_ERRORS = 1
@@ -48,6 +48,8 @@ def build_parser() -> argparse.ArgumentParser:
                           "--set threads.0.program.0.loop.count=100 (repeatable)")
     run.add_argument("--profiler-output", action="store_true",
                      help="also write the Ascend PyTorch Profiler directory layout that msprof-analyze reads")
+    run.add_argument("--calibration", metavar="FILE",
+                     help="calibration YAML from `opsim calibrate` (replaces the scenario's calibration key)")
     _add_budgets(run)
     run.add_argument("--no-progress", action="store_true", help="no progress bar")
     run.add_argument("--quiet", action="store_true", help="print no summary table")
@@ -60,8 +62,11 @@ def build_parser() -> argparse.ArgumentParser:
     sub.add_parser("list-ops", help="the ops a scenario can call, with inputs, dtypes and attributes")
     sub.add_parser("list-socs", help="the SoC presets and their numbers")
 
+    from opsim.calibration.cli import add_parsers
+    add_parsers(sub)
     rep = sub.add_parser("report", help="print the summary of a finished run again")
     rep.add_argument("outdir", help="the output directory of a run")
+    _add_import_parser(sub)
     return p
 
 
@@ -89,6 +94,26 @@ def _limits(args: argparse.Namespace):
     return Limits(max_calls=args.max_calls, numerics_bytes=args.max_numerics_mib << 20)
 
 
+def _add_import_parser(sub: Any) -> None:
+    imp = sub.add_parser("import", help="turn a real torch_npu profile into a scenario that replays it",
+                         description="Read a torch_npu profile (its *_ascend_pt directory, ASCEND_PROFILER_OUTPUT or "
+                                     "trace_view.json) and write a scenario replaying it, with an import report "
+                                     "next to it (see docs/import.md).")
+    imp.add_argument("profile", help="profile directory or trace_view.json")
+    imp.add_argument("-o", "--output", metavar="SCENARIO", required=True, help="the scenario YAML to write")
+    imp.add_argument("--name", help="the scenario's name (default: from the profile)")
+
+
+def cmd_import(args: argparse.Namespace, out: TextIO) -> int:
+    """opsim import PROFILE -o SCENARIO: the scenario, its import report, and a short summary on stdout."""
+    from opsim.importer import import_profile, write_import
+    result = write_import(import_profile(args.profile, name=args.name), args.output)
+    for line in result.report.summary_lines():
+        out.write(line + "\n")
+    out.write(f"wrote {result.scenario_path} and {result.report_path}\n")
+    return EXIT_OK
+
+
 def _overrides(items: Sequence[str]) -> dict:
     from opsim.scenario.loader import parse_override
     return dict(parse_override(s) for s in items)
@@ -109,15 +134,16 @@ def cmd_validate(args: argparse.Namespace, out: TextIO) -> int:
 
 
 def cmd_run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
-    from opsim.errors import OpsimError, OutputPathError, ScenarioError
+    from opsim.errors import CalibrationError, OpsimError, OutputPathError, ScenarioError
     from opsim.scenario.loader import load_scenario
     cfg = load_scenario(args.scenario, _overrides(args.overrides), limits=_limits(args))
     from opsim.scenario.runner import run_scenario
     from opsim.trace.summary import render_table
     try:
         result = run_scenario(cfg, out_dir=args.out, progress=not args.no_progress,
-                              profiler_output=True if args.profiler_output else None, limits=_limits(args))
-    except (ScenarioError, OutputPathError):
+                              profiler_output=True if args.profiler_output else None, calibration=args.calibration,
+                              limits=_limits(args))
+    except (ScenarioError, CalibrationError, OutputPathError):
         raise
     except OpsimError as exc:
         _print_error(exc, err)
@@ -225,6 +251,11 @@ def main(argv: Sequence[str] | None = None, *, stdout: TextIO | None = None, std
             return cmd_list_socs(out)
         if args.command == "report":
             return cmd_report(args, out)
+        if args.command == "import":
+            return cmd_import(args, out)
+        if args.command in ("calibrate", "predict"):
+            from opsim.calibration.cli import cmd_calibrate, cmd_predict
+            return (cmd_calibrate if args.command == "calibrate" else cmd_predict)(args, out)
     except OpsimError as exc:
         _print_error(exc, err)
         return EXIT_BAD_INPUT

@@ -31,5 +31,14 @@ class ScenarioError(OpsimError):
     """A scenario file is invalid: the message names the file, the line, the field and what is allowed."""
 
 
+class ProfileFormatError(InvalidArgumentError):
+    """A profiler file (kernel_details.csv, op_summary_*.csv, trace_view.json) cannot be read: the message
+    names the file, the row or position, the column and how to fix it."""
+
+
+class CalibrationError(InvalidArgumentError):
+    """A calibration file is invalid: the message names the file, the field and what is allowed."""
+
+
 class SimulationError(OpsimError):
     """The simulation itself found a fatal inconsistency (never raised for ordinary opbase failures)."""

@@ -1,7 +1,8 @@
 """Atomic outputs: the one way opsim writes files, so an interrupted write never leaves a truncated file.
 
 - `atomic_file(path)`: one file, written into a temporary sibling and renamed over `path` when complete
-  (`atomic_path(path)` gives the temporary path itself, for writers that need a path, such as sqlite3).
+  (`atomic_path(path)` gives the temporary path itself, for writers that need a path, such as sqlite3;
+  `write_text_atomic(path, text)` writes a whole text at once).
 - `OutputDir(root, names)`: a command's set of outputs. Writers write into a hidden staging directory inside
   `root` (same file system, so renames are atomic); `commit()` renames every entry into place, removes the
   entries the previous run listed that this run did not write (stale outputs), and records the names in
@@ -76,6 +77,15 @@ def atomic_file(path: str | os.PathLike, mode: str = "w", **open_kw: Any) -> Ite
     """`open(path, mode)` through `atomic_path`: the file appears complete when the block ends, or not at all."""
     with atomic_path(path) as tmp, open(tmp, mode, **open_kw) as fh:
         yield fh
+
+
+def write_text_atomic(path: str | os.PathLike, text: str, encoding: str = "utf-8") -> Path:
+    """Write `text` to `path` (creating its directory) through `atomic_file`, newlines as given; returns the path."""
+    p = Path(path)
+    p.parent.mkdir(parents=True, exist_ok=True)
+    with atomic_file(p, encoding=encoding, newline="") as fh:
+        fh.write(text)
+    return p
 
 
 def _umask() -> int:
@@ -219,5 +229,5 @@ class OutputDir:
         _remove(self.staging)
 
 
-__all__ = ["OutputDir", "atomic_file", "atomic_path", "record_output", "read_manifest", "output_dir_problem", "signals_deferred",
+__all__ = ["OutputDir", "atomic_file", "atomic_path", "write_text_atomic", "record_output", "read_manifest", "output_dir_problem", "signals_deferred",
            "MANIFEST"]

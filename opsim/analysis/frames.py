@@ -166,7 +166,7 @@ def op_calls(calls: pd.DataFrame, host: pd.DataFrame, device: pd.DataFrame, cach
                                      ).fillna(0.0)
     df["device_end"] = df["corr"].map(grouped["end"].max() if not kernels.empty else pd.Series(dtype=float))
     df["latency_us"] = df["device_end"].where(df["device_end"].notna(), df["end"]) - df["start"]
-    for name in ("exec", "aicpu"):
+    for name in ("exec", "aicpu", "pta"):
         sub = cache[(cache["cache"] == name) & (cache["corr"] >= 0)]
         for kind in LOOKUP_KINDS if name == "aicpu" else ("hit", "miss"):
             counts = sub[sub["kind"] == kind].groupby("corr").size()
@@ -178,7 +178,7 @@ def op_summary(calls: pd.DataFrame) -> pd.DataFrame:
     """One row per ACLNN API: call count, mean host and device time, cache outcomes."""
     cols = ["api", "calls", "host_us_mean", "host_busy_us_mean", "device_us_mean", "latency_us_mean",
             "device_tasks", "exec_hits", "exec_misses", "exec_hit_rate", "aicpu_hits", "aicpu_misses",
-            "aicpu_oneshots", "aicpu_hit_rate"]
+            "aicpu_oneshots", "aicpu_hit_rate", "pta_hits", "pta_misses"]
     if calls.empty:
         return pd.DataFrame(columns=cols)
     g = calls.groupby("api", sort=True)
@@ -194,6 +194,8 @@ def op_summary(calls: pd.DataFrame) -> pd.DataFrame:
         "aicpu_hits": g["aicpu_hits"].sum(),
         "aicpu_misses": g["aicpu_misses"].sum(),
         "aicpu_oneshots": g["aicpu_oneshots"].sum(),
+        "pta_hits": g["pta_hits"].sum(),
+        "pta_misses": g["pta_misses"].sum(),
     })
     out["exec_hit_rate"] = [hit_rate(h, m) for h, m in zip(out["exec_hits"], out["exec_misses"])]
     out["aicpu_hit_rate"] = [hit_rate(h, m + o) for h, m, o in
@@ -256,6 +258,7 @@ def figures(host: pd.DataFrame, device: pd.DataFrame, memory: pd.DataFrame, cach
     phases = host[host["phase"] != OP_CALL]
     e_hit, e_miss = count("exec", "hit"), count("exec", "miss")
     a_hit, a_miss, a_one = count("aicpu", "hit"), count("aicpu", "miss"), count("aicpu", "oneshot")
+    p_hit, p_miss = count("pta", "hit"), count("pta", "miss")
     return {
         "makespan_us": span,
         "op_calls": int(len(calls)),
@@ -268,6 +271,9 @@ def figures(host: pd.DataFrame, device: pd.DataFrame, memory: pd.DataFrame, cach
         "exec_evictions": sum(int(d) if str(d).isdigit() else 1 for d in
                               cache.loc[(cache["cache"] == "exec") & (cache["kind"] == "evict"), "detail"]),
         "exec_hit_rate": hit_rate(e_hit, e_miss),
+        "pta_hits": p_hit,
+        "pta_misses": p_miss,
+        "pta_hit_rate": hit_rate(p_hit, p_miss),
         "aicpu_hits": a_hit,
         "aicpu_misses": a_miss,
         "aicpu_oneshots": a_one,

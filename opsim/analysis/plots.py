@@ -207,14 +207,15 @@ def memory_over_time(result: Any, *, ax: Any = None):
 
 
 # --- cache hit rate ------------------------------------------------------------------------------------------
-def cache_hit_rate(result: Any, *, caches: Sequence[str] = ("exec", "aicpu"), window: int | None = None,
+def cache_hit_rate(result: Any, *, caches: Sequence[str] = ("exec", "pta", "aicpu"), window: int | None = None,
                    ax: Any = None):
     """Cumulative hit rate of the executor cache and the AI CPU task cache over successive lookups (one
     lookup per call that consults the cache); ``window`` adds a moving-window rate. One-shot AI CPU tasks
     count as lookups that missed."""
     ev = result.cache_events
     fig, ax = _new_axes(ax, (10, 4))
-    labels = {"exec": "executor cache (OpExecCache)", "aicpu": "AI CPU task cache"}
+    labels = {"exec": "executor cache (OpExecCache)", "pta": "PTA hash cache (torch_npu)",
+              "aicpu": "AI CPU task cache"}
     drew = False
     for name in caches:
         sub = ev[(ev["cache"] == name) & (ev["lookup"] > 0)]

@@ -9,7 +9,11 @@ and a table of host-phase costs in microseconds, keyed by the phase names opbase
 (``CostModel.host(phase)``; the runtime charges them to the calling host thread). Every default carries its
 provenance (``HOST_PHASES`` / ``DEVICE_PARAMS``: name -> (value, provenance)); docs/device.md prints both
 tables. None of the host numbers was measured: they are assumed orders of magnitude for a server-class
-ARM/x86 host, meant to be replaced by measured values through ``overrides``.
+ARM/x86 host, meant to be replaced by measured values through ``overrides`` or a calibration.
+
+``CostModel.kernel`` is the one device-duration entry point: a calibration's fits (``FittedTiming``) first,
+then the SoC's built-in fitted defaults (the 910B presets ship fits refitted on public real profiles,
+``defaults_910b.yaml``), then the roofline ``kernel_time``.
 """
 from __future__ import annotations
 
@@ -17,6 +21,7 @@ import math
 from types import MappingProxyType
 from typing import Mapping
 
+from opsim.device.fitted import CORE_KIND, FittedTiming, HostApiTiming
 from opsim.device.soc import SocSpec, get_soc
 from opsim.device.task import MEMCPY_KINDS, TaskKind
 from opsim.errors import InvalidArgumentError
@@ -99,8 +104,13 @@ class CostModel:
     ``DEVICE_PARAMS``) to new values; an unknown name raises, naming the allowed ones.
     """
 
-    def __init__(self, soc: SocSpec | None = None, overrides: Mapping[str, float] | None = None) -> None:
+    def __init__(self, soc: SocSpec | None = None, overrides: Mapping[str, float] | None = None,
+                 fitted: FittedTiming | None = None, defaults: bool = True) -> None:
         self.soc = soc if soc is not None else get_soc()
+        #: the calibration in use (None: uncalibrated); its name is what summaries and traces report.
+        self.fitted = fitted
+        #: the SoC's built-in fitted kernel defaults (None for SoCs without, or with defaults=False).
+        self.default_fitted = default_fits(self.soc.name) if defaults else None
         host = {k: v for k, (v, _p) in HOST_PHASES.items()}
         params = {k: v for k, (v, _p) in DEVICE_PARAMS.items()}
         self.provenance: dict[str, str] = {k: p for k, (_v, p) in {**HOST_PHASES, **DEVICE_PARAMS}.items()}
@@ -146,7 +156,35 @@ class CostModel:
         """Phase name -> microseconds, after overrides."""
         return dict(self._host)
 
+    def host_api(self, api: str) -> HostApiTiming | None:
+        """The calibration's measured host timing of ``api`` (None when uncalibrated or not in the profile)."""
+        return self.fitted.host_apis.get(api) if self.fitted is not None else None
+
     # --- device side -------------------------------------------------------------------------------------
+    def kernel(self, op_type: str, core: str, flops: float, nbytes: float, block_dim: int,
+               signature: str | None = None) -> float:
+        """Duration (us) of one kernel of ``op_type`` on ``core`` (a profiler Accelerator Core name).
+
+        The calibration answers first (signature, op type, core), then the built-in defaults, then the
+        roofline. This is the predictor ``opsim run`` and ``opsim predict`` share."""
+        for fits in (self.fitted, self.default_fitted):
+            if fits is not None:
+                t = fits.kernel_time(op_type, core, flops, nbytes, block_dim, signature)
+                if t is not None:
+                    return t
+        kind = CORE_KIND.get(core, "AI_CORE")
+        return self.kernel_time(flops, nbytes, block_dim if block_dim > 0 else 1, kind)
+
+    def kernel_level(self, op_type: str, core: str, flops: float, nbytes: float,
+                     signature: str | None = None) -> str:
+        """Which model answers ``kernel``: 'calibration: <level>', 'defaults: <level>' or 'roofline'."""
+        for label, fits in (("calibration", self.fitted), ("defaults", self.default_fitted)):
+            if fits is not None:
+                level = fits.level(op_type, core, signature, flops, nbytes)
+                if level != "roofline":
+                    return f"{label}: {level}"
+        return "roofline"
+
     def kernel_time(self, flops: float, bytes: float, block_dim: int, kind: TaskKind = TaskKind.AI_CORE) -> float:
         """Duration (us) of one kernel: roofline over the cores it gets, plus its kind's launch latency.
 
@@ -194,3 +232,29 @@ class CostModel:
         rows = [(k, v, self.provenance[k]) for k, v in self._host.items()]
         rows += [(k, v, self.provenance[k]) for k, v in self.params.items()]
         return rows
+
+
+_DEFAULT_FITS: dict[str, FittedTiming | None] = {}
+#: SoC presets whose built-in kernel fits come from defaults_910b.yaml (refitted on public 910B profiles).
+DEFAULT_FITS_SOCS = frozenset({"Ascend910B1", "Ascend910B2", "Ascend910B3", "Ascend910B4"})
+DEFAULT_FITS_FILE = "defaults_910b.yaml"
+
+
+def default_fits(soc_name: str) -> FittedTiming | None:
+    """The built-in fitted kernel timing of ``soc_name`` (loaded once), or None for SoCs without one."""
+    if soc_name not in DEFAULT_FITS_SOCS:
+        return None
+    if soc_name not in _DEFAULT_FITS:
+        from importlib import resources
+
+        import yaml
+
+        from opsim.device.fitted_io import fitted_from_dict
+        ref = resources.files("opsim.device").joinpath(DEFAULT_FITS_FILE)
+        if not ref.is_file():
+            _DEFAULT_FITS[soc_name] = None
+        else:
+            data = yaml.safe_load(ref.read_text(encoding="utf-8"))
+            _DEFAULT_FITS[soc_name] = fitted_from_dict(data, f"opsim/device/{DEFAULT_FITS_FILE}",
+                                                       name=f"built-in defaults ({DEFAULT_FITS_FILE})")
+    return _DEFAULT_FITS[soc_name]

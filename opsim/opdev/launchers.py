@@ -171,7 +171,7 @@ class AiCoreKernelLauncher(KernelLauncher):
             _memset_launch(ctx, ex, stream, targets)
         dfx.before_aicore_launch(ctx, name)
         launch_status = rt.fault_status(ctx, "rt.launch_kernel", name)
-        duration = rt.kernel_duration(ctx, tiling)
+        duration = rt.kernel_duration(ctx, tiling, name, ins, outs)
         numerics = ctx.process.numerics
         if launch_status == S.ACLNN_SUCCESS:
             if numerics and kernel.compute is not None and _all_bound(ins + outs):
@@ -206,7 +206,7 @@ def _memset_launch(ctx, executor, stream, targets: list[Tensor]) -> None:
             if t.has_data():
                 t.numpy()[...] = 0
     nbytes = sum(t.storage_nbytes for t in targets)
-    duration = ctx.process.cost.kernel_time(0.0, float(nbytes), 1, "AI_CORE")
+    duration = ctx.process.cost.kernel("MemSet", "AI_CORE", 0.0, float(nbytes), 1)
     rt.submit_kernel(ctx, stream, "MemSet", "AI_CORE", 1, duration)
     dfx.report_internal_launch(ctx, "MemSet")
     cache = ctx.op_cache_context
@@ -343,8 +343,9 @@ class DsaKernelLauncher(KernelLauncher):
         if rt.fault_status(ctx, "rt.launch_kernel", "DSA") != S.ACLNN_SUCCESS:
             return S.ACLNN_ERR_INNER
         out = outs[0]
-        duration = ctx.process.cost.kernel_time(0.0, float(out.storage_nbytes if out is not None else 0), 1, "AI_CORE")
-        rt.submit_kernel(ctx, stream, self.op_log_info.l0_name or self.op_type_name, "DSA", 1, duration)
+        name = self.op_log_info.l0_name or self.op_type_name
+        duration = ctx.process.cost.kernel(name, "DSA", 0.0, float(out.storage_nbytes if out is not None else 0), 1)
+        rt.submit_kernel(ctx, stream, name, "DSA", 1, duration)
         dfx.report_dsa_launch(ctx, ins, outs)
         return S.ACLNN_SUCCESS
 

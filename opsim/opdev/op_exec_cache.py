@@ -163,6 +163,11 @@ def build_l2_key(api_name: str, aic_num: int, aiv_num: int, deterministic_level:
     return key, kb.storages, kb.tensors
 
 
+def tls_api_name(ctx: ThreadLocalContext) -> str | None:
+    """The name CanUse() compares: cacheApi_ in PTA mode, else the TLS L2 API name."""
+    return ctx.cache_api if ctx.use_pta_hash else ctx.log_info.l2_api_name
+
+
 def check_cacheable(ctx: ThreadLocalContext) -> bool:
     """CheckCacheable: dump, exception dump, overflow dump, op-arg recording, level-2 profiling or
     DISABLE_L2_CACHE disable the OpExecCache."""
@@ -206,11 +211,12 @@ class RecordedTask:
 class OpExecCache:
     """One executor's cache: key, recorded tasks and address rules, workspace size, validity."""
 
-    __slots__ = ("key", "l2_name", "storage_index", "relation", "tasks", "workspace_size", "usable", "recording",
-                 "finalized", "manager", "record_offset", "dead", "__weakref__")
+    __slots__ = ("key", "hash_key", "l2_name", "storage_index", "relation", "tasks", "workspace_size", "usable",
+                 "recording", "finalized", "manager", "record_offset", "dead", "__weakref__")
 
-    def __init__(self, key: bytes, l2_name: str | None, storages: list):
+    def __init__(self, key: bytes, l2_name: str | None, storages: list, hash_key: int = 0):
         self.key = key
+        self.hash_key = hash_key
         self.l2_name = l2_name
         self.storage_index = {}
         for i, st in enumerate(storages):
@@ -227,21 +233,28 @@ class OpExecCache:
 
     @classmethod
     def from_thread(cls, ctx: ThreadLocalContext) -> "OpExecCache":
-        return cls(ctx.key, ctx.log_info.l2_api_name, ctx.l2_storage_list)
+        """Snapshot of the TLS at CREATE_EXECUTOR: key bytes, hash (PTA V1), storages, and the API name
+        (in PTA mode torch_npu's cacheApi_, pta-cache-mode.md §5 step 6)."""
+        return cls(ctx.key, tls_api_name(ctx), ctx.l2_storage_list, ctx.hash_key)
 
     @property
     def valid(self) -> bool:
-        return bool(self.key)
+        """IsOpCacheValid: hashKey_ != 0 or key_ non-empty."""
+        return bool(self.key) or self.hash_key != 0
 
     def can_use(self, api_name: str | None) -> bool:
         return self.usable and api_name == self.l2_name
 
+    def invalidate(self) -> None:
+        """Zero hashKey_ and free key_ (a stored entry stays where it is, dead)."""
+        self.key = b""
+        self.hash_key = 0
+
     def mark_invalid(self, ctx: ThreadLocalContext | None = None) -> None:
         """MarkOpCacheInvalid: refused exactly while CanUse() holds."""
-        name = (ctx or current()).log_info.l2_api_name
-        if self.can_use(name):
+        if self.can_use(tls_api_name(ctx or current())):
             return
-        self.key = b""
+        self.invalidate()
 
     def add_relation(self, middle_storage, out_storage) -> None:
         if self.valid and not self.usable:
@@ -269,7 +282,7 @@ class OpExecCache:
         if not self.valid or self.usable or not self.recording:
             return
         if tiling_data_size <= 0 or tiling_data_size >= MAX_CACHE_TILING_SIZE:
-            self.key = b""
+            self.invalidate()
             return
         rules, templates = [], []
         for t in tensors:
@@ -280,13 +293,13 @@ class OpExecCache:
             rule = self._rule_for(t)
             if rule is None:
                 log.info("op cache invalid: %s argument is neither workspace nor an L2 tensor", op_name)
-                self.key = b""
+                self.invalidate()
                 return
             rules.append(rule)
             templates.append(t)
         size = 64 + 16 * len(tensors) + _round_up(tiling_data_size, K_CACHE_SIZE_ALIGN)
         if self.record_offset + size > K_CACHE_BUF_SIZE:
-            self.key = b""
+            self.invalidate()
             return
         self.record_offset += size
         self.tasks.append(RecordedTask(op_name, task_type, block_dim, duration, templates, rules, n_inputs,
@@ -300,7 +313,7 @@ class OpExecCache:
             return
         self.finalized = True
         if self.valid and not self.recording:
-            self.key = b""
+            self.invalidate()
         self.usable = self.valid
         self.storage_index = {k: v for k, v in self.storage_index.items()} if self.usable else {}
         self.relation = {}
@@ -361,29 +374,53 @@ class OpExecCacheManager:
 
     def __init__(self, capacity: int):
         self.capacity = capacity
-        self.container: "OrderedDict[bytes, OpExecCache]" = OrderedDict()
+        self.container: "OrderedDict[int, tuple[bytes, OpExecCache]]" = OrderedDict()
+        """Key container in LRU order: slot -> (key at insertion, cache). A cache invalidated after insertion
+        stays (dead, counted against the capacity) until evicted, but its key no longer matches."""
+        self._slots: dict[bytes, int] = {}
+        self._next_slot = 0
         self.hash_map: dict[int, OpExecCache] = {}
         self.evictions = 0
 
     def find(self, key: bytes) -> OpExecCache | None:
-        """Lookup by exact bytes; a found entry moves to the MRU end."""
-        cache = self.container.get(key)
-        if cache is not None:
-            self.container.move_to_end(key)
+        """Lookup by exact bytes against the stored cache's own key; a found entry moves to the MRU end."""
+        slot = self._slots.get(key)
+        if slot is None:
+            return None
+        cache = self.container[slot][1]
+        if cache.key != key:  # dead: its key was freed when it was invalidated
+            del self._slots[key]
+            return None
+        self.container.move_to_end(slot)
         return cache
 
+    def _insert(self, cache: OpExecCache) -> None:
+        slot = self._next_slot
+        self._next_slot += 1
+        self.container[slot] = (cache.key, cache)
+        self._slots[cache.key] = slot
+        cache.manager = self
+
     def add(self, ctx: ThreadLocalContext, cache: OpExecCache) -> bool:
-        """AddOpExecCache (§8): returns whether the cache was accepted."""
+        """AddOpExecCache (§8; pta-cache-mode.md §5 step 8): returns whether the cache was accepted."""
         if not cache.valid:
             return False
         if len(self.hash_map) >= self.capacity:
             ctx.cache_has_full = True
             return False
+        accepted = False
+        if cache.hash_key and cache.hash_key not in self.hash_map:  # V1: no eviction, a present hash refuses
+            self.hash_map[cache.hash_key] = cache
+            cache.manager = self
+            accepted = True
         if len(self.container) >= self.capacity:
             evicted = 0
             while self.container and evicted < K_CACHE_SHRINK_NUM:
-                _, old = self.container.popitem(last=False)
-                old.manager = None
+                slot, (key, old) = self.container.popitem(last=False)
+                if self._slots.get(key) == slot:
+                    del self._slots[key]
+                if old.manager is self and self.hash_map.get(old.hash_key) is not old:
+                    old.manager = None
                 evicted += 1
             self.evictions += evicted
             if evicted:
@@ -391,27 +428,45 @@ class OpExecCacheManager:
                 op = ctx.log_info.l2_api_name or ""
                 ctx.at(lambda t, n=evicted: rec.cache_event(t, ctx.name, "exec", "evict", op, 0, str(n)))
         if cache.key and self.find(cache.key) is None:
-            self.container[cache.key] = cache
-            cache.manager = self
+            self._insert(cache)
             return True
-        return False
+        return accepted
 
     def remove(self, cache: OpExecCache) -> None:
-        if cache.key and self.container.get(cache.key) is cache:
-            del self.container[cache.key]
+        """RemoveOpExecCache: the hash map by the cache's current hash (a poisoned entry, hash zeroed, stays),
+        the key container by identity."""
+        if cache.hash_key and self.hash_map.get(cache.hash_key) is cache:
+            del self.hash_map[cache.hash_key]
+        slot = self._slots.get(cache.key) if cache.key else None
+        if slot is not None and self.container[slot][1] is cache:
+            del self.container[slot]
+            del self._slots[cache.key]
         else:
-            for k, v in list(self.container.items()):
-                if v is cache:
-                    del self.container[k]
+            for slot, (key, c) in list(self.container.items()):
+                if c is cache:
+                    del self.container[slot]
+                    if self._slots.get(key) == slot:
+                        del self._slots[key]
                     break
         cache.manager = None
 
     def clear(self) -> None:
         """aclnnReselectStaticKernel on this thread: both maps cleared, cacheHasFull reset by the caller."""
-        for c in self.container.values():
+        for _, c in self.container.values():
+            c.manager = None
+        for c in self.hash_map.values():
             c.manager = None
         self.container.clear()
+        self._slots.clear()
         self.hash_map.clear()
+
+
+def set_cached_tensor_list(ctx: ThreadLocalContext, addresses: list) -> None:
+    """Overwrite the TLS L2 address list from index 0 (the vector is reused, never shrunk)."""
+    vec = ctx.cached_tensor_list
+    n = len(addresses)
+    vec[:n] = addresses
+    ctx.cached_tensor_list_size = n
 
 
 def get_manager(ctx: ThreadLocalContext) -> OpExecCacheManager:
@@ -442,10 +497,11 @@ class OpExecCacheWrap:
     kind = "wrap"
     __slots__ = ("cache", "tensors", "addresses", "log_info", "alive", "thread")
 
-    def __init__(self, cache: OpExecCache, tensors: list, log_info: OpLogInfo, thread: ThreadLocalContext):
+    def __init__(self, cache: OpExecCache, tensors: list, log_info: OpLogInfo, thread: ThreadLocalContext,
+                 addresses: list | None = None):
         self.cache = cache
         self.tensors = tensors
-        self.addresses = [t.storage.address for t in tensors]
+        self.addresses = [t.storage.address for t in tensors] if addresses is None else addresses
         self.log_info = log_info
         self.alive = True
         self.thread = thread
@@ -486,7 +542,13 @@ def l2_dfx_phase_1(api_name: str, dfx_in: tuple, dfx_out: tuple, *, with_cache: 
     ctx.charge("make key")
     key, storages, tensors = build_l2_key(api_name, cfg.aic_num, cfg.aiv_num, cfg.deterministic_level,
                                           dfx_in, dfx_out)
-    ctx.key = key
+    pta = ctx.use_pta_hash
+    if pta:  # pta-cache-mode.md §5: hash and key stay torch_npu's; only the storages and addresses are opbase's
+        key = ctx.key
+        set_cached_tensor_list(ctx, [t.storage.address for t in tensors])
+    else:
+        ctx.key = key
+        ctx.hash_key = 0
     ctx.l2_storage_list = storages
     ctx.l2_tensor_list = tensors
     rec = p.recorder
@@ -497,6 +559,10 @@ def l2_dfx_phase_1(api_name: str, dfx_in: tuple, dfx_out: tuple, *, with_cache: 
         return None
     ctx.charge("match cache")
     cache = get_manager(ctx).find(key)
+    if pta:  # V2's repeated lookup (§5 step 5): counted at PTAFindExecCache, not here
+        if cache is not None and cache.can_use(ctx.cache_api):
+            return OpExecCacheWrap(cache, tensors, li.copy(), ctx)
+        return None
     if cache is not None and cache.can_use(api_name):
         if rec.enabled:
             name = ctx.name

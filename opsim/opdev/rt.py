@@ -70,11 +70,27 @@ def synchronize_stream(ctx: ThreadLocalContext, stream: Any) -> AclnnStatus:
     return S.ACLNN_SUCCESS
 
 
-def kernel_duration(ctx: ThreadLocalContext, tiling: Any, kind: str = "AI_CORE") -> float:
-    """Duration of a kernel from its tiling result: explicit duration or the cost model's roofline."""
+def kernel_duration(ctx: ThreadLocalContext, tiling: Any, op_type: str, inputs: list = (),
+                    outputs: list = ()) -> float:
+    """Duration of a kernel from its tiling result: an explicit duration, else the cost model's predictor
+    (calibration, built-in fits, roofline) keyed by op type and core; the tensors give the signature a
+    calibration may have measured."""
     if tiling.duration is not None:
         return float(tiling.duration)
-    return ctx.process.cost.kernel_time(tiling.flops, tiling.bytes, tiling.block_dim, kind)
+    cost = ctx.process.cost
+    signature = None
+    if cost.fitted is not None and cost.fitted.signatures:
+        signature = kernel_signature(op_type, tiling.task_type, inputs, outputs)
+    return cost.kernel(op_type, tiling.task_type, tiling.flops, tiling.bytes, tiling.block_dim, signature)
+
+
+def kernel_signature(op_type: str, core: str, inputs: list, outputs: list) -> str:
+    """The calibration signature of a launch: op type, core, view shapes and dtypes of its tensors."""
+    from opsim.device.fitted import signature_key
+    ins = [t for t in inputs if t is not None and hasattr(t, "view_shape")]
+    outs = [t for t in outputs if t is not None and hasattr(t, "view_shape")]
+    return signature_key(op_type, core, [t.view_shape for t in ins], [t.dtype.short_name for t in ins],
+                         [t.view_shape for t in outs], [t.dtype.short_name for t in outs])
 
 
 _TENSOR_INFO: dict[tuple, dict] = {}

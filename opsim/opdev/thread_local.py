@@ -77,6 +77,13 @@ class ThreadLocalContext:
     op_cache_context: Any = None
     # huge host-memory pool index of this thread (-1: none active; opsim.opdev.huge_mem)
     pool_index: int = -1
+    # PTA mode (pta-cache-mode.md §4): usePTAHash_, hashKey_, cacheApi_ and the L2 tensor address list (a
+    # vector reused across calls: `cached_tensor_list_size` is its logical size)
+    use_pta_hash: bool = False
+    hash_key: int = 0
+    cache_api: str | None = None
+    cached_tensor_list: list = field(default_factory=list)
+    cached_tensor_list_size: int = 0
     # AI CPU: the pending one-shot (overflow) task slot
     pending_overflow_task: Any = None
     # AI Core tiling context (LauncherContext) in flight

@@ -98,9 +98,9 @@ def _add_rms_norm_prepare(args: OpArgContext, request: DirectInvokeWorkspaceRequ
     item = dtype.itemsize
     ws = sum(sizes)
     passes = 1 if impl == "single-pass" else 2  # the two-pass kernel reads x again per chunk group
-    add_reduce = cost.kernel_time(3.0 * n, 3.0 * n * item + ws, block_dim, "AI_VECTOR")
-    normalize = cost.kernel_time(3.0 * n, (passes + 1) * n * item + cols * item + rows * 4 + ws, block_dim,
-                                 "AI_VECTOR")
+    add_reduce = cost.kernel(ADD_REDUCE, "AI_VECTOR_CORE", 3.0 * n, 3.0 * n * item + ws, block_dim)
+    normalize = cost.kernel(NORMALIZE, "AI_VECTOR_CORE", 3.0 * n,
+                            (passes + 1) * n * item + cols * item + rows * 4 + ws, block_dim)
     plan = AddRmsNormPlan(impl, rows, cols, chunks, block_dim, sizes, add_reduce, normalize)
     request.sizes = plan.workspace_sizes
     request.count = len(plan.workspace_sizes)
@@ -196,7 +196,8 @@ def _bias_relu_launch(state: None, args: OpArgContext, stream: Any) -> AclnnStat
     (out,) = (a.value for a in args.outputs())
     n = out.numel()
     block_dim = max(1, min(C.aiv_num(), math.ceil(n / C.ELEMENTS_PER_BLOCK)))
-    duration = ctx.process.cost.kernel_time(2.0 * n, float(C.total_bytes(x, bias, out)), block_dim, "AI_VECTOR")
+    duration = ctx.process.cost.kernel(BIAS_RELU, "AI_VECTOR_CORE", 2.0 * n, float(C.total_bytes(x, bias, out)),
+                                       block_dim)
     if rt.fault_status(ctx, "rt.launch_kernel", BIAS_RELU) != S.ACLNN_SUCCESS:
         return S.ACLNN_ERR_RUNTIME_ERROR
     if ctx.process.numerics and _all_bound(x, bias, out):

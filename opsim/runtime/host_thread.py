@@ -114,8 +114,12 @@ def run_op(thread: HostThread, get_workspace_size: Callable[..., Any], run: Call
     start = thread.env.now
     size = 0
     prev = set_current(ctx)
+    host = ctx.process.cost.host_api(api) if api is not None else None  # a calibration's measured timing
+    n0 = len(ctx.actions)
+    phase2 = None
     try:
         status, size, executor = get_workspace_size(*args)
+        n1 = len(ctx.actions)
         if status == 0:
             workspace = 0
             if size:
@@ -124,9 +128,14 @@ def run_op(thread: HostThread, get_workspace_size: Callable[..., Any], run: Call
                     from opsim.opdev.executor import destroy_executor
                     destroy_executor(executor)
             if status == 0:
+                n2 = len(ctx.actions)
                 status = run(workspace, size, executor, stream)
+                phase2 = (n2, len(ctx.actions))
                 if workspace:
                     acl_rt.free_async(workspace, stream)
+        if host is not None:
+            from opsim.runtime.host_calibration import apply_host_calibration
+            apply_host_calibration(ctx.actions, (n0, n1), phase2, host, getattr(executor, "kind", None) == "wrap")
     finally:
         set_current(prev)
     thread.calls += 1

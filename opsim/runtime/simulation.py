@@ -17,8 +17,8 @@ class Simulation:
                  env: Mapping[str, str] | None = None, profile: str | None = None, numerics: bool = False,
                  trace: bool = True, cost_overrides: Mapping[str, float] | None = None,
                  stdout: Callable[[str], Any] | None = None, dump_dir: str | None = None, op_dump: bool = False,
-                 overflow_dump: bool = False, memory_strategy: str = "first_fit", profiling_switch: int = 0,
-                 deterministic_level: int = 0, strong_consistency: bool = False):
+                 overflow_dump: bool = False, memory_strategy: str = "first_fit", calibration: Any = None,
+                 profiling_switch: int = 0, deterministic_level: int = 0, strong_consistency: bool = False):
         from opsim.device.cost import CostModel
         from opsim.device.device import Device
         from opsim.device.soc import get_soc
@@ -27,7 +27,11 @@ class Simulation:
         self.env = simpy.Environment()
         self.recorder = Recorder(enabled=trace)
         self.soc = get_soc(soc, **dict(soc_overrides or {}))
-        self.cost = CostModel(self.soc, overrides=cost_overrides)
+        from opsim.calibration import load_calibration
+        #: the Calibration in use (a path or a loaded one was given), None when uncalibrated.
+        self.calibration = load_calibration(calibration)
+        self.cost = CostModel(self.soc, overrides=cost_overrides,
+                              fitted=self.calibration.timing if self.calibration is not None else None)
         self.device = Device(self.env, self.soc, self.recorder, self.cost, numerics=numerics,
                              memory_strategy=memory_strategy)
         self.process = ProcessContext(env=env, profile=profile, cost=self.cost, recorder=self.recorder,

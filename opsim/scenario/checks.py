@@ -1,9 +1,10 @@
 """The checks of a scenario that need more than its schema: every value a run would refuse is refused here,
 before anything is simulated, so `opsim validate` and `opsim run` refuse the same inputs.
 
-They reuse the simulator's own validation (`get_soc` for SoC overrides, `CostModel` for cost overrides), so
-a bound lives in one place, and add the scenario-wide budgets of `opsim.scenario.limits`: stream count,
-call count, simulated horizon, numerics host memory, and where outputs and dumps may be written.
+They reuse the simulator's own validation (`get_soc` for SoC overrides, `CostModel` for cost overrides,
+`load_calibration` for the calibration file), so a bound lives in one place, and add the scenario-wide
+budgets of `opsim.scenario.limits`: stream count, call count, simulated horizon, numerics host memory, and
+where outputs and dumps may be written.
 """
 from __future__ import annotations
 
@@ -18,17 +19,29 @@ Add = Callable[[tuple, str], None]
 
 
 def check_scenario(data: Mapping[str, Any], threads: list[C.ThreadConfig], add: Add, limits: Limits, *,
-                   deferred_ops: bool = False) -> None:
-    """Report (through `add(field path, message)`) every bound the scenario exceeds."""
+                   deferred_ops: bool = False, calibration: str | None = None) -> None:
+    """Report (through `add(field path, message)`) every bound the scenario exceeds. `calibration` is the
+    resolved path of its calibration file, read as a run would read it."""
+    if calibration is not None:
+        _check_calibration(calibration, add)
     soc = _check_soc(data, add)
     _check_cost(data, soc, add)
     if soc is not None:
-        _check_streams(threads, soc, add)
+        _check_streams(data, threads, soc, add)
     _check_paths(data, add)
     _check_calls(threads, add, limits)
     _check_horizon(threads, add)
     if data.get("numerics") and not deferred_ops:
         _check_numerics(threads, add, limits)
+
+
+def _check_calibration(path: str, add: Add) -> None:
+    from opsim.calibration import load_calibration
+    from opsim.errors import CalibrationError
+    try:
+        load_calibration(path)
+    except CalibrationError as exc:
+        add(("calibration",), str(exc))
 
 
 def _check_soc(data: Mapping[str, Any], add: Add) -> Any:
@@ -60,15 +73,21 @@ def _check_cost(data: Mapping[str, Any], soc: Any, add: Add) -> None:
             add(("cost_overrides", k), str(exc))
 
 
-def _check_streams(threads: list[C.ThreadConfig], soc: Any, add: Add) -> None:
-    total = 0
-    for i, th in enumerate(threads):
-        total += len(th.streams)
+def _check_streams(data: Mapping[str, Any], threads: list[C.ThreadConfig], soc: Any, add: Add) -> None:
+    """The run creates each top-level (shared) stream once and each thread's other streams per thread."""
+    shared = set(s for s in (data.get("streams") or ()) if isinstance(s, str))
+    total = len(shared)
+    counts = [len([s for s in th.streams if s not in shared]) for th in threads]
+    for i, n in enumerate(counts):
+        total += n
         if total > soc.max_streams:
-            add(("threads", i, "streams"), f"the threads create {sum(len(t.streams) for t in threads)} streams; "
-                                           f"{soc.name} supports {soc.max_streams} (max_streams): use fewer streams "
-                                           "or raise soc_overrides.max_streams")
+            add(("threads", i, "streams"), f"the scenario creates {len(shared) + sum(counts)} streams; {soc.name} "
+                                           f"supports {soc.max_streams} (max_streams): use fewer streams or raise "
+                                           "soc_overrides.max_streams")
             return
+    if total > soc.max_streams:
+        add(("streams",), f"the scenario creates {total} streams; {soc.name} supports {soc.max_streams} "
+                          "(max_streams): use fewer streams or raise soc_overrides.max_streams")
 
 
 def _check_paths(data: Mapping[str, Any], add: Add) -> None:

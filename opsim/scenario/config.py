@@ -27,6 +27,8 @@ class OpStep:
     """Dtype choices (a single entry when fixed)."""
     attrs: Mapping[str, Any]
     repeat: int = 1
+    cache_mode: str | None = None
+    """`ordinary` or `pta` for this call only; None: the thread's mode."""
     where: str = ""
     """Where the step was written ("file:line"), for messages."""
 
@@ -87,6 +89,12 @@ class ThreadConfig:
     name: str
     streams: tuple[str, ...]
     program: tuple[Step, ...]
+    cache_mode: str = "ordinary"
+    """How the thread's ACLNN calls reach the OpExecCache: `ordinary` (opbase's own key) or `pta` (torch_npu)."""
+
+    def uses_pta(self) -> bool:
+        """Whether the thread or any of its calls uses `cache_mode: pta`."""
+        return self.cache_mode == "pta" or _any_pta(self.program)
 
 
 @dataclass(frozen=True)
@@ -119,6 +127,8 @@ class ScenarioConfig:
     profile: str | None = None
     env: Mapping[str, str] = field(default_factory=dict)
     cost_overrides: Mapping[str, float] = field(default_factory=dict)
+    calibration: str | None = None
+    """A calibration YAML (`opsim calibrate`), resolved against the scenario file's directory."""
     numerics: bool = False
     trace: bool = True
     memory_strategy: str = "first_fit"
@@ -127,12 +137,20 @@ class ScenarioConfig:
     dump: DumpConfig = field(default_factory=DumpConfig)
     direct_invoke_module: str | None = None
     events: tuple[str, ...] = ()
+    shared_streams: tuple[str, ...] = ()
+    """Streams every thread sees (top-level `streams`): created once, before the threads' own streams."""
+    task_queue_thread: str = "task_queue"
+    """Name of the torch_npu task-queue consumer thread that `cache_mode: pta` calls are queued to."""
     outputs: OutputsConfig = field(default_factory=OutputsConfig)
     source: Path | None = None
     data: Mapping[str, Any] = field(default_factory=dict)
     """The scenario as loaded (after overrides), for the record written next to the outputs."""
     extra_ops: Mapping[str, OpSpec] = field(default_factory=dict)
     """Ops from `direct_invoke_module`."""
+
+    def uses_pta(self) -> bool:
+        """Whether any thread or call uses `cache_mode: pta`."""
+        return any(th.uses_pta() for th in self.threads)
 
     def planned_calls(self) -> int:
         """ACLNN calls the program makes (a `choose` counts its largest option): the progress bar's total."""
@@ -142,6 +160,16 @@ class ScenarioConfig:
         """The call budget's measure: ACLNN calls, with every loop iteration counting at least one (a loop
         of 10**12 iterations over an empty body or a sleep costs as much to simulate as one of calls)."""
         return sum(program_calls(th.program, 1) for th in self.threads)
+
+
+def _any_pta(program: tuple[Step, ...]) -> bool:
+    for step in program:
+        if isinstance(step, OpStep) and step.cache_mode == "pta":
+            return True
+        body = step.body if isinstance(step, LoopStep) else step.options if isinstance(step, ChooseStep) else ()
+        if _any_pta(body):
+            return True
+    return False
 
 
 def program_calls(program: tuple[Step, ...], per_iteration: int = 0) -> int:

@@ -377,12 +377,19 @@ class _Builder:
         self.deferred: list[str] = []
         events = data.get("events")  # a malformed value is reported by the schema; build with what is usable
         self.events = tuple(e for e in events if isinstance(e, str)) if isinstance(events, list) else ()
+        shared = data.get("streams")
+        self.shared_streams = tuple(s for s in shared if isinstance(s, str)) if isinstance(shared, list) else ()
+        self.thread_mode = "ordinary"  # `cache_mode` of the thread being built
 
     def thread(self, i: int, th: Mapping[str, Any]) -> C.ThreadConfig:
-        streams = tuple(th.get("streams") or (DEFAULT_STREAM,))
+        own = tuple(th.get("streams") or ())
+        shared = tuple(s for s in self.shared_streams if s not in own)
+        streams = own + shared or (DEFAULT_STREAM,)
         path = ("threads", i)
+        self.thread_mode = th.get("cache_mode", "ordinary")
         program = self.program(th.get("program") or [], path + ("program",), streams)
-        return C.ThreadConfig(name=str(th.get("name")), streams=streams, program=program)
+        return C.ThreadConfig(name=str(th.get("name")), streams=streams, program=program,
+                              cache_mode=str(th.get("cache_mode", "ordinary")))
 
     def program(self, steps: list, path: Path_, streams: tuple[str, ...]) -> tuple:
         out = []
@@ -455,9 +462,12 @@ class _Builder:
                 where = path + (("shape_choices", k) if "shape_choices" in step else
                                 ("shapes",) if "shapes" in step else ("shape",))
                 self.errors.add(where, f"{spec.name}: {res}")
+        if step.get("cache_mode", self.thread_mode) == "pta" and step.get("repeat", 1) != 1:
+            self.errors.add(path + ("repeat",), "repeat > 1 needs cache_mode: ordinary (torch_npu never makes an "
+                                                "executor repeatable); set cache_mode: ordinary on this op or drop repeat")
         line = self.errors.line_of(path)
         return C.OpStep(op=spec.name, spec=spec, stream=stream, shape_sets=shape_sets, dtypes=dtypes,
-                        attrs=attrs, repeat=int(step.get("repeat", 1)),
+                        attrs=attrs, repeat=int(step.get("repeat", 1)), cache_mode=step.get("cache_mode"),
                         where=f"{self.label}:{line}" if line else self.label)
 
     def _one_set(self, value: Any, spec: Any, path: Path_, single: bool) -> tuple | None:
@@ -635,6 +645,9 @@ def load_scenario(source: str | Path | Mapping[str, Any], overrides: Mapping[str
         else:
             errors.add(("direct_invoke_module",), f"module {module!r} not found; it must be importable "
                                                   "(installed or on PYTHONPATH)")
+    if isinstance(data.get("profiled_ops"), dict) and not errors.items:
+        from opsim.ops.profiled import profiled_specs
+        extra_ops.update(profiled_specs(data["profiled_ops"]))
     threads: list[C.ThreadConfig] = []
     builder = _Builder(data, errors, extra_ops, label, deferred)
     raw_threads = data.get("threads") if isinstance(data.get("threads"), list) else []
@@ -652,11 +665,25 @@ def load_scenario(source: str | Path | Mapping[str, Any], overrides: Mapping[str
             threads.append(builder.thread(i, th))
         except (TypeError, ValueError, AttributeError, KeyError, ArithmeticError):
             continue  # malformed parts are already reported by the schema
+    _check_task_queue(data, names, errors)
     if not errors.items:
         from opsim.scenario.checks import check_scenario
-        check_scenario(data, threads, errors.add, limits or Limits(), deferred_ops=bool(builder.deferred))
+        check_scenario(data, threads, errors.add, limits or Limits(), deferred_ops=bool(builder.deferred),
+                       calibration=_relative(data.get("calibration"), path))
     errors.raise_if_any()
     return _config(data, threads, path, extra_ops)
+
+
+def _check_task_queue(data: dict[str, Any], thread_names: Mapping[str, int], errors: _Errors) -> None:
+    """TASK_QUEUE_ENABLE must be 0, 1 or 2 (torch_npu refuses anything else); the consumer's name is free."""
+    env = data.get("env") if isinstance(data.get("env"), dict) else {}
+    if "TASK_QUEUE_ENABLE" in env and str(env["TASK_QUEUE_ENABLE"]).strip() not in ("0", "1", "2"):
+        errors.add(("env", "TASK_QUEUE_ENABLE"), f"TASK_QUEUE_ENABLE={env['TASK_QUEUE_ENABLE']!r} is not supported; "
+                                                 "use \"0\" (no queue), \"1\" (queue, V1) or \"2\" (queue, V2)")
+    consumer = data.get("task_queue_thread", "task_queue")
+    if isinstance(consumer, str) and consumer in thread_names:
+        errors.add(("task_queue_thread",), f"task_queue_thread {consumer!r} is also the name of "
+                                           f"threads[{thread_names[consumer]}]; give the task-queue thread another name")
 
 
 def _config(data: dict[str, Any], threads: list[C.ThreadConfig], path: Path | None,
@@ -669,15 +696,26 @@ def _config(data: dict[str, Any], threads: list[C.ThreadConfig], path: Path | No
         soc_overrides=dict(data.get("soc_overrides") or {}), profile=data.get("profile"),
         env={k: str(v) for k, v in (data.get("env") or {}).items()},
         cost_overrides=dict(data.get("cost_overrides") or {}), numerics=bool(data.get("numerics", False)),
+        calibration=_relative(data.get("calibration"), path),
         trace=bool(data.get("trace", True)), memory_strategy=str(data.get("memory_strategy", "first_fit")),
         epoch_us=int(data.get("epoch_us", DEFAULT_EPOCH_US)), on_error=str(data.get("on_error", "stop")),
         dump=C.DumpConfig(op_dump=bool(dump.get("op_dump", False)), overflow_dump=bool(dump.get("overflow_dump", False)),
                           dir=dump.get("dir")),
         direct_invoke_module=data.get("direct_invoke_module"), events=tuple(data.get("events") or ()),
+        shared_streams=tuple(data.get("streams") or ()),
+        task_queue_thread=str(data.get("task_queue_thread", "task_queue")),
         outputs=C.OutputsConfig(dir=out.get("dir"), trace=bool(out.get("trace", True)), csv=bool(out.get("csv", True)),
                                 timestamps=bool(out.get("timestamps", True)), summary=bool(out.get("summary", True)),
                                 profiler=bool(out.get("profiler", False))),
         source=path, data=data, extra_ops=dict(extra_ops))
+
+
+def _relative(file: str | None, scenario: Path | None) -> str | None:
+    """A path from the scenario, relative to the scenario file's directory (as written when absolute)."""
+    if file is None:
+        return None
+    p = Path(file).expanduser()
+    return str(p if p.is_absolute() or scenario is None else scenario.parent / p)
 
 
 def validate(source: str | Path | Mapping[str, Any], overrides: Mapping[str, Any] | None = None, *,

@@ -59,7 +59,8 @@ class RunResult:
 class _Run:
     """The state of one scenario run shared by its threads (error list, counters, call tagging)."""
 
-    def __init__(self, config: ScenarioConfig, progress: Callable[[int], None] | None, dump_dir: str | None = None):
+    def __init__(self, config: ScenarioConfig, progress: Callable[[int], None] | None, calibration: Any = None,
+                 dump_dir: str | None = None):
         from opsim.runtime.simulation import Simulation
         from opsim.trace.ge_profiling import StdoutCapture
         from opsim.trace.summary import SummaryStats
@@ -71,12 +72,13 @@ class _Run:
             soc=config.soc, soc_overrides=config.soc_overrides, env=config.env, profile=config.profile,
             numerics=config.numerics, trace=True, cost_overrides=config.cost_overrides, stdout=self.capture,
             dump_dir=dump_dir, op_dump=config.dump.op_dump, overflow_dump=config.dump.overflow_dump,
-            memory_strategy=config.memory_strategy)
+            memory_strategy=config.memory_strategy, calibration=calibration or config.calibration)
         env = self.sim.env
         self._now = lambda: env.now
         if not config.trace:
             self.stats.install(self.sim.recorder)
         self.events = {name: self.sim.device.create_event(name) for name in config.events}
+        self.shared_streams = {name: self.sim.device.create_stream() for name in config.shared_streams}
         self.errors: list[dict[str, Any]] = []
         self.warnings: list[str] = []
         self.calls = 0
@@ -87,10 +89,19 @@ class _Run:
         self.corr_variant: dict[int, tuple[OpStep, int]] = {}
         self.variant_info: dict[tuple[int, int], dict[str, str]] = {}
         self.current_variant: tuple[OpStep, int] | None = None
+        from opsim.runtime.torch_npu import task_queue_setting
         from opsim.scenario.workload import ThreadWorkload
+        self.pta_queue = config.uses_pta() and task_queue_setting(config.env)[1]
         self.workloads = [ThreadWorkload(self, th, i) for i, th in enumerate(config.threads)]
         for wl in self.workloads:
             self.sim.add_thread(wl.program, wl.cfg.name)
+        self.npu = None
+        """torch_npu (opsim.runtime.torch_npu.TorchNpu) when a thread or call uses `cache_mode: pta`."""
+        self.pta_stopped: set[str] = set()
+        if config.uses_pta():
+            from opsim.runtime.torch_npu import TorchNpu
+            self.npu = TorchNpu(self.sim, env=config.env, queue_thread=config.task_queue_thread,
+                                device=self.sim.device.device_id)
 
     # --- per-call hooks ------------------------------------------------------------------------------------
     def call_tagger(self, gws: Callable[..., Any]) -> Callable[..., Any]:
@@ -140,6 +151,49 @@ class _Run:
         self._count(th, size)
         if status:
             self.fail(th, step, status)
+
+    def pta_call(self, th: Any, gws: Any, run_fn: Any, args: tuple, stream: Any, api: str, step: OpStep,
+                 _repeat: int) -> Generator:
+        """One call through torch_npu's EXEC_NPU_CMD (EXEC_NPU_CMD_SYNC for ops whose output shape the device
+        computes). Counted, and checked for failure, when its queued part has run."""
+        if th.name in self.pta_stopped:
+            from opsim.scenario.workload import StopThread
+            raise StopThread()
+        variant = self.current_variant
+        form = "sync" if step.spec.output_shape_from_device else "cmd"
+        out = yield from self.npu.exec_npu_cmd(th, gws, run_fn, args, stream, api, form=form,
+                                               on_done=lambda o: self._pta_done(th, step, o))
+        if self.capture_calls:
+            self.corr_variant[out.corr] = variant
+        if th.name in self.pta_stopped:
+            from opsim.scenario.workload import StopThread
+            raise StopThread()
+
+    def _pta_done(self, th: Any, step: OpStep, out: Any) -> None:
+        from opsim.scenario.workload import StopThread
+        self._count(th, out.workspace_size)
+        if out.status:
+            try:
+                self.fail(th, step, out.status)
+            except StopThread:  # raised on the calling thread at its next call
+                self.pta_stopped.add(th.name)
+
+    def queues_for(self, thread: Any) -> bool:
+        """Whether `thread` (a ThreadConfig) queues its event records and waits behind its PTA calls."""
+        return self.pta_queue and thread.uses_pta()
+
+    def queue_event(self, th: Any, event: Any, stream: Any, record: bool) -> Generator:
+        """aclrtRecordEvent / aclrtStreamWaitEvent through torch_npu's task queue (after the queued calls)."""
+        from opsim.runtime import acl_rt
+        fn = acl_rt.record_event if record else acl_rt.stream_wait_event
+        args = (event, stream) if record else (stream, event)
+        self.npu.queue.put(th.name, lambda: fn(*args), -1, None)
+        yield from ()
+
+    def drain(self, th: Any) -> Generator:
+        """Before a synchronisation: wait for the task queue to run what `th` queued (no-op without a queue)."""
+        if self.npu is not None:
+            yield from self.npu.drain(th)
 
     def repeat_call(self, th: Any, gws: Any, run_fn: Any, args: tuple, stream: Any, api: str, step: OpStep,
                     repeat: int) -> Generator:
@@ -247,14 +301,16 @@ def _progress_bar(total: int, enabled: bool) -> tuple[Callable[[int], None] | No
 
 def run_scenario(source: str | Path | Mapping[str, Any] | ScenarioConfig, *, out_dir: str | Path | None = None,
                  overrides: Mapping[str, Any] | None = None, progress: bool = False,
-                 profiler_output: bool | None = None, write: bool = True, limits: Limits | None = None) -> RunResult:
+                 profiler_output: bool | None = None, write: bool = True, calibration: Any = None,
+                 limits: Limits | None = None) -> RunResult:
     """Load (unless given a ScenarioConfig), run and write the outputs of one scenario.
 
     `out_dir` overrides the scenario's `outputs.dir` (default `opsim-out/<name>`); `write=False` keeps
-    everything in memory. Raises `ScenarioError` for a bad scenario and `InvalidArgumentError` for an unusable
-    output directory, both before simulating; failed calls (e.g. out of memory) are reported in
-    `summary["errors"]`, not raised. Outputs are staged and committed atomically (`opsim.outputs`): an
-    interrupted run leaves the previous outputs in place."""
+    everything in memory. `calibration` (a calibration YAML path or a loaded Calibration) replaces the
+    scenario's `calibration` key. Raises `ScenarioError` for a bad scenario, `CalibrationError` for a bad
+    calibration file and `OutputPathError` for an unusable output directory, all before simulating; failed
+    calls (e.g. out of memory) are reported in `summary["errors"]`, not raised. Outputs are staged and
+    committed atomically (`opsim.outputs`): an interrupted run leaves the previous outputs in place."""
     config = source if isinstance(source, ScenarioConfig) else load_scenario(source, overrides, limits=limits)
     want_profiler = config.outputs.profiler if profiler_output is None else profiler_output
     target = Path(out_dir) if out_dir is not None else Path(config.outputs.dir) if config.outputs.dir \
@@ -264,7 +320,7 @@ def run_scenario(source: str | Path | Mapping[str, Any] | ScenarioConfig, *, out
     update, close = _progress_bar(config.planned_calls(), progress)
     t0 = time.perf_counter()
     try:
-        run = _Run(config, update, dump_dir)
+        run = _Run(config, update, calibration, dump_dir)
         run.sim.device.memory.host_budget = (limits or Limits()).numerics_bytes
         if not config.trace:
             skipped = [n for n, on in (("trace.json", config.outputs.trace), ("the msprof CSVs", config.outputs.csv),

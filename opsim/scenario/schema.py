@@ -13,6 +13,7 @@ from opsim.device.cost import DEVICE_PARAMS, HOST_PHASES
 from opsim.device.memory import STRATEGIES
 from opsim.device.soc import SOC_PRESETS
 from opsim.opdev.profiles import PROFILES
+from opsim.ops.profiled import profiled_ops_schema
 from opsim.opdev.profiling import MASK_NAMES
 from opsim.scenario.limits import INT64_MAX, MAX_EPOCH_US, MAX_HORIZON_US
 
@@ -22,6 +23,9 @@ ENV_VARS: dict[str, str] = {
     "GE_PROFILING_TO_STD_OUT": "timestamp text on standard output when the value starts with '1'",
     "DISABLE_L2_CACHE": "any value (even empty) disables the L2 cache hint",
     "NPU_COLLECT_PATH": "a non-empty value enables debug kernels",
+    "TASK_QUEUE_ENABLE": "torch_npu task queue and PTA cache variant of `cache_mode: pta` threads: 0 no queue (V1), "
+                         "1 queue (V1, torch_npu's default), 2 queue (V2)",
+    "ASCEND_LAUNCH_BLOCKING": "torch_npu: 1 forces TASK_QUEUE_ENABLE to 0",
 }
 """The opbase environment variables a scenario may set, as a user would export them."""
 
@@ -36,6 +40,8 @@ DIM = {"type": "integer", "minimum": 0, "maximum": 1 << 40}
 SHAPE = {"type": "array", "items": DIM, "maxItems": MAX_DIMS}
 NUMBER = {"type": "number", "minimum": 0}
 COUNT = {"type": "integer", "minimum": 0, "maximum": INT64_MAX}
+CACHE_MODES = ("ordinary", "pta")
+"""`cache_mode`: opbase's own OpExecCache key (ordinary) or torch_npu's hash-keyed PTA path (pta)."""
 STEP_KEYS = ("op", "loop", "choose", "sync", "sync_device", "record_event", "wait_event", "sleep", "profiling")
 PROFILING_MASK = {"type": ["integer", "array"], "minimum": 0, "maximum": (1 << 64) - 1,
                   "items": {"enum": list(MASK_NAMES)}, "minItems": 1, "uniqueItems": True}
@@ -63,6 +69,7 @@ def build_schema() -> dict[str, Any]:
         "dtype_choices": {"type": "array", "items": {"type": "string"}, "minItems": 1},
         "attrs": {"type": "object"},
         "repeat": {**COUNT, "minimum": 1},
+        "cache_mode": {"enum": list(CACHE_MODES)},
     }, ("op",))
     loop = _obj({"loop": _obj({"count": COUNT,
                                 "body": {"$ref": "#/$defs/program"}}, ("count", "body"))}, ("loop",))
@@ -88,6 +95,7 @@ def build_schema() -> dict[str, Any]:
     thread = _obj({
         "name": NAME,
         "streams": {"type": "array", "items": NAME, "minItems": 1, "uniqueItems": True},
+        "cache_mode": {"enum": list(CACHE_MODES)},
         "program": {"$ref": "#/$defs/program"},
     }, ("name", "program"))
     defs: dict[str, Any] = {"program": {"type": "array", "items": {"$ref": "#/$defs/step"}}, "step": step,
@@ -106,6 +114,7 @@ def build_schema() -> dict[str, Any]:
             "profile": {"enum": list(PROFILES)},
             "env": _obj({k: {"type": ["string", "integer"]} for k in ENV_VARS}),
             "cost_overrides": _obj({k: NUMBER for k in (*HOST_PHASES, *DEVICE_PARAMS)}),
+            "calibration": {"type": "string", "minLength": 1},
             "numerics": {"type": "boolean"},
             "trace": {"type": "boolean"},
             "memory_strategy": {"enum": list(STRATEGIES)},
@@ -115,6 +124,9 @@ def build_schema() -> dict[str, Any]:
                           "dir": {"type": "string", "minLength": 1}}),
             "direct_invoke_module": {"type": "string", "pattern": r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$"},
             "events": {"type": "array", "items": NAME, "uniqueItems": True},
+            "streams": {"type": "array", "items": NAME, "uniqueItems": True},
+            "profiled_ops": profiled_ops_schema(SHAPE, NUMBER),
+            "task_queue_thread": NAME,
             "threads": {"type": "array", "items": {"$ref": "#/$defs/thread"}, "minItems": 1},
             "outputs": _obj({
                 "dir": {"type": "string", "minLength": 1},
@@ -146,4 +158,4 @@ def validator():
     return _VALIDATOR
 
 
-__all__ = ["build_schema", "validator", "ENV_VARS", "DEFAULT_EPOCH_US", "STEP_KEYS", "MAX_DIMS"]
+__all__ = ["build_schema", "validator", "ENV_VARS", "CACHE_MODES", "DEFAULT_EPOCH_US", "STEP_KEYS", "MAX_DIMS"]

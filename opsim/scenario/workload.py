@@ -60,7 +60,8 @@ class ThreadWorkload:
         sim = run.sim
         self.sim = sim
         self.memory = sim.device.memory
-        self.streams = {name: sim.device.create_stream() for name in cfg.streams}
+        shared = run.shared_streams
+        self.streams = {name: shared[name] if name in shared else sim.device.create_stream() for name in cfg.streams}
         choice_rng, self.data_rng = thread_rngs(run.config.seed, index)
         self.chooser = Chooser(choice_rng)
         self.allocations: list[int] = []
@@ -126,6 +127,8 @@ class ThreadWorkload:
         if isinstance(step, C.EventStep):
             stream = self.streams[step.stream]
             event = self.run.events[step.event]
+            if self.run.queues_for(self.cfg):  # torch_npu queues event records and waits behind the calls
+                return lambda th: self.run.queue_event(th, event, stream, step.record)
             return lambda th: self._event(th, event, stream, step.record)
         if isinstance(step, C.SleepStep):
             return lambda th: th.sleep(step.us)
@@ -151,14 +154,14 @@ class ThreadWorkload:
                 yield from fn(th)
             rec.instant(env.now, "step", name, {"step": n, "phase": "end"})
 
-    @staticmethod
-    def _sync(th: Any, stream: Any) -> Generator:
+    def _sync(self, th: Any, stream: Any) -> Generator:
         from opsim.runtime import acl_rt
+        yield from self.run.drain(th)
         yield from th.call(acl_rt.synchronize_stream, stream)
 
-    @staticmethod
-    def _sync_device(th: Any) -> Generator:
+    def _sync_device(self, th: Any) -> Generator:
         from opsim.runtime import acl_rt
+        yield from self.run.drain(th)
         yield from th.call(acl_rt.synchronize_device)
 
     @staticmethod
@@ -178,7 +181,8 @@ class ThreadWorkload:
         cache: dict[int, tuple] = {}
         pick = self.chooser.pick
         runner = self.run
-        if runner.capture_calls:
+        pta = (step.cache_mode or self.cfg.cache_mode) == "pta"
+        if runner.capture_calls and not pta:
             gws = runner.call_tagger(gws)
 
         def args_of(variant: int) -> tuple:
@@ -196,7 +200,7 @@ class ThreadWorkload:
 
         variants = n_shapes * n_dtypes
         repeat = step.repeat
-        call = runner.op_call if repeat == 1 else runner.repeat_call
+        call = runner.pta_call if pta else runner.op_call if repeat == 1 else runner.repeat_call
 
         restore = spec.output_shape_from_device
         planned: dict[int, list] = {}
@@ -235,6 +239,7 @@ class ThreadWorkload:
                 yield from fn(th)
         except StopThread:
             self.stopped = True
+        yield from self.run.drain(th)
         for stream in self.streams.values():
             yield from th.call(acl_rt.synchronize_stream, stream)
         yield from self.free_all()

@@ -368,47 +368,52 @@ def _tensor_infos(inst: dict[str, list], launches: list | tuple = ()) -> dict[tu
 
 def _api_spans(calls: dict[int, OpCall], host: dict[str, list], epoch_ns: int,
                tids: dict[str, int]) -> list[ApiSpan]:
-    """CANN-level spans: the two ACLNN phases of each call, kernel launches and runtime calls."""
+    """CANN-level spans: the two ACLNN phases of each call, kernel launches and runtime calls. Each span is on
+    the thread that ran it (a call's phase 2 may run on torch_npu's task-queue thread)."""
     spans: list[ApiSpan] = []
-    by_corr: dict[int, list[tuple[float, float, str, str]]] = {}
+    by_corr: dict[int, list[tuple[float, float, str, str, int]]] = {}
     rows = zip(host["thread"], host["phase"], host["op"], host["start"], host["dur"], host["corr"])
     for thread, phase, op, start, dur, corr in rows:
         if phase == _OP_CALL:
             continue
         tid = tids[thread]
         if corr in calls:
-            by_corr.setdefault(corr, []).append((start, dur, phase, op))
+            by_corr.setdefault(corr, []).append((start, dur, phase, op, tid))
             continue
         api = _runtime_api(phase, op)
         if api is not None:
             spans.append(ApiSpan("acl", api, tid, _to_ns(epoch_ns, start), _to_ns(epoch_ns, start + dur), corr))
     for corr, rows_ in by_corr.items():
         call = calls[corr]
-        group: list[Any] | None = None  # [kind name, start, end]
-        for start, dur, phase, op in rows_:
+        group: list[Any] | None = None  # [kind name, start, end, tid]
+        for start, dur, phase, op, tid in rows_:
             s_ns, e_ns = _to_ns(epoch_ns, start), _to_ns(epoch_ns, start + dur)
+            if group is not None and group[3] != tid:
+                spans.append(ApiSpan("acl", group[0], group[3], group[1], group[2], corr))
+                group = None
             if phase == _PHASE1_ENTRY or phase == _PHASE2_ENTRY:
                 if group is not None:
-                    spans.append(ApiSpan("acl", group[0], call.tid, group[1], group[2], corr))
-                name = call.api + ("GetWorkspaceSize" if phase == _PHASE1_ENTRY else "")
-                group = [name, s_ns, e_ns]
+                    spans.append(ApiSpan("acl", group[0], group[3], group[1], group[2], corr))
+                # the span's op is the API its DFX entry named (a profiled op may name phase 1 differently)
+                name = (op or call.api) + ("GetWorkspaceSize" if phase == _PHASE1_ENTRY else "")
+                group = [name, s_ns, e_ns, tid]
                 continue
             if phase in ("rt malloc", "rt free"):  # the application's calls between the two phases
                 if group is not None:
-                    spans.append(ApiSpan("acl", group[0], call.tid, group[1], group[2], corr))
+                    spans.append(ApiSpan("acl", group[0], group[3], group[1], group[2], corr))
                     group = None
-                spans.append(ApiSpan("acl", _RUNTIME_API[phase], call.tid, s_ns, e_ns, corr))
+                spans.append(ApiSpan("acl", _RUNTIME_API[phase], tid, s_ns, e_ns, corr))
                 continue
             if group is not None:
                 group[2] = e_ns
             if phase in _LAUNCH_PHASES and op not in _EVENT_LAUNCH_API:
-                spans.append(ApiSpan("node", "launch", call.tid, s_ns, e_ns, corr))
+                spans.append(ApiSpan("node", "launch", tid, s_ns, e_ns, corr))
             else:
                 api = _runtime_api(phase, op)
                 if api is not None:
-                    spans.append(ApiSpan("acl", api, call.tid, s_ns, e_ns, corr))
+                    spans.append(ApiSpan("acl", api, tid, s_ns, e_ns, corr))
         if group is not None:
-            spans.append(ApiSpan("acl", group[0], call.tid, group[1], group[2], corr))
+            spans.append(ApiSpan("acl", group[0], group[3], group[1], group[2], corr))
     spans.sort(key=lambda a: (a.start_ns, -a.end_ns, a.tid, a.kind, a.name))
     return spans
 

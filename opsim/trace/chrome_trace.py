@@ -91,6 +91,15 @@ def _instant_event(t: float, name: str, track: str, args: Any, tids: dict[str, i
     return _dump(ev)
 
 
+def _trace_header(sim: Any) -> str:
+    """The opening of the trace object; otherData names the generator and the calibration in use."""
+    other: dict[str, Any] = {"generator": "opsim"}
+    fitted = getattr(getattr(sim, "cost", None), "fitted", None)
+    if fitted is not None:
+        other["calibration"] = fitted.name
+    return '{"displayTimeUnit":"ns","otherData":' + json.dumps(other, separators=(",", ":")) + ',"traceEvents":[\n'
+
+
 def _metadata_events(sim: Any, process_name: str) -> list[str]:
     """Process and track names and sort order: the host process with a track per thread, then the device
     process with a track per stream."""
@@ -246,7 +255,7 @@ def write_chrome_trace_reference(sim: Any, fh: TextIO, *, process_name: str = "H
     for t, name, track, args in other_instants:
         add(_instant_event(t, name, track, args, tids, dev_pid))
 
-    fh.write('{"displayTimeUnit":"ns","otherData":{"generator":"opsim"},"traceEvents":[\n')
+    fh.write(_trace_header(sim))
     fh.write(",\n".join(events))
     fh.write("\n]}\n")
     return len(events)
@@ -413,7 +422,7 @@ class _ColumnarTrace:
         dev_pid = DEVICE_PID_BASE + device.device_id
         out = _Out(fh)
         add = out.add
-        fh.write('{"displayTimeUnit":"ns","otherData":{"generator":"opsim"},"traceEvents":[\n')
+        fh.write(_trace_header(sim))
         jcache: dict[str, str] = {}
 
         def js(text: str) -> str:

@@ -113,6 +113,12 @@ def build_summary(run: Any, stats: SummaryStats, wall_seconds: float) -> dict[st
             "streams": [f"Stream {s.stream_id}" for s in wl.streams.values()],
             "stopped_on_error": wl.stopped,
         }
+    queue = run.npu.queue if getattr(run, "npu", None) is not None else None
+    if queue is not None:  # torch_npu's task-queue consumer: no calls of its own, the queued work's host time
+        th = queue.thread
+        threads[th.name] = {"thread_id": th.thread_id, "op_calls": 0, "host_busy_us": _r(th.busy_us),
+                            "host_busy_pct": _r(100.0 * th.busy_us / span, 2), "streams": [],
+                            "stopped_on_error": False, "task_queue": True}
     streams = {}
     owner = {s.stream_id: wl.thread.name for wl in run.workloads for s in wl.streams.values()}
     for s in sim.device.streams:
@@ -141,6 +147,7 @@ def build_summary(run: Any, stats: SummaryStats, wall_seconds: float) -> dict[st
     exec_hits, exec_misses = c.get(("exec", "hit"), 0), c.get(("exec", "miss"), 0)
     ai_hits, ai_misses = c.get(("aicpu", "hit"), 0), c.get(("aicpu", "miss"), 0)
     ai_oneshot = c.get(("aicpu", "oneshot"), 0)
+    pta_hits, pta_misses = c.get(("pta", "hit"), 0), c.get(("pta", "miss"), 0)
     mem = dev.memory
     leaks = mem.leaks()
     calls = run.calls
@@ -149,6 +156,7 @@ def build_summary(run: Any, stats: SummaryStats, wall_seconds: float) -> dict[st
         "seed": cfg.seed,
         "soc": sim.soc.name,
         "profile": sim.process.profile.name,
+        "calibration": sim.cost.fitted.name if sim.cost.fitted is not None else None,
         "simulated_makespan_us": _r(makespan),
         "device_busy_until_us": _r(stats.device_end),
         "op_calls": calls,
@@ -161,6 +169,7 @@ def build_summary(run: Any, stats: SummaryStats, wall_seconds: float) -> dict[st
             "hits": exec_hits, "misses": exec_misses, "evictions": c.get(("exec", "evict"), 0),
             "hit_rate": _rate(exec_hits, exec_hits + exec_misses),
         },
+        "pta_cache": {"hits": pta_hits, "misses": pta_misses, "hit_rate": _rate(pta_hits, pta_hits + pta_misses)},
         "aicpu_cache": {
             "hits": ai_hits, "misses": ai_misses, "oneshot": ai_oneshot,
             "evictions": c.get(("aicpu", "evict"), 0),
@@ -274,7 +283,8 @@ def render_table(summary: Mapping[str, Any]) -> str:
                              + (f", {rate:,.0f} calls per wall-second" if rate else "")))
     for name, th in (summary.get("threads") or {}).items():
         rows.append((f"host {name}", f"busy {_fmt_us(th['host_busy_us'])} ({th['host_busy_pct']:.1f}%), "
-                                     f"{th['op_calls']} calls" + (", stopped on error" if th.get("stopped_on_error") else "")))
+                                     + (f"{th['op_calls']} calls" if not th.get("task_queue") else "task-queue thread")
+                                     + (", stopped on error" if th.get("stopped_on_error") else "")))
     for name, st in (summary.get("streams") or {}).items():
         rows.append((f"device {name}", f"busy {_fmt_us(st['busy_us'])} ({st['busy_pct']:.1f}%), {st['tasks']} tasks"
                                        + (f" [{st['thread']}]" if st.get("thread") else "")))
@@ -283,6 +293,10 @@ def render_table(summary: Mapping[str, Any]) -> str:
     ec = summary.get("exec_cache") or {}
     rows.append(("executor cache", f"hit rate {_pct(ec.get('hit_rate'))} ({ec.get('hits', 0)} hits, "
                                    f"{ec.get('misses', 0)} misses, {ec.get('evictions', 0)} evicted)"))
+    pc = summary.get("pta_cache") or {}
+    if pc.get("hits") or pc.get("misses"):
+        rows.append(("PTA hash cache", f"hit rate {_pct(pc.get('hit_rate'))} ({pc.get('hits', 0)} hits, "
+                                       f"{pc.get('misses', 0)} misses)"))
     ac = summary.get("aicpu_cache") or {}
     rows.append(("AI CPU task cache", f"hit rate {_pct(ac.get('hit_rate'))} ({ac.get('hits', 0)} hits, "
                                       f"{ac.get('misses', 0)} misses)"))

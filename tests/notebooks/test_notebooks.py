@@ -7,10 +7,11 @@ from pathlib import Path
 import pytest
 
 NOTEBOOKS = sorted((Path(__file__).resolve().parents[2] / "notebooks").glob("*.ipynb"))
-EXPECTED = ["01_quickstart", "02_aicpu_task_cache", "03_direct_invoke", "04_workspace_planner", "05_host_overhead"]
+EXPECTED = ["01_quickstart", "02_aicpu_task_cache", "03_direct_invoke", "04_workspace_planner", "05_host_overhead",
+            "06_calibration", "07_real_profile_whatif"]
 
 
-def test_the_five_notebooks_exist():
+def test_the_notebooks_exist():
     assert [p.stem for p in NOTEBOOKS] == EXPECTED
 
 

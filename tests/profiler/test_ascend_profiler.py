@@ -300,7 +300,7 @@ def test_pmu_columns_split_cube_vector_and_aicpu(out, sim):
                                   if r["Accelerator Core"] == "AI_CORE" else
                                   ("aiv_time(us)", "aicore_time(us)", "aiv_vec_time(us)", "vector_efficiency"))
         assert Decimal(r[side]) == d and Decimal(r[other]) == 0
-        launch = Decimal(str(eff["aicore_launch_us"]))
+        launch = min(d, Decimal(str(eff["aicore_launch_us"])))  # a fitted kernel may be shorter than it
         assert abs(Decimal(r[pipe]) - (d - launch) * Decimal(str(eff[key]))) <= Decimal("0.001")
         prefix = "aic" if side == "aicore_time(us)" else "aiv"
         assert Decimal(r[f"{prefix}_scalar_time(us)"]) == launch

@@ -214,3 +214,15 @@ def test_run_passes_the_numerics_budget_to_the_device():
     data = small(numerics=True, on_error="continue")
     res = run_scenario(data, write=False, limits=Limits(numerics_bytes=1024 * 1024))
     assert res.sim.device.memory.host_budget == 1024 * 1024
+
+
+def test_validate_reads_the_calibration_file_as_run_does(tmp_path):
+    bad = tmp_path / "cal.yaml"
+    bad.write_text("not: a calibration\n")
+    scenario = tmp_path / "s.yaml"
+    scenario.write_text("name: s\ncalibration: cal.yaml\nthreads:\n  - name: a\n    program:\n"
+                        "      - {op: Add, shape: [8], dtype: float}\n")
+    code, out, err = cli("validate", scenario)
+    assert code == EXIT_BAD_INPUT and "calibration" in err and "opsim_calibration" in err
+    code, out, err = cli("run", scenario, "--out", tmp_path / "out", "--quiet")
+    assert code == EXIT_BAD_INPUT and "opsim_calibration" in err

@@ -17,7 +17,6 @@ from typing import Any
 
 from opsim.acl.status import AclnnStatus
 from opsim.acl.tensor import Placement, Tensor
-from opsim.device.task import TaskKind
 from opsim.opdev import dfx, rt
 from opsim.opdev.aicpu import kernel_lib as kl
 from opsim.opdev.aicpu import timestamps as ts
@@ -273,7 +272,7 @@ class AicpuTask(ABC):
             self._shapes = kernel.compute(ins, outs, self.attrs)
         cost_fn = kernel.cost if kernel is not None and kernel.cost is not None else kl.default_cost
         flops, nbytes = cost_fn(ins, outs, self.attrs)
-        duration = ctx.process.cost.kernel_time(flops, nbytes, 1, TaskKind.AI_CPU)
+        duration = ctx.process.cost.kernel(op, "AI_CPU", flops, nbytes, 1)
         rt.submit_kernel(ctx, stream, op, "AI_CPU", 1, duration, aicpu=True)
         rt.record_tensor_info(ctx, op, rt.tensor_info(ins, outs))
         return S.ACLNN_SUCCESS

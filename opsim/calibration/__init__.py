@@ -1,0 +1,179 @@
+"""Calibrated timing from real Ascend profiles.
+
+    cal = opsim.calibration.calibrate(["run_ascend_pt"])     # kernel_details.csv / op_summary + trace_view
+    cal.save("calibration.yaml")
+    cal = opsim.calibration.Calibration.load("calibration.yaml")
+    cal.host_api("aclnnInplaceAdd").phase2_us()              # measured host timing of any API in the profile
+    opsim.run("scenario.yaml", calibration="calibration.yaml")
+
+Device: per op type and accelerator core a robust fit on bytes moved, flops and block dim, per core a fit over
+all its kernels, and per kernel signature seen in the profile its median duration (see
+``opsim.device.fitted``). Host: per ACLNN API the medians of phase 1 and phase 2 (hits and misses apart).
+"""
+from __future__ import annotations
+
+import statistics
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterable
+
+from opsim.calibration.features import record_features, record_signature
+from opsim.calibration.fit import Sample, fit_kernels, provenance_of
+from opsim.calibration.host import host_table
+from opsim.device.fitted import FittedTiming, HostApiTiming, SignatureTime
+from opsim.device.fitted_io import fitted_from_dict, fitted_to_dict
+from opsim.errors import CalibrationError, ProfileFormatError
+from opsim.ingest import KernelRecord, locate_profile, read_kernels, read_trace_view
+
+FORMAT_VERSION = 1
+#: op types with fewer measured kernels get no op-type fit: their core's fit (or a signature) answers.
+MIN_OP_TYPE_KERNELS = 3
+_HEADER = ("# opsim calibration: fitted kernel durations and measured host timings.\n"
+           "# Every fit lists n (kernels), median_error (median |predicted/real - 1| on the fitted rows) and the\n"
+           "# file rows it came from. Kernel fit: duration_us = overhead_us + us_per_byte*bytes + "
+           "us_per_flop*flops\n#   + us_per_byte_per_block*bytes/block_dim. Host medians in microseconds.\n")
+
+
+@dataclass
+class Calibration:
+    """Fitted timing plus where it came from; ``name`` is what runs report (the file it was loaded from)."""
+
+    timing: FittedTiming
+    soc: str | None = None
+    sources: list[dict] = field(default_factory=list)
+
+    @property
+    def name(self) -> str:
+        return self.timing.name
+
+    def host_api(self, api: str) -> HostApiTiming | None:
+        """Measured host timing of `api`, for any API the profile called (opsim need not model it)."""
+        return self.timing.host_api(api)
+
+    def to_dict(self) -> dict:
+        return {"opsim_calibration": FORMAT_VERSION, "soc": self.soc, "sources": self.sources,
+                **fitted_to_dict(self.timing)}
+
+    def to_yaml(self) -> str:
+        import yaml
+        return _HEADER + yaml.safe_dump(self.to_dict(), sort_keys=False, default_flow_style=None, width=110)
+
+    def save(self, path: str | Path) -> Path:
+        """Write the YAML atomically (a temporary file renamed over `path`)."""
+        from opsim.outputs import write_text_atomic
+        return write_text_atomic(path, self.to_yaml())
+
+    @classmethod
+    def load(cls, path: str | Path) -> "Calibration":
+        """Read a calibration YAML; a bad file raises CalibrationError naming the file and the field."""
+        import yaml
+        p = Path(path)
+        try:
+            text = p.read_text(encoding="utf-8")
+        except FileNotFoundError:
+            raise CalibrationError(f"{p}: no such calibration file; create one with `opsim calibrate PROFILE "
+                                   f"-o {p.name}`") from None
+        except (OSError, UnicodeDecodeError) as exc:
+            raise CalibrationError(f"{p}: cannot read ({exc})") from None
+        try:
+            data = yaml.safe_load(text)
+        except yaml.YAMLError as exc:
+            mark = getattr(exc, "problem_mark", None)
+            where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
+            raise CalibrationError(f"{p}: not valid YAML{where}; regenerate it with `opsim calibrate`") from None
+        if not isinstance(data, dict) or "opsim_calibration" not in data:
+            raise CalibrationError(f"{p}: field opsim_calibration: missing; this is not an opsim calibration "
+                                   f"file (create one with `opsim calibrate`)")
+        if data["opsim_calibration"] != FORMAT_VERSION:
+            raise CalibrationError(f"{p}: field opsim_calibration: version {data['opsim_calibration']!r} is not "
+                                   f"supported (this opsim reads version {FORMAT_VERSION}); regenerate the file")
+        soc = data.get("soc")
+        if soc is not None and not isinstance(soc, str):
+            raise CalibrationError(f"{p}: field soc: must be a SoC name or null, got {soc!r}")
+        sources = data.get("sources") or []
+        if not isinstance(sources, list):
+            raise CalibrationError(f"{p}: field sources: must be a list")
+        return cls(timing=fitted_from_dict(data, str(p)), soc=soc, sources=sources)
+
+
+def load_calibration(value: "str | Path | Calibration | None") -> Calibration | None:
+    """A Calibration from a path (or one already loaded); None stays None."""
+    if value is None or isinstance(value, Calibration):
+        return value
+    return Calibration.load(value)
+
+
+def samples_of(records: Iterable[KernelRecord]) -> list[tuple[KernelRecord, Sample]]:
+    """Rows with a positive measured duration, with their fit features."""
+    out = []
+    for r in records:
+        if r.duration_us is None or r.duration_us <= 0:
+            continue
+        flops, nbytes, bd = record_features(r)
+        out.append((r, Sample(flops=flops, nbytes=nbytes, block_dim=bd, duration_us=r.duration_us,
+                              file=r.source, row=r.row)))
+    return out
+
+
+def fit_device(records: Iterable[KernelRecord], *, signatures: bool = True, name: str = "") -> FittedTiming:
+    """Core fits, op-type fits and (optionally) signature medians from measured kernel rows."""
+    pairs = samples_of(records)
+    by_core: dict[str, list[Sample]] = {}
+    by_op: dict[tuple[str, str], list[Sample]] = {}
+    by_sig: dict[str, list[Sample]] = {}
+    for rec, s in pairs:
+        by_core.setdefault(rec.core, []).append(s)
+        by_op.setdefault((rec.op_type, rec.core), []).append(s)
+        if signatures:
+            by_sig.setdefault(record_signature(rec), []).append(s)
+    t = FittedTiming(name=name)
+    t.cores = {c: fit_kernels(v) for c, v in sorted(by_core.items())}
+    t.op_types = {k: fit_kernels(v) for k, v in sorted(by_op.items()) if len(v) >= MIN_OP_TYPE_KERNELS}
+    t.signatures = {k: SignatureTime(median_us=float(statistics.median(s.duration_us for s in v)), n=len(v),
+                                     provenance=provenance_of(v)) for k, v in sorted(by_sig.items())}
+    return t
+
+
+def read_profiles(paths: Iterable[str | Path]) -> tuple[list[KernelRecord], list[Any], list[dict]]:
+    """(kernel records, trace views, source descriptions) of every profile path."""
+    records: list[KernelRecord] = []
+    traces = []
+    sources: list[dict] = []
+    for path in paths:
+        files = locate_profile(path)
+        for k in files.kernel_sources:
+            table = read_kernels(k)
+            records.extend(table.rows)
+            sources.append({"file": str(k), "kind": "kernels", "kernels": len(table.rows),
+                            "skipped": dict(table.skipped)})
+        if files.trace_view is not None:
+            tv = read_trace_view(files.trace_view)
+            traces.append(tv)
+            sources.append({"file": str(files.trace_view), "kind": "trace_view",
+                            "acl_events": len(tv.acl_api_events())})
+    return records, traces, sources
+
+
+def calibrate(paths: "Iterable[str | Path] | str | Path", soc: str | None = None, *,
+              signatures: bool = True) -> Calibration:
+    """Fit a Calibration from profile directories or files (kernel tables and/or trace_view.json)."""
+    if isinstance(paths, (str, Path)):
+        paths = [paths]
+    paths = list(paths)
+    if not paths:
+        raise ProfileFormatError("calibrate needs at least one profile (a *_ascend_pt directory or a file)")
+    if soc is not None:
+        from opsim.device.soc import get_soc
+        soc = get_soc(soc).name
+    records, traces, sources = read_profiles(paths)
+    timing = fit_device(records, signatures=signatures, name=", ".join(str(p) for p in paths))
+    for tv in traces:
+        timing.host_apis.update(host_table(tv))
+    if not timing.cores and not timing.host_apis:
+        raise ProfileFormatError(
+            f"{', '.join(str(p) for p in paths)}: no kernel with a duration and no AscendCL API event found; give a "
+            f"kernel_details.csv with Duration(us) or a trace_view.json with AscendCL@aclnn* events")
+    return Calibration(timing=timing, soc=soc, sources=sources)
+
+
+__all__ = ["Calibration", "calibrate", "fit_device", "load_calibration", "read_profiles", "samples_of"]

@@ -1,0 +1,105 @@
+"""Cross-validation of the kernel predictor: k interleaved folds, errors per op type.
+
+Fold i holds the kernels at positions i, i+k, i+2k, ... of the profile (in file order), so every fold sees
+the whole run; each fold is predicted by a calibration fitted on the other k-1 folds, through the same
+``CostModel.kernel`` that ``opsim run`` and ``opsim predict`` use.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from opsim.calibration.features import record_features, record_signature
+from opsim.device.cost import CostModel
+from opsim.device.soc import get_soc
+from opsim.ingest.kernels import KernelRecord
+
+
+@dataclass(frozen=True)
+class Prediction:
+    record: KernelRecord
+    predicted_us: float
+
+    @property
+    def real_us(self) -> float:
+        return float(self.record.duration_us or 0.0)
+
+    @property
+    def rel_error(self) -> float:
+        return abs(self.predicted_us / self.real_us - 1.0)
+
+
+@dataclass(frozen=True)
+class ErrorRow:
+    """Error figures of one group of kernels (an op type and core, or all)."""
+
+    op_type: str
+    core: str
+    n: int
+    median_error: float
+    p90_error: float
+    within_25: float
+
+
+def predict_records(cost: CostModel, records: list[KernelRecord]) -> list[Prediction]:
+    """Predictions for measured rows (rows without a positive duration are left out)."""
+    out = []
+    for r in records:
+        if r.duration_us is None or r.duration_us <= 0:
+            continue
+        flops, nbytes, bd = record_features(r)
+        out.append(Prediction(r, cost.kernel(r.op_type, r.core, flops, nbytes, bd, record_signature(r))))
+    return out
+
+
+def cross_validate(records: list[KernelRecord], k: int = 5, soc: str | None = None, *,
+                   signatures: bool = True) -> list[Prediction]:
+    """Out-of-fold predictions for every measured row."""
+    from opsim.calibration import fit_device
+    measured = [r for r in records if r.duration_us is not None and r.duration_us > 0]
+    if k < 2:
+        raise ValueError(f"k-fold cross-validation needs k >= 2, got {k}")
+    spec = get_soc(soc) if soc is not None else get_soc()
+    out: list[Prediction] = []
+    for fold in range(k):
+        train = [r for i, r in enumerate(measured) if i % k != fold]
+        test = [r for i, r in enumerate(measured) if i % k == fold]
+        if not test:
+            continue
+        cost = CostModel(spec, fitted=fit_device(train, signatures=signatures, name=f"fold {fold}"))
+        out.extend(predict_records(cost, test))
+    order = {id(r): i for i, r in enumerate(measured)}
+    out.sort(key=lambda p: order[id(p.record)])
+    return out
+
+
+def _row(op: str, core: str, preds: list[Prediction]) -> ErrorRow:
+    e = np.array([p.rel_error for p in preds])
+    return ErrorRow(op, core, len(preds), float(np.median(e)), float(np.percentile(e, 90)),
+                    float(np.mean(e <= 0.25)))
+
+
+def error_table(preds: list[Prediction]) -> list[ErrorRow]:
+    """One row per (op type, core), most kernels first, then an 'all' row."""
+    groups: dict[tuple[str, str], list[Prediction]] = {}
+    for p in preds:
+        groups.setdefault((p.record.op_type, p.record.core), []).append(p)
+    rows = [_row(op, core, ps) for (op, core), ps in sorted(groups.items(), key=lambda kv: (-len(kv[1]), kv[0]))]
+    if preds:
+        rows.append(_row("all", "", preds))
+    return rows
+
+
+def render_error_table(rows: list[ErrorRow], markdown: bool = False) -> str:
+    """A text (or markdown) table: op type, core, n, median |error|, p90 |error|, share within 25%."""
+    head = ("op type", "core", "n", "median |err|", "p90 |err|", "within 25%")
+    body = [(r.op_type, r.core, str(r.n), f"{100 * r.median_error:.1f}%", f"{100 * r.p90_error:.1f}%",
+             f"{100 * r.within_25:.0f}%") for r in rows]
+    if markdown:
+        lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+        lines += ["| " + " | ".join(b) + " |" for b in body]
+        return "\n".join(lines) + "\n"
+    widths = [max(len(h), *(len(b[i]) for b in body)) if body else len(h) for i, h in enumerate(head)]
+    fmt = "  ".join(f"{{:<{w}}}" if i < 2 else f"{{:>{w}}}" for i, w in enumerate(widths))
+    return "\n".join([fmt.format(*head)] + [fmt.format(*b) for b in body]) + "\n"

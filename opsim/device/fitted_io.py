@@ -1,0 +1,187 @@
+"""FittedTiming <-> plain data (the calibration YAML), with errors naming the file and the field.
+
+Layout (every fitted number carries its fit quality and provenance):
+
+    device:
+      cores:      {AI_VECTOR_CORE: {overhead_us, us_per_byte, us_per_flop, us_per_byte_per_block, n,
+                                    median_error, provenance: [{file, rows: "2-5,9"}]}}
+      op_types:   {Add@AI_VECTOR_CORE: {...same fields...}}
+      signatures: [{op_type, core, input_shapes, input_dtypes, output_shapes, output_dtypes, median_us, n,
+                    provenance}]
+    host:
+      apis: {aclnnAdd: {phase1: {median_us, n, provenance}, phase2: ..., phase2_miss: ..., phase2_hit: ...}}
+"""
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from opsim.device.fitted import (
+    FittedTiming,
+    HostApiTiming,
+    KernelFit,
+    Measured,
+    Provenance,
+    SignatureTime,
+    parse_rows,
+)
+from opsim.errors import CalibrationError
+
+_FIT_NUMBERS = ("overhead_us", "us_per_byte", "us_per_flop", "us_per_byte_per_block")
+_HOST_KINDS = ("phase1", "phase2", "phase2_miss", "phase2_hit")
+
+
+def _num(x: float) -> float:
+    """Round for a readable YAML: 6 significant digits is far below the fit error."""
+    return float(f"{x:.6g}")
+
+
+def _prov(prov: tuple[Provenance, ...]) -> list[dict]:
+    return [{"file": p.file, "rows": p.rows_text()} for p in prov]
+
+
+def _fit_dict(fit: KernelFit) -> dict:
+    d: dict[str, Any] = {k: _num(getattr(fit, k)) for k in _FIT_NUMBERS}
+    if fit.bytes_range is not None:
+        d["bytes_range"] = [_num(v) for v in fit.bytes_range]
+    if fit.flops_range is not None:
+        d["flops_range"] = [_num(v) for v in fit.flops_range]
+    d.update(n=fit.n, median_error=_num(fit.median_error), provenance=_prov(fit.provenance))
+    return d
+
+
+def _measured_dict(m: Measured) -> dict:
+    return {"median_us": _num(m.median_us), "n": m.n, "provenance": _prov(m.provenance)}
+
+
+def fitted_to_dict(t: FittedTiming) -> dict:
+    """Plain data for YAML; the order of keys is the reading order."""
+    sigs = []
+    for key, s in t.signatures.items():
+        op, core, ish, idt, osh, odt = key.split("|")
+        sigs.append({"op_type": op, "core": core, "input_shapes": ish, "input_dtypes": idt, "output_shapes": osh,
+                     "output_dtypes": odt, "median_us": _num(s.median_us), "n": s.n,
+                     "provenance": _prov(s.provenance)})
+    apis = {}
+    for api, h in t.host_apis.items():
+        apis[api] = {k: _measured_dict(getattr(h, k)) for k in _HOST_KINDS if getattr(h, k) is not None}
+    return {
+        "device": {
+            "cores": {c: _fit_dict(f) for c, f in t.cores.items()},
+            "op_types": {f"{op}@{core}": _fit_dict(f) for (op, core), f in t.op_types.items()},
+            "signatures": sigs,
+        },
+        "host": {"apis": apis},
+    }
+
+
+class _Reader:
+    def __init__(self, file: str):
+        self.file = file
+
+    def fail(self, where: str, what: str) -> CalibrationError:
+        return CalibrationError(f"{self.file}: field {where}: {what}; regenerate the file with `opsim calibrate` "
+                                f"or fix that field")
+
+    def mapping(self, value: Any, where: str) -> dict:
+        if value is None:
+            return {}
+        if not isinstance(value, dict):
+            raise self.fail(where, f"must be a mapping, got {type(value).__name__}")
+        return value
+
+    def number(self, d: dict, key: str, where: str, *, default: float | None = None, integer: bool = False) -> float:
+        if key not in d:
+            if default is not None:
+                return default
+            raise self.fail(f"{where}.{key}", "missing")
+        v = d[key]
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v < 0:
+            raise self.fail(f"{where}.{key}", f"must be a finite number >= 0, got {v!r}")
+        if integer and v != int(v):
+            raise self.fail(f"{where}.{key}", f"must be a whole number, got {v!r}")
+        return int(v) if integer else float(v)
+
+    def text(self, d: dict, key: str, where: str) -> str:
+        v = d.get(key)
+        if not isinstance(v, str):
+            raise self.fail(f"{where}.{key}", f"must be a string, got {v!r}")
+        return v
+
+    def provenance(self, d: dict, where: str) -> tuple[Provenance, ...]:
+        items = d.get("provenance", [])
+        if not isinstance(items, list):
+            raise self.fail(f"{where}.provenance", "must be a list of {file, rows}")
+        out = []
+        for i, p in enumerate(items):
+            w = f"{where}.provenance[{i}]"
+            p = self.mapping(p, w)
+            try:
+                rows = parse_rows(p.get("rows", ""))
+            except ValueError:
+                raise self.fail(f"{w}.rows", f"must be row numbers and ranges like '2-5,9', got {p.get('rows')!r}") \
+                    from None
+            out.append(Provenance(file=self.text(p, "file", w), rows=rows))
+        return tuple(out)
+
+    def range(self, d: dict, key: str, where: str) -> tuple[float, float] | None:
+        v = d.get(key)
+        if v is None:
+            return None
+        if (not isinstance(v, list) or len(v) != 2
+                or any(isinstance(x, bool) or not isinstance(x, (int, float)) or x < 0 for x in v) or v[0] > v[1]):
+            raise self.fail(f"{where}.{key}", f"must be [low, high] with 0 <= low <= high, got {v!r}")
+        return float(v[0]), float(v[1])
+
+    def fit(self, d: Any, where: str) -> KernelFit:
+        d = self.mapping(d, where)
+        nums = {k: self.number(d, k, where, default=0.0 if k != "overhead_us" else None) for k in _FIT_NUMBERS}
+        return KernelFit(**nums, n=int(self.number(d, "n", where, default=0, integer=True)),
+                         median_error=self.number(d, "median_error", where, default=0.0),
+                         provenance=self.provenance(d, where), bytes_range=self.range(d, "bytes_range", where),
+                         flops_range=self.range(d, "flops_range", where))
+
+    def measured(self, d: Any, where: str) -> Measured:
+        d = self.mapping(d, where)
+        return Measured(median_us=self.number(d, "median_us", where),
+                        n=int(self.number(d, "n", where, default=0, integer=True)),
+                        provenance=self.provenance(d, where))
+
+
+def fitted_from_dict(data: Any, file: str, name: str | None = None) -> FittedTiming:
+    """Parse the `device`/`host` sections; any malformed field raises CalibrationError naming file and field."""
+    r = _Reader(file)
+    data = r.mapping(data, "(top level)")
+    device = r.mapping(data.get("device"), "device")
+    host = r.mapping(data.get("host"), "host")
+    t = FittedTiming(name=name if name is not None else file)
+    for core, f in r.mapping(device.get("cores"), "device.cores").items():
+        t.cores[str(core)] = r.fit(f, f"device.cores.{core}")
+    for key, f in r.mapping(device.get("op_types"), "device.op_types").items():
+        op, sep, core = str(key).rpartition("@")
+        if not sep or not op or not core:
+            raise r.fail(f"device.op_types.{key}", "keys are OPTYPE@CORE, for example Add@AI_VECTOR_CORE")
+        t.op_types[(op, core)] = r.fit(f, f"device.op_types.{key}")
+    sigs = device.get("signatures") or []
+    if not isinstance(sigs, list):
+        raise r.fail("device.signatures", "must be a list")
+    for i, s in enumerate(sigs):
+        w = f"device.signatures[{i}]"
+        s = r.mapping(s, w)
+        parts = [r.text(s, k, w) for k in ("op_type", "core", "input_shapes", "input_dtypes", "output_shapes",
+                                            "output_dtypes")]
+        key = "|".join(parts)
+        t.signatures[key] = SignatureTime(median_us=r.number(s, "median_us", w),
+                                          n=int(r.number(s, "n", w, default=0, integer=True)),
+                                          provenance=r.provenance(s, w))
+    for api, h in r.mapping(host.get("apis"), "host.apis").items():
+        w = f"host.apis.{api}"
+        h = r.mapping(h, w)
+        unknown = sorted(set(h) - set(_HOST_KINDS))
+        if unknown:
+            raise r.fail(f"{w}.{unknown[0]}", f"unknown; allowed: {', '.join(_HOST_KINDS)}")
+        t.host_apis[str(api)] = HostApiTiming(**{k: r.measured(h[k], f"{w}.{k}") for k in _HOST_KINDS if k in h})
+    return t
+
+
+__all__ = ["fitted_from_dict", "fitted_to_dict"]

@@ -1,0 +1,97 @@
+"""`opsim import`: a real torch_npu profile as a scenario that replays it.
+
+`import_profile(path)` reads the profile (a torch_npu `*_ascend_pt` directory, its ASCEND_PROFILER_OUTPUT, or
+a trace_view.json) with `opsim.ingest`, finds each host thread's ACLNN calls and what they launched
+(`opsim.importer.calls`), and writes them as a scenario with profiled ops (`opsim.importer.scenario`).
+Everything the importer could not place is counted in the `ImportReport`.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from opsim.importer.report import ImportReport
+
+REPORT_SUFFIX = ".import-report.json"
+"""The report is written next to the scenario: `scenario.yaml` -> `scenario.import-report.json`."""
+
+
+CALIBRATION_SUFFIX = ".calibration.yaml"
+"""With a kernel table, the profile's calibration is written next to the scenario and named by it."""
+
+
+@dataclass
+class ImportResult:
+    scenario: dict[str, Any]
+    report: ImportReport
+    calibration: Any = None
+    """The calibration fitted from the same profile (`opsim.calibration.calibrate`) when it has a kernel table:
+    the predictor a shape what-if asks."""
+    scenario_path: Path | None = None
+    report_path: Path | None = None
+    calibration_path: Path | None = None
+
+
+def import_profile(path: str | Path, *, name: str | None = None) -> ImportResult:
+    """The scenario replaying the profile at `path`; raises ProfileFormatError for a missing or bad file."""
+    from opsim.errors import ProfileFormatError
+    from opsim.importer.calls import read_calls
+    from opsim.importer.scenario import build_scenario
+    from opsim.ingest import locate_profile, read_trace_view
+    files = locate_profile(path)
+    if files.trace_view is None:
+        raise ProfileFormatError(f"{path}: no trace_view.json found; opsim import needs the host timeline "
+                                 "(export the profile with the torch_npu profiler's default Chrome trace)")
+    report = ImportReport(source=str(files.trace_view))
+    view = read_trace_view(files.trace_view)
+    calls = read_calls(view, report)
+    if not calls.calls:
+        raise ProfileFormatError(f"{files.trace_view}: no ACLNN or aclop call found (no AscendCL@aclnn* or "
+                                 "AscendCL@aclopCompileAndExecute events); profile with CANN activities on")
+    if files.kernel_details is not None:
+        from opsim.importer.calls import join_kernel_details
+        from opsim.ingest import read_kernels
+        report.figures["kernel_details_joined"] = join_kernel_details(calls, read_kernels(files.kernel_details),
+                                                                      report)
+    else:
+        report.note("no kernel_details.csv: shapes, dtypes, block dims and cores are not known", 1)
+    label = name or _default_name(files.trace_view)
+    scenario = build_scenario(calls, report, view=view, name=label, source=files.trace_view.name)
+    calibration = None
+    if files.kernel_details is not None:
+        from opsim.calibration import calibrate
+        calibration = calibrate(path)
+    return ImportResult(scenario=scenario, report=report, calibration=calibration)
+
+
+def _default_name(path: Path) -> str:
+    import re
+    stem = path.parent.parent.name if path.parent.name == "ASCEND_PROFILER_OUTPUT" else path.stem
+    cleaned = re.sub(r"[^A-Za-z0-9_.\-]", "_", stem) or "imported"
+    return cleaned if cleaned[0].isalpha() or cleaned[0] == "_" else "p_" + cleaned
+
+
+def write_import(result: ImportResult, out: str | Path) -> ImportResult:
+    """Write the scenario YAML, its import report and (with a kernel table) its calibration next to it."""
+    import yaml
+    out = Path(out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    if result.calibration is not None:
+        result.calibration_path = result.calibration.save(out.with_name(out.stem + CALIBRATION_SUFFIX))
+        items = list(result.scenario.items())
+        at = next(i for i, (k, _) in enumerate(items) if k == "profiled_ops")
+        items.insert(at, ("calibration", result.calibration_path.name))
+        result.scenario = dict(items)
+    header = ("# Imported by `opsim import` from a real profile. Replay: opsim run " + out.name +
+              " --profiler-output\n# Profiled ops (profiled_ops) carry the recorded launch lists and host times; "
+              "sleeps are the recorded host gaps.\n")
+    from opsim.outputs import write_text_atomic
+    text = yaml.safe_dump(result.scenario, sort_keys=False, width=120, default_flow_style=None)
+    write_text_atomic(out, header + text)
+    result.scenario_path = out
+    result.report_path = result.report.write(out.with_name(out.stem + REPORT_SUFFIX))
+    return result
+
+
+__all__ = ["import_profile", "write_import", "ImportResult", "ImportReport", "REPORT_SUFFIX", "CALIBRATION_SUFFIX"]

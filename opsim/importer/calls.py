@@ -1,0 +1,325 @@
+"""From a real trace_view.json to the ACLNN calls each host thread made, in order, with what they launched.
+
+The trace is read by `opsim.ingest.read_trace_view`; this module only interprets it:
+
+* a **call** is one phase-2 host event (`AscendCL@aclnnXxx`, or `AscendCL@aclopCompileAndExecute` for an
+  old-style single-op call). Under torch_npu's task queue it runs on the consumer thread inside a
+  `Dequeue@...` event whose `correlation_id` names the `Enqueue` of the issuing Python thread: the call
+  belongs to that issuing thread, and its phase 2 to the task-queue thread. Without a queue the call belongs
+  to the thread that ran phase 2.
+* its **phase 1** is the `AscendCL@aclnnXxxGetWorkspaceSize` the issuing thread ran since its previous call
+  (before the Enqueue); no phase 1 means torch_npu's PTA hash cache hit.
+* its **kernels** are the device events its HostToDevice flows point at (`TraceView.launch_links`), from any
+  host event nested in the phase-2 event (tiling events included); a kernel without one is placed by its
+  torch_to_npu flow (from the framework op on the issuing thread).
+* **syncs** are the issuing threads' `aclrtSynchronize*` events; other runtime calls (memcpy, malloc) stay
+  host time; `ProfilerStep#n` events bound the steps.
+
+What cannot be placed (a phase 1 never followed by a call, a dequeue without its enqueue, a kernel no call
+launched, an unknown AscendCL event) is counted in the `ImportReport`, never dropped silently.
+"""
+from __future__ import annotations
+
+import bisect
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from opsim.importer.report import ImportReport
+from opsim.ingest import TraceEvent, TraceView
+
+ACLOP_CALL = "aclopCompileAndExecute"
+SYNC_APIS = {"aclrtSynchronizeStream": "stream", "aclrtSynchronizeStreamWithTimeout": "stream",
+             "aclrtSynchronizeDevice": "device"}
+"""Runtime calls replayed as synchronisations (the rest of the runtime calls stay host time)."""
+HOST_ONLY_APIS = frozenset({"aclrtMemcpy", "aclrtMalloc", "aclrtFree", "aclMallocMemInner", "aclCreateTensorDesc",
+                            "aclCreateDataBuffer", "aclDestroyTensorDesc", "aclDestroyDataBuffer",
+                            "aclopCreateAttr", "aclopDestroyAttr", "opCompile", "aclrtMemcpyAsync",
+                            "aclrtMemset", "aclrtMemsetAsync"})
+"""AscendCL calls whose host time stays in the gaps between calls (opsim has no step for them)."""
+_STEP_RE = re.compile(r"^ProfilerStep#(\d+)$")
+
+
+@dataclass
+class Kernel:
+    """One device kernel a call launched (type, core, block dim and tensors from kernel_details.csv if joined)."""
+
+    name: str
+    stream: int
+    start_ns: int
+    dur_ns: int
+    task_type: str
+    op_type: str | None = None
+    block_dim: int = 1
+    input_shapes: tuple = ()
+    input_dtypes: tuple = ()
+
+
+def join_kernel_details(pc: "ProfileCalls", table: Any, report: ImportReport) -> int:
+    """Fill each kernel's op type, core, block dim, shapes and dtypes from the kernel_details.csv row with the same
+    start time and name; rows matching no replayed kernel are counted. Returns the number joined."""
+    rows = {(r.start_ns, r.name): r for r in table.rows if r.start_ns is not None}
+    joined = 0
+    for c in pc.calls:
+        for k in c.kernels:
+            r = rows.pop((k.start_ns, k.name), None)
+            if r is None:
+                continue
+            from opsim.ops.profiled import TASK_TYPES
+            k.op_type, k.block_dim = r.op_type, max(1, int(r.block_dim or 1))
+            k.task_type = r.core if r.core in TASK_TYPES else k.task_type
+            k.input_shapes, k.input_dtypes = tuple(tuple(s) for s in r.input_shapes), tuple(r.input_dtypes)
+            joined += 1
+    report.warn("kernel_details.csv row matching no replayed kernel (start time and name)", len(rows))
+    unjoined = sum(len(c.kernels) for c in pc.calls) - joined
+    report.note("kernel without a kernel_details.csv row (task type from the trace, block dim 1)", unjoined)
+    return joined
+
+
+@dataclass
+class Call:
+    """One ACLNN (or aclop) call as the profile shows it."""
+
+    api: str
+    """Phase-2 API name (`aclnnInplaceAdd`, or the aclop op type such as `Conv2D`)."""
+    kind: str
+    """'aclnn' or 'aclop'."""
+    thread: Any
+    """The issuing thread id."""
+    start_ns: int
+    end_ns: int
+    """Host interval of the call on the issuing thread (enqueue, or phase 1 + phase 2 without a queue)."""
+    phase2: TraceEvent
+    phase1: TraceEvent | None = None
+    phase1_api: str | None = None
+    queued: bool = False
+    kernels: list[Kernel] = field(default_factory=list)
+
+
+@dataclass
+class Sync:
+    kind: str
+    """'stream' or 'device'."""
+    thread: Any
+    start_ns: int
+    end_ns: int
+
+
+@dataclass
+class ProfileCalls:
+    """Everything the scenario is built from."""
+
+    calls: list[Call]
+    syncs: list[Sync]
+    steps: list[tuple[int, int, int]]
+    """(step number, start ns, end ns), in time order."""
+    threads: list[Any]
+    """Issuing thread ids in order of their first call."""
+    consumer: Any | None
+    """The task-queue consumer thread id (None: no task queue)."""
+    origin_ns: int
+    """Start of the profile: the first step, or the first host event."""
+    streams: list[int]
+
+
+def _contains(outer: TraceEvent, inner: TraceEvent) -> bool:
+    return outer.ts <= inner.ts and inner.end <= outer.end
+
+
+def _task_type(e: TraceEvent) -> str:
+    t = str(e.args.get("Task Type", "")).upper()
+    if t in ("AI_CPU", "AICPU"):
+        return "AI_CPU"
+    if t in ("AI_VECTOR_CORE", "AIV"):
+        return "AI_VECTOR_CORE"
+    if t in ("MIX_AIC", "MIX_AIV"):
+        return t
+    return "AI_CORE"
+
+
+def read_calls(view: TraceView, report: ImportReport) -> ProfileCalls:
+    """The calls, syncs and steps of a trace (see the module docstring)."""
+    acl = view.acl_api_events()
+    by_thread: dict[Any, list[TraceEvent]] = {}
+    for a in acl:
+        by_thread.setdefault(a.event.tid, []).append(a.event)
+    dequeues = {int(e.args["correlation_id"]): e for e in view.events
+                if e.name.startswith("Dequeue") and "correlation_id" in e.args}
+    enqueues = sorted((e for e in view.events if e.name.startswith("Enqueue") and "correlation_id" in e.args),
+                      key=lambda e: (e.ts, e.index))
+    deq_by_thread: dict[Any, list[TraceEvent]] = {}
+    for d in dequeues.values():
+        deq_by_thread.setdefault(d.tid, []).append(d)
+    consumer = max(deq_by_thread, key=lambda t: len(deq_by_thread[t])) if deq_by_thread else None
+    if len(deq_by_thread) > 1:
+        report.warn("dequeue on a second consumer thread", sum(len(v) for t, v in deq_by_thread.items()
+                                                              if t != consumer))
+
+    # phase-2 events and the host events nested in them (for launch links)
+    phase2 = [a.event for a in acl if a.kind == "phase2" or a.api == ACLOP_CALL]
+    phase2.sort(key=lambda e: (e.ts, e.index))
+    p2_by_thread: dict[Any, list[TraceEvent]] = {}
+    for e in phase2:
+        p2_by_thread.setdefault(e.tid, []).append(e)
+    p2_starts = {t: [e.ts for e in v] for t, v in p2_by_thread.items()}
+
+    def enclosing_phase2(host: TraceEvent) -> TraceEvent | None:
+        evs = p2_by_thread.get(host.tid)
+        if not evs:
+            return None
+        i = bisect.bisect_right(p2_starts[host.tid], host.ts) - 1
+        while i >= 0:
+            if _contains(evs[i], host):
+                return evs[i]
+            if evs[i].end < host.ts and i < len(evs) - 1:
+                break
+            i -= 1
+        return None
+
+    kernels_of: dict[int, list[Kernel]] = {}
+    placed: set[int] = set()
+    for link in view.launch_links():
+        owner = enclosing_phase2(link.host)
+        if owner is None:
+            report.warn(f"kernel launched outside an ACLNN call (from AscendCL@{link.host.name[9:]})",
+                        len(link.kernels))
+            continue
+        for k in link.kernels:
+            if k.index in placed:
+                continue
+            placed.add(k.index)
+            kernels_of.setdefault(owner.index, []).append(
+                Kernel(k.name, view.stream_id(k) or 0, k.ts, k.dur, _task_type(k)))
+    calls: list[Call] = []
+    used_p2: set[int] = set()
+    # queued calls: Enqueue -> Dequeue -> phase 2 inside the dequeue
+    for enq in enqueues:
+        deq = dequeues.get(int(enq.args["correlation_id"]))
+        if deq is None:
+            report.warn("Enqueue without its Dequeue (the queued work is not in the profile)", 1)
+            continue
+        inner = [e for e in p2_by_thread.get(deq.tid, ()) if _contains(deq, e)]
+        if not inner:
+            report.warn("Dequeue without an ACLNN or aclop call inside", 1, example=deq.name)
+            continue
+        p2 = inner[0]
+        if len(inner) > 1:
+            report.warn("Dequeue with more than one call inside (the first is replayed)", len(inner) - 1)
+        used_p2.add(p2.index)
+        calls.append(_call(p2, enq.tid, enq.ts, enq.end, True, deq, kernels_of))
+    enqueued = {int(e.args["correlation_id"]) for e in enqueues}
+    orphans = sum(1 for c in dequeues if c not in enqueued)
+    if orphans:
+        report.warn("Dequeue without its Enqueue (issuing thread unknown, not replayed)", orphans)
+    # direct calls: phase 2 on the issuing thread itself
+    for e in phase2:
+        if e.index in used_p2:
+            continue
+        if consumer is not None and e.tid == consumer:
+            report.warn("call on the task-queue thread outside any Dequeue (not replayed)", 1,
+                        example=e.name)
+            continue
+        calls.append(_call(e, e.tid, e.ts, e.end, False, None, kernels_of))
+    calls.sort(key=lambda c: (c.start_ns, c.phase2.index))
+
+    _attach_phase1(calls, acl, report)
+    _attach_framework_flows(view, calls, placed)
+    for k in view.device_kernels():
+        if k.index not in placed and k.dur > 0:
+            report.warn("device task without a launch link (not replayed)", 1, example=k.name)
+    syncs = [Sync(SYNC_APIS[a.api], a.event.tid, a.event.ts, a.event.end) for a in acl
+             if a.api in SYNC_APIS and a.event.tid != consumer]
+    for a in acl:
+        if a.kind in ("phase1", "phase2", "tiling") or a.api == ACLOP_CALL or a.api in SYNC_APIS:
+            continue
+        if a.api in HOST_ONLY_APIS:
+            report.note(f"AscendCL@{a.api} kept as host time between calls", 1)
+        else:
+            report.warn("unknown AscendCL event kept as host time between calls", 1, example=a.api)
+
+    steps = sorted((int(m.group(1)), e.ts, e.end) for e in view.events
+                   if e.dur > 0 and (m := _STEP_RE.match(e.name)))
+    threads: list[Any] = []
+    for c in calls:
+        if c.thread not in threads:
+            threads.append(c.thread)
+    for s in syncs:
+        if s.thread not in threads:
+            threads.append(s.thread)
+    host_starts = [c.start_ns for c in calls] + [s.start_ns for s in syncs]
+    origin = steps[0][1] if steps else min(host_starts, default=0)
+    streams = sorted({k.stream for c in calls for k in c.kernels})
+    return ProfileCalls(calls=calls, syncs=syncs, steps=steps, threads=threads, consumer=consumer,
+                        origin_ns=min([origin] + host_starts), streams=streams)
+
+
+def _call(p2: TraceEvent, thread: Any, start: int, end: int, queued: bool, deq: TraceEvent | None,
+          kernels_of: dict[int, list[Kernel]]) -> Call:
+    name = p2.name[len("AscendCL@"):]
+    if name == ACLOP_CALL:
+        api = deq.name.split("@", 1)[1] if deq is not None and "@" in deq.name else ACLOP_CALL
+        kind = "aclop"
+    else:
+        api, kind = name, "aclnn"
+    return Call(api=api, kind=kind, thread=thread, start_ns=start, end_ns=end, phase2=p2, queued=queued,
+                kernels=sorted(kernels_of.get(p2.index, []), key=lambda k: k.start_ns))
+
+
+FRAMEWORK_FLOW = "async_npu"
+"""torch_npu's `torch_to_npu` flows: from the framework op on the issuing thread to each kernel it caused."""
+
+
+def _attach_framework_flows(view: TraceView, calls: list[Call], placed: set[int]) -> None:
+    """Kernels no HostToDevice flow reached, placed by their torch_to_npu flow: the call of the flow's thread
+    whose host interval holds the flow start, else the thread's next call."""
+    kernels = {}
+    for k in view.device_kernels():
+        if k.index not in placed:
+            kernels.setdefault((k.pid, k.tid, k.ts), []).append(k)
+    if not kernels:
+        return
+    by_thread: dict[Any, list[Call]] = {}
+    for c in calls:
+        by_thread.setdefault(c.thread, []).append(c)
+    ends = {t: [c.end_ns for c in v] for t, v in by_thread.items()}
+    for f in view.flows:
+        if f.cat != FRAMEWORK_FLOW:
+            continue
+        targets = [k for k in kernels.get((f.end.pid, f.end.tid, f.end.ts), ()) if k.index not in placed]
+        cs = by_thread.get(f.start.tid)
+        if not targets or not cs:
+            continue
+        i = bisect.bisect_left(ends[f.start.tid], f.start.ts)  # first call not ended before the flow starts
+        if i >= len(cs):
+            continue
+        for k in targets:
+            placed.add(k.index)
+            cs[i].kernels.append(Kernel(k.name, view.stream_id(k) or 0, k.ts, k.dur, _task_type(k)))
+        cs[i].kernels.sort(key=lambda k: k.start_ns)
+
+
+def _attach_phase1(calls: list[Call], acl: list, report: ImportReport) -> None:
+    """Each phase 1 goes to the next call its thread issued (the Enqueue that follows it)."""
+    by_thread: dict[Any, list[Call]] = {}
+    for c in calls:
+        by_thread.setdefault(c.thread, []).append(c)
+    starts = {t: [c.start_ns for c in v] for t, v in by_thread.items()}
+    for a in acl:
+        if a.kind != "phase1":
+            continue
+        e = a.event
+        cs = by_thread.get(e.tid, [])
+        i = bisect.bisect_left(starts.get(e.tid, []), e.ts)
+        # the same call's phase 1 starts before its Enqueue (queued) or before its phase 2 (direct)
+        while i < len(cs) and cs[i].kind != "aclnn":
+            i += 1
+        if i >= len(cs) or cs[i].phase1 is not None:
+            report.warn("GetWorkspaceSize not followed by its call (not replayed)", 1, example=a.api)
+            continue
+        cs[i].phase1 = e
+        cs[i].phase1_api = a.api
+        if cs[i].start_ns > e.ts:
+            cs[i].start_ns = e.ts
+
+
+__all__ = ["Call", "Kernel", "Sync", "ProfileCalls", "read_calls", "ACLOP_CALL", "SYNC_APIS"]

@@ -1,0 +1,280 @@
+"""The imported calls as a scenario: profiled op definitions, one host thread per issuing thread, sleeps for
+the host gaps between calls, ProfilerStep boundaries as top-level loops.
+
+Cache behaviour is reproduced through variants (in a profile without torch_npu's PTA cache every call runs
+phase 1, so there calls with the same launch list, tensors and kernel durations within 25% share a variant). A profiled op's variant is one OpExecCache key (the API, its
+input tensors and the variant number): a call that ran phase 1 (a miss) gets a new variant, a call without
+phase 1 (a PTA hit) reuses the variant already cached on its thread with the same launch list and the nearest
+kernel durations, among those whose creating call's phase 2 had run before it (torch_npu cannot hit an
+executor that has not run yet). A hit on a key the profile never created (it was cached before profiling started) gets a
+warm-up call at the start of the thread, outside the profiled steps, as the real run had. Each variant's kernel
+durations are the medians over the calls that used it.
+"""
+from __future__ import annotations
+
+import math
+import re
+import statistics
+from typing import Any
+
+from opsim.importer.calls import Call, ProfileCalls, Sync
+from opsim.importer.report import ImportReport
+
+NS = 1000.0
+_NAME_BAD = re.compile(r"[^A-Za-z0-9_.\-]")
+
+
+def thread_name(tid: Any) -> str:
+    return "thread_" + _NAME_BAD.sub("_", str(tid))
+
+
+def stream_name(sid: int) -> str:
+    return f"stream_{sid}"
+
+
+def op_name(call: Call) -> str:
+    """The profiled op's name: the ACLNN API, or `aclop_<type>` for an old-style single-op call."""
+    return call.api if call.kind == "aclnn" else "aclop_" + _NAME_BAD.sub("_", call.api)
+
+
+def _us(ns: float) -> float:
+    return round(ns / NS, 3)
+
+
+class _Variants:
+    """Variant bookkeeping of one profiled op (see the module docstring)."""
+
+    def __init__(self) -> None:
+        self.sigs: list[tuple] = []
+        self.members: list[list[list[int]]] = []  # variant -> calls -> kernel durations (ns)
+        self.meta: list[Call] = []
+        self.host: dict[int, list[int]] = {}  # variant -> phase-2 host durations (ns)
+        self.ready: list[float] = []  # when the key became usable: its creating call's phase 2 ended
+
+    def new(self, call: Call, *, warm: bool = False) -> int:
+        self.sigs.append(_signature(call))
+        self.members.append([])
+        self.meta.append(call)
+        self.ready.append(-math.inf if warm else call.phase2.end)
+        return len(self.sigs) - 1
+
+    def usable(self, among: set[int], at_ns: int) -> set[int]:
+        """The variants whose executor had run phase 2 by `at_ns` (an earlier one cannot be hit yet)."""
+        return {v for v in among if self.ready[v] <= at_ns}
+
+    def nearest(self, call: Call, among: set[int] | range) -> int | None:
+        sig = _signature(call)
+        best, best_d = None, math.inf
+        for v in among:
+            if self.sigs[v] != sig:
+                continue
+            ref = self._median(v) or [k.dur_ns for k in self.meta[v].kernels]
+            d = sum(abs(math.log((a + 1) / (b + 1))) for a, b in zip([k.dur_ns for k in call.kernels], ref))
+            if d < best_d:
+                best, best_d = v, d
+        return best
+
+    def add(self, v: int, call: Call) -> None:
+        self.members[v].append([k.dur_ns for k in call.kernels])
+        self.host.setdefault(v, []).append(call.phase2.dur)
+
+    def _median(self, v: int) -> list[float]:
+        rows = self.members[v]
+        return [statistics.median(col) for col in zip(*rows)] if rows else []
+
+    def definition(self, v: int) -> dict[str, Any]:
+        call = self.meta[v]
+        durs = self._median(v) or [k.dur_ns for k in call.kernels]
+        out: dict[str, Any] = {"calls": len(self.members[v])}
+        if call.kind == "aclop":  # an aclop call compiles on first use: each variant keeps its own host time
+            out["host_us"] = {"phase2": _us(statistics.median(self.host[v]))}
+        if call.kernels and call.kernels[0].input_shapes:
+            out["shapes"] = [list(s) for s in call.kernels[0].input_shapes]
+            out["dtype"] = _dtype(call.kernels[0].input_dtypes)
+        out["kernels"] = [_kernel(k, d) for k, d in zip(call.kernels, durs)]
+        return out
+
+
+def _same_input_count(variants: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """An op has one input count: variants without recorded shapes, or with fewer, get one-element inputs."""
+    n = max((len(v.get("shapes", ())) for v in variants), default=0)
+    if n:
+        for v in variants:
+            shapes = v.setdefault("shapes", [])
+            shapes += [[1]] * (n - len(shapes))
+            v.setdefault("dtype", "float")
+    return variants
+
+
+def _kernel(k: Any, dur_ns: float) -> dict[str, Any]:
+    out: dict[str, Any] = {"name": k.name}
+    if k.op_type:
+        out["type"] = k.op_type
+    out.update({"task_type": k.task_type, "block_dim": k.block_dim, "duration_us": _us(dur_ns)})
+    return out
+
+
+def _dtype(dtypes: tuple) -> str:
+    from opsim.ops.profiled import DTYPES
+    return next((d for d in dtypes if d in DTYPES), "float")
+
+
+def _signature(call: Call) -> tuple:
+    return tuple((k.name, k.input_shapes, k.input_dtypes) for k in call.kernels)
+
+
+def build_scenario(pc: ProfileCalls, report: ImportReport, *, view: Any, name: str, source: str) -> dict[str, Any]:
+    """The scenario (plain data, ready for YAML) replaying `pc` (read from the trace `view`)."""
+    from opsim.calibration.host import host_table
+    host_medians = host_table(view)
+    queued = any(c.queued for c in pc.calls)
+    pta = queued or any(c.kind == "aclnn" and c.phase1 is None for c in pc.calls)
+    variants: dict[str, _Variants] = {}
+    cached: dict[tuple[Any, str], set[int]] = {}
+    warmup: dict[Any, list[tuple[str, int]]] = {}
+    assigned: dict[int, int] = {}
+    for i, c in enumerate(pc.calls):
+        op = op_name(c)
+        vs = variants.setdefault(op, _Variants())
+        mine = cached.setdefault((c.thread, op), set())
+        if c.kind == "aclop" or not pta:  # no PTA: phase 1 runs on hits too, so it says nothing of the cache
+            v = vs.nearest(c, range(len(vs.sigs)))
+            v = vs.new(c) if v is None or not _close(vs, v, c) else v
+        elif c.phase1 is not None:
+            v = vs.new(c)
+        else:
+            v = vs.nearest(c, vs.usable(mine, c.start_ns))
+            if v is None:  # cached before the profile began: a warm-up call creates it
+                v = vs.new(c, warm=True)
+                warmup.setdefault(c.thread, []).append((op, v))
+        mine.add(v)
+        vs.add(v, c)
+        assigned[i] = v
+
+    profiled: dict[str, Any] = {}
+    for op, vs in variants.items():
+        calls = [c for c in pc.calls if op_name(c) == op]
+        first = calls[0]
+        entry: dict[str, Any] = {"api": first.api if first.kind == "aclnn" else "aclopCompileAndExecute"}
+        p1_names = [c.phase1_api for c in calls if c.phase1_api]
+        if p1_names:
+            common = statistics.mode(p1_names)
+            if common != entry["api"]:
+                entry["phase1_api"] = common
+        if first.kind == "aclop":
+            entry["kind"] = "aclop"
+        # the calibration's per-API medians of the same profile (phase 1 under the name the profile gives it)
+        host: dict[str, float] = {}
+        p1 = host_medians.get(entry.get("phase1_api", entry["api"]))
+        if p1 is not None and p1.phase1_us() is not None and any(c.phase1 is not None for c in calls):
+            host["phase1"] = round(p1.phase1_us(), 3)
+        if first.kind == "aclnn":
+            host["phase2"] = round(host_medians[first.api].phase2_us(), 3)
+        if host:
+            entry["host_us"] = host
+        entry["variants"] = _same_input_count([vs.definition(v) for v in range(len(vs.sigs))])
+        profiled[op] = entry
+
+    streams = [stream_name(s) for s in pc.streams] or ["stream_0"]
+    step_thread = _step_thread(pc)
+    threads = []
+    for tid in pc.threads:
+        items: list[tuple[int, Any]] = [(c.start_ns, (i, c)) for i, c in enumerate(pc.calls) if c.thread == tid]
+        items += [(s.start_ns, s) for s in pc.syncs if s.thread == tid]
+        items.sort(key=lambda x: x[0])
+        program: list[dict[str, Any]] = [_op_step(op, v, profiled, streams[0], None)
+                                         for op, v in warmup.get(tid, [])]
+        if program:
+            program.append({"sync_device": True})
+        program += _timeline(items, pc, assigned, profiled, streams, tid == step_thread)
+        threads.append({"name": thread_name(tid), "program": program or [{"sleep": 0}]})
+
+    if pta:
+        for th in threads:
+            th["cache_mode"] = "pta"
+    scenario: dict[str, Any] = {
+        "name": name,
+        "description": f"imported from {source} by opsim import: {len(pc.calls)} calls on {len(pc.threads)} "
+                       f"thread(s); sleeps are the recorded host gaps between calls",
+        "seed": 0,
+        "env": {"TASK_QUEUE_ENABLE": "1" if queued else "0"},
+    }
+    if queued and pc.consumer is not None:
+        scenario["task_queue_thread"] = thread_name(pc.consumer)
+    scenario["streams"] = streams
+    scenario["profiled_ops"] = profiled
+    scenario["threads"] = threads
+    report.figures.update({
+        "calls": len(pc.calls), "phase1": sum(c.phase1 is not None for c in pc.calls), "threads": len(threads),
+        "kernels": sum(len(c.kernels) for c in pc.calls), "streams": len(streams), "profiled_ops": len(profiled),
+        "steps": len(pc.steps), "warmup_calls": sum(len(w) for w in warmup.values()),
+        "variants": sum(len(vs.sigs) for vs in variants.values()),
+        "task_queue": queued})
+    return scenario
+
+
+def _close(vs: _Variants, v: int, call: Call) -> bool:
+    ref = vs._median(v)
+    return all(abs(a - b) <= 0.25 * max(b, 1) for a, b in zip([k.dur_ns for k in call.kernels], ref))
+
+
+def _step_thread(pc: ProfileCalls) -> Any:
+    """The thread the ProfilerStep events belong to: the issuing thread whose calls fall inside them first."""
+    if not pc.steps or not pc.calls:
+        return None
+    _, s0, e0 = pc.steps[0]
+    for c in pc.calls:
+        if s0 <= c.start_ns <= e0:
+            return c.thread
+    return pc.calls[0].thread
+
+
+def _op_step(op: str, variant: int, profiled: dict[str, Any], stream: str, streams: list[str] | None
+             ) -> dict[str, Any]:
+    v = profiled[op]["variants"][variant]
+    step: dict[str, Any] = {"op": op}
+    if "shapes" in v:
+        step["shapes"] = v["shapes"]
+        step["dtype"] = v["dtype"]
+    else:
+        step["shape"] = [1]
+    if variant:
+        step["attrs"] = {"variant": variant}
+    if streams is not None and stream != streams[0]:
+        step["stream"] = stream
+    return step
+
+
+def _timeline(items: list, pc: ProfileCalls, assigned: dict[int, int], profiled: dict[str, Any],
+              streams: list[str], with_steps: bool) -> list[dict[str, Any]]:
+    """Steps of one thread: sleeps for the gaps, calls and syncs, wrapped in one loop per ProfilerStep."""
+    out: list[dict[str, Any]] = []
+    body = out
+    prev_end = pc.origin_ns
+    step_i = 0
+    steps = pc.steps if with_steps else []
+    for start, item in items:
+        while step_i < len(steps) and start >= steps[step_i][2]:
+            step_i += 1
+            body = out
+        if step_i < len(steps) and start >= steps[step_i][1] and body is out:
+            body = []
+            out.append({"loop": {"count": 1, "body": body}})
+        gap = start - prev_end
+        if gap > 0:
+            body.append({"sleep": _us(gap)})
+        if isinstance(item, Sync):
+            body.append({"sync_device": True} if item.kind == "device" else {"sync": streams[0]})
+            prev_end = item.end_ns
+        else:
+            i, c = item
+            stream = stream_name(c.kernels[0].stream) if c.kernels else streams[0]
+            body.append(_op_step(op_name(c), assigned[i], profiled, stream, streams))
+            prev_end = c.end_ns
+    for loop in out:
+        if "loop" in loop and not loop["loop"]["body"]:
+            loop["loop"]["body"] = [{"sleep": 0}]
+    return out
+
+
+__all__ = ["build_scenario", "thread_name", "stream_name", "op_name"]

@@ -1,0 +1,351 @@
+"""Read kernel_details.csv (torch_npu) or op_summary_*.csv (msprof) into typed kernel records.
+
+Real files are messy: shapes come triple-quoted (three double quotes around "4,1025;2;2"), a tensor entry may be empty (a
+scalar), cells may say ``N/A``, Start Time may carry a trailing tab, and dtypes are spelled DT_BF16, BF16,
+FLOAT16, FLOAT, ... Communication rows (HCCL) and rows without shapes are skipped and counted. The raw text of
+every row is kept so a writer can reproduce the file byte for byte and append columns.
+"""
+from __future__ import annotations
+
+import csv
+import io
+import math
+from dataclasses import dataclass, field
+from decimal import Decimal, InvalidOperation
+from pathlib import Path
+
+from opsim.acl.dtypes import DataType
+from opsim.errors import InvalidArgumentError, ProfileFormatError
+from opsim.ingest.locate import read_profile_text
+
+#: canonical column -> accepted header spellings (kernel_details.csv first, then msprof op_summary).
+COLUMNS: dict[str, tuple[str, ...]] = {
+    "step_id": ("Step Id",),
+    "task_id": ("Task ID", "Task Id"),
+    "stream_id": ("Stream ID", "Stream Id"),
+    "name": ("Name", "Op Name"),
+    "op_type": ("Type", "OP Type", "Op Type"),
+    "core": ("Accelerator Core", "Task Type"),
+    "start": ("Start Time(us)", "Task Start Time(us)"),
+    "duration": ("Duration(us)", "Task Duration(us)"),
+    "wait": ("Wait Time(us)", "Task Wait Time(us)"),
+    "block_dim": ("Block Dim",),
+    "mix_block_dim": ("Mix Block Dim",),
+    "input_shapes": ("Input Shapes",),
+    "input_dtypes": ("Input Data Types",),
+    "input_formats": ("Input Formats",),
+    "output_shapes": ("Output Shapes",),
+    "output_dtypes": ("Output Data Types",),
+    "output_formats": ("Output Formats",),
+}
+#: columns a kernel table must have (the rest are read when present).
+REQUIRED = ("op_type", "core", "block_dim", "input_shapes", "input_dtypes", "output_shapes", "output_dtypes")
+
+_MISSING = {"", "N/A", "NA", "NONE", "NULL", "-"}
+_CORE_ALIASES = {
+    "AICORE": "AI_CORE", "AIC": "AI_CORE", "AI_CORE": "AI_CORE",
+    "AIV": "AI_VECTOR_CORE", "AI_VECTOR_CORE": "AI_VECTOR_CORE", "AIVECTOR": "AI_VECTOR_CORE",
+    "MIX_AIC": "MIX_AIC", "MIX_AIV": "MIX_AIV", "MIXAIC": "MIX_AIC", "MIXAIV": "MIX_AIV",
+    "AICPU": "AI_CPU", "AI_CPU": "AI_CPU", "HCCL": "HCCL", "COMMUNICATION": "HCCL",
+}
+#: cores whose rows are communication, not kernels: skipped when reading.
+COMMUNICATION_CORES = frozenset({"HCCL"})
+#: profiler dtype spellings opsim's DataType.parse does not know by itself.
+_DTYPE_SPELLINGS = {"FLOAT32": "float", "UNDEFINED": "undefined", "DT_UNDEFINED": "undefined"}
+
+
+def canonical_core(text: str) -> str:
+    """Normalise an Accelerator Core / Task Type cell: 'AI_VECTOR_CORE', 'MIX_AIC', 'AI_CPU', 'HCCL', ..."""
+    key = text.strip().upper().replace(" ", "_").replace("-", "_")
+    return _CORE_ALIASES.get(key, _CORE_ALIASES.get(key.replace("_", ""), key))
+
+
+def canonical_dtype(text: str) -> str:
+    """A profiler dtype spelling as opsim's dtype name ('DT_BF16' and 'BF16' -> 'bf16', 'FLOAT' -> 'float')."""
+    key = text.strip()
+    if key.upper() in _DTYPE_SPELLINGS:
+        return _DTYPE_SPELLINGS[key.upper()]
+    return DataType.parse(key).short_name
+
+
+def dtype_itemsize(name: str) -> float:
+    """Bytes per element of a canonical dtype name (0 for 'undefined' and types without a size)."""
+    if name == "undefined":
+        return 0.0
+    return max(DataType.parse(name).itemsize, 0.0)
+
+
+@dataclass(frozen=True)
+class KernelRecord:
+    """One device kernel row of a kernel table, typed. Times in microseconds as the file gives them."""
+
+    source: str
+    row: int
+    name: str
+    op_type: str
+    core: str
+    block_dim: int
+    input_shapes: tuple[tuple[int, ...], ...]
+    input_dtypes: tuple[str, ...]
+    output_shapes: tuple[tuple[int, ...], ...]
+    output_dtypes: tuple[str, ...]
+    input_formats: tuple[str, ...] = ()
+    output_formats: tuple[str, ...] = ()
+    start_us: float | None = None
+    start_ns: int | None = None
+    duration_us: float | None = None
+    wait_us: float | None = None
+    mix_block_dim: int = 0
+    stream_id: int | None = None
+    task_id: int | None = None
+    step_id: int | None = None
+
+    @staticmethod
+    def _elements(shape: tuple[int, ...]) -> int:
+        return math.prod(max(d, 0) for d in shape)
+
+    @property
+    def input_elements(self) -> int:
+        return sum(self._elements(s) for s in self.input_shapes)
+
+    @property
+    def output_elements(self) -> int:
+        return sum(self._elements(s) for s in self.output_shapes)
+
+    @staticmethod
+    def _bytes(shapes: tuple[tuple[int, ...], ...], dtypes: tuple[str, ...]) -> float:
+        if not shapes:
+            return 0.0
+        if len(dtypes) == 1 and len(shapes) > 1:  # one dtype written for all tensors
+            dtypes = dtypes * len(shapes)
+        return sum(KernelRecord._elements(s) * dtype_itemsize(d) for s, d in zip(shapes, dtypes))
+
+    @property
+    def input_bytes(self) -> float:
+        return self._bytes(self.input_shapes, self.input_dtypes)
+
+    @property
+    def output_bytes(self) -> float:
+        return self._bytes(self.output_shapes, self.output_dtypes)
+
+    @property
+    def bytes_moved(self) -> float:
+        """Bytes read plus bytes written, from shapes and dtype sizes."""
+        return self.input_bytes + self.output_bytes
+
+
+@dataclass
+class KernelTable:
+    """A kernel table as read: typed rows, skip counts and the raw text to write rows back unchanged."""
+
+    path: Path
+    header: list[str]
+    rows: list[KernelRecord]
+    skipped: dict[str, int] = field(default_factory=dict)
+    #: raw text of the header line (without its newline).
+    raw_header: str = ""
+    #: raw text of every data row in file order (without its newline), skipped rows included.
+    raw_rows: list[str] = field(default_factory=list)
+    #: parsed cells of every data row, parallel to raw_rows.
+    cells: list[list[str]] = field(default_factory=list)
+    #: 1-based file line of every data row, parallel to raw_rows.
+    lines: list[int] = field(default_factory=list)
+    newline: str = "\n"
+    #: whether the file's last row ends with a newline.
+    final_newline: bool = True
+
+    @property
+    def n_skipped(self) -> int:
+        return sum(self.skipped.values())
+
+
+class _RowReader:
+    """Parses the cells of one row, raising errors that name the file, row and column."""
+
+    def __init__(self, path: Path, header: list[str], columns: dict[str, int], row: int, cells: list[str]):
+        self.path, self.header, self.columns, self.row, self.cells = path, header, columns, row, cells
+
+    def fail(self, key: str, value: str, what: str) -> ProfileFormatError:
+        col = self.header[self.columns[key]]
+        return ProfileFormatError(
+            f"{self.path}: row {self.row}, column {col!r}: {what} (got {value!r}); fix the cell or drop the row")
+
+    def raw(self, key: str) -> str | None:
+        i = self.columns.get(key)
+        if i is None or i >= len(self.cells):
+            return None
+        value = _unquote(self.cells[i])
+        return None if value.upper() in _MISSING else value
+
+    def integer(self, key: str) -> int | None:
+        v = self.raw(key)
+        if v is None:
+            return None
+        try:
+            return int(Decimal(v))
+        except (InvalidOperation, ValueError):
+            raise self.fail(key, v, "not an integer") from None
+
+    def number(self, key: str) -> float | None:
+        v = self.raw(key)
+        if v is None:
+            return None
+        try:
+            return float(v)
+        except ValueError:
+            raise self.fail(key, v, "not a number") from None
+
+    def ns(self, key: str) -> int | None:
+        v = self.raw(key)
+        if v is None:
+            return None
+        try:
+            return int((Decimal(v) * 1000).to_integral_value())
+        except (InvalidOperation, ValueError):
+            raise self.fail(key, v, "not a number") from None
+
+    def shapes(self, key: str) -> tuple[tuple[int, ...], ...] | None:
+        v = self.raw(key)
+        if v is None:
+            i = self.columns[key]
+            return () if i < len(self.cells) and _unquote(self.cells[i]) == "" else None
+        out = []
+        for entry in v.split(";"):
+            entry = entry.strip()
+            try:
+                out.append(tuple(int(d) for d in entry.split(",") if d.strip() != ""))
+            except ValueError:
+                raise self.fail(key, v, "a shape must be comma-separated integers, tensors separated by ';'") \
+                    from None
+        return tuple(out)
+
+    def dtypes(self, key: str) -> tuple[str, ...]:
+        v = self.raw(key)
+        if v is None:
+            return ()
+        out = []
+        for entry in v.split(";"):
+            entry = entry.strip()
+            if entry == "":
+                continue
+            try:
+                out.append(canonical_dtype(entry))
+            except InvalidArgumentError:
+                raise self.fail(key, v, f"unknown data type {entry!r}") from None
+        return tuple(out)
+
+    def words(self, key: str) -> tuple[str, ...]:
+        v = self.raw(key)
+        if v is None:
+            return ()
+        return tuple(w.strip().upper() for w in v.split(";") if w.strip())
+
+
+def _unquote(cell: str) -> str:
+    """A cell without surrounding whitespace/tabs and the extra quotes profilers write around shapes."""
+    v = cell.strip()
+    while len(v) >= 2 and v[0] == '"' and v[-1] == '"':
+        v = v[1:-1].strip()
+    return "" if v == '"' else v
+
+
+def _column_index(path: Path, header: list[str]) -> dict[str, int]:
+    by_name = {h.strip(): i for i, h in enumerate(header)}
+    columns: dict[str, int] = {}
+    for key, names in COLUMNS.items():
+        for n in names:
+            if n in by_name:
+                columns[key] = by_name[n]
+                break
+    missing = [COLUMNS[k][0] for k in REQUIRED if k not in columns]
+    if missing:
+        raise ProfileFormatError(
+            f"{path}: row 1: missing column(s) {', '.join(repr(m) for m in missing)}; a kernel table needs "
+            f"{', '.join(COLUMNS[k][0] for k in REQUIRED)} (kernel_details.csv or msprof op_summary_*.csv)")
+    return columns
+
+
+def _split_rows(text: str) -> list[tuple[int, str, list[str]]]:
+    """(1-based first line, raw text, cells) of every CSV record, quoted newlines kept inside their record."""
+    lines = text.splitlines(keepends=True)
+    out: list[tuple[int, str, list[str]]] = []
+    buf = io.StringIO(text, newline="")
+    reader = csv.reader(buf)
+    start = 0
+    while True:
+        try:
+            cells = next(reader)
+        except StopIteration:
+            break
+        end = reader.line_num
+        raw = "".join(lines[start:end]).rstrip("\r\n")
+        out.append((start + 1, raw, cells))
+        start = end
+    return out
+
+
+def read_kernels(path: str | Path) -> KernelTable:
+    """Read a kernel_details.csv / op_summary_*.csv; skipped rows are counted by reason in `skipped`."""
+    p = Path(path)
+    text = read_profile_text(p, "kernel_details.csv or op_summary_*.csv")
+    try:
+        records = _split_rows(text)
+    except csv.Error as exc:
+        raise ProfileFormatError(f"{p}: not a readable CSV ({exc}); give a kernel_details.csv") from None
+    if not records:
+        raise ProfileFormatError(f"{p}: empty file; give a kernel_details.csv with its header row")
+    _, raw_header, header = records[0]
+    columns = _column_index(p, header)
+    newline = "\r\n" if "\r\n" in text[:4096] else "\n"
+    table = KernelTable(path=p, header=header, rows=[], raw_header=raw_header, newline=newline,
+                        final_newline=text.endswith(("\n", "\r")))
+    for line, raw, cells in records[1:]:
+        if not cells or all(c.strip() == "" for c in cells):
+            continue
+        table.raw_rows.append(raw)
+        table.cells.append(cells)
+        table.lines.append(line)
+        rec, reason = _parse_row(p, header, columns, line, cells)
+        if rec is None:
+            table.skipped[reason] = table.skipped.get(reason, 0) + 1
+        else:
+            table.rows.append(rec)
+    return table
+
+
+def parse_row(path: Path, header: list[str], line: int, cells: list[str]) -> tuple[KernelRecord | None, str]:
+    """One row of a kernel table: (record, '') or (None, reason it is skipped)."""
+    return _parse_row(path, header, _column_index(path, header), line, cells)
+
+
+def _parse_row(path: Path, header: list[str], columns: dict[str, int], line: int,
+               cells: list[str]) -> tuple[KernelRecord | None, str]:
+    r = _RowReader(path, header, columns, line, cells)
+    core_text = r.raw("core")
+    op_type = r.raw("op_type")
+    if core_text is None or op_type is None:
+        return None, "no op type or accelerator core"
+    core = canonical_core(core_text)
+    if core in COMMUNICATION_CORES:
+        return None, f"{core} (communication)"
+    in_shapes = r.shapes("input_shapes")
+    out_shapes = r.shapes("output_shapes")
+    if in_shapes is None and out_shapes is None:
+        return None, "no shapes"
+    in_dtypes, out_dtypes = r.dtypes("input_dtypes"), r.dtypes("output_dtypes")
+    if in_shapes == () and in_dtypes == ("undefined",):  # MemSet-style rows: no tensors at all
+        in_dtypes = ()
+    if out_shapes == () and out_dtypes == ("undefined",):
+        out_dtypes = ()
+    block_dim = r.integer("block_dim")
+    rec = KernelRecord(
+        source=str(path), row=line, name=r.raw("name") or op_type, op_type=op_type, core=core,
+        block_dim=block_dim if block_dim is not None else 0,
+        input_shapes=in_shapes or (), input_dtypes=in_dtypes,
+        output_shapes=out_shapes or (), output_dtypes=out_dtypes,
+        input_formats=r.words("input_formats"), output_formats=r.words("output_formats"),
+        start_us=r.number("start"), start_ns=r.ns("start"), duration_us=r.number("duration"),
+        wait_us=r.number("wait"), mix_block_dim=r.integer("mix_block_dim") or 0,
+        stream_id=r.integer("stream_id"), task_id=r.integer("task_id"), step_id=r.integer("step_id"),
+    )
+    return rec, ""

@@ -1,0 +1,256 @@
+"""Read a torch_npu / msprof trace_view.json (Chrome trace) with exact integer-nanosecond times.
+
+Times in these files are microseconds written as decimal strings ("1704161511420306.491") or floats
+(21.100210791105802); both are parsed as decimals, so nanoseconds are exact and never pass through a float.
+Besides the complete ('X') events the reader keeps flow pairs ('s'/'f': HostToDevice, torch_to_npu,
+enqueue_to_dequeue, ...), process and thread names, and offers the selections calibration needs: the
+AscendCL API events of the host, the kernels on the "Ascend Hardware" device rows, and which host call
+launched which kernel.
+"""
+from __future__ import annotations
+
+import bisect
+import json
+import re
+from dataclasses import dataclass, field
+from decimal import Decimal, InvalidOperation
+from pathlib import Path
+from typing import Any
+
+from opsim.errors import ProfileFormatError
+from opsim.ingest.locate import read_profile_text
+
+ACL_PREFIX = "AscendCL@"
+PHASE1_SUFFIX = "GetWorkspaceSize"
+DEVICE_PROCESS = "Ascend Hardware"
+LAUNCH_FLOW = "HostToDevice"
+_STREAM_RE = re.compile(r"Stream\s+(\d+)", re.IGNORECASE)
+
+
+@dataclass(frozen=True)
+class TraceEvent:
+    """A complete ('X') event; ts and dur in integer nanoseconds."""
+
+    name: str
+    pid: int | str
+    tid: int | str
+    ts: int
+    dur: int
+    cat: str | None = None
+    args: dict = field(default_factory=dict, compare=False, hash=False)
+    index: int = 0
+
+    @property
+    def end(self) -> int:
+        return self.ts + self.dur
+
+
+@dataclass(frozen=True)
+class FlowPoint:
+    pid: int | str
+    tid: int | str
+    ts: int
+
+
+@dataclass(frozen=True)
+class FlowPair:
+    """A flow arrow: its start ('s') and finish ('f') point, matched by category and id."""
+
+    cat: str
+    id: str
+    name: str
+    start: FlowPoint
+    end: FlowPoint
+
+
+@dataclass(frozen=True)
+class AclApiEvent:
+    """An AscendCL@ host event classified: kind is phase1, phase2, runtime, tiling or other."""
+
+    event: TraceEvent
+    api: str
+    kind: str
+
+
+@dataclass(frozen=True)
+class LaunchLink:
+    """A host AscendCL call and the device kernels its HostToDevice flows point at."""
+
+    host: TraceEvent
+    kernels: tuple[TraceEvent, ...]
+
+
+def classify_acl_name(name: str) -> tuple[str, str]:
+    """(api, kind) of an event name after 'AscendCL@': aclnnAddGetWorkspaceSize -> ('aclnnAdd', 'phase1')."""
+    if name.startswith("aclnn"):
+        if name.endswith(PHASE1_SUFFIX) and len(name) > len(PHASE1_SUFFIX) + 5:
+            return name[: -len(PHASE1_SUFFIX)], "phase1"
+        return name, "phase2"
+    if name.startswith("aclrt"):
+        return name, "runtime"
+    if name.endswith("_Tiling"):
+        return name[: -len("_Tiling")], "tiling"
+    return name, "other"
+
+
+@dataclass
+class TraceView:
+    """The events of one trace_view.json."""
+
+    path: Path
+    events: list[TraceEvent]
+    flows: list[FlowPair]
+    process_names: dict[int | str, str]
+    thread_names: dict[tuple[int | str, int | str], str]
+
+    def device_pids(self) -> set[int | str]:
+        return {pid for pid, n in self.process_names.items() if n == DEVICE_PROCESS}
+
+    def acl_api_events(self) -> list[AclApiEvent]:
+        """AscendCL@ host events in file order, each with its API name and kind."""
+        out = []
+        for e in self.events:
+            if e.name.startswith(ACL_PREFIX):
+                api, kind = classify_acl_name(e.name[len(ACL_PREFIX):])
+                out.append(AclApiEvent(event=e, api=api, kind=kind))
+        return out
+
+    def stream_id(self, e: TraceEvent) -> int | None:
+        """The stream of a device event: from its thread name ('Stream 3') or its 'Stream Id' arg."""
+        m = _STREAM_RE.search(self.thread_names.get((e.pid, e.tid), ""))
+        if m:
+            return int(m.group(1))
+        sid = e.args.get("Stream Id")
+        return int(sid) if isinstance(sid, (int, str)) and str(sid).isdigit() else None
+
+    def device_kernels(self) -> list[TraceEvent]:
+        """Events on the "Ascend Hardware" process rows, in file order."""
+        pids = self.device_pids()
+        return [e for e in self.events if e.pid in pids]
+
+    def launch_links(self) -> list[LaunchLink]:
+        """Host AscendCL event -> the device kernel(s) it launched, following HostToDevice flows.
+
+        A flow starts inside the innermost AscendCL event of its host thread and finishes at the start of a
+        kernel on a device row; a host event without flows is not listed.
+        """
+        hosts: dict[tuple, list[TraceEvent]] = {}
+        for e in self.events:
+            if e.name.startswith(ACL_PREFIX):
+                hosts.setdefault((e.pid, e.tid), []).append(e)
+        for evs in hosts.values():
+            evs.sort(key=lambda e: (e.ts, -e.dur))
+        starts = {k: [e.ts for e in v] for k, v in hosts.items()}
+        kernels: dict[tuple, dict[int, list[TraceEvent]]] = {}
+        for e in self.device_kernels():
+            kernels.setdefault((e.pid, e.tid), {}).setdefault(e.ts, []).append(e)
+        linked: dict[int, tuple[TraceEvent, list[TraceEvent]]] = {}
+        for f in self.flows:
+            if f.cat != LAUNCH_FLOW:
+                continue
+            key = (f.start.pid, f.start.tid)
+            evs = hosts.get(key)
+            if not evs:
+                continue
+            host = None
+            for i in range(bisect.bisect_right(starts[key], f.start.ts) - 1, -1, -1):
+                cand = evs[i]
+                if cand.ts <= f.start.ts <= cand.end and (host is None or cand.dur < host.dur):
+                    host = cand
+                if cand.end < f.start.ts and host is not None:
+                    break
+            targets = kernels.get((f.end.pid, f.end.tid), {}).get(f.end.ts, [])
+            if host is None or not targets:
+                continue
+            entry = linked.setdefault(host.index, (host, []))
+            for k in targets:
+                if k not in entry[1]:
+                    entry[1].append(k)
+        return [LaunchLink(host=h, kernels=tuple(ks)) for _, (h, ks) in sorted(linked.items())]
+
+
+def us_to_ns(value: Any) -> int:
+    """A microsecond value (decimal string, int, Decimal or float) as integer nanoseconds, rounded half-even."""
+    if isinstance(value, bool):
+        raise ValueError("a boolean is not a time")
+    if isinstance(value, float):
+        value = repr(value)
+    return int((Decimal(str(value).strip()) * 1000).to_integral_value())
+
+
+def _json_error(path: Path, exc: json.JSONDecodeError) -> ProfileFormatError:
+    return ProfileFormatError(
+        f"{path}: not valid JSON at line {exc.lineno}, column {exc.colno} (char {exc.pos}): {exc.msg}; the file "
+        f"is truncated or damaged, export the profile again")
+
+
+def _events_of(path: Path, data: Any) -> list:
+    if isinstance(data, dict) and isinstance(data.get("traceEvents"), list):
+        return data["traceEvents"]
+    if isinstance(data, list):
+        return data
+    raise ProfileFormatError(
+        f"{path}: not a Chrome trace (expected a JSON list of events or an object with 'traceEvents'); give a "
+        f"trace_view.json from ASCEND_PROFILER_OUTPUT")
+
+
+def read_trace_view(path: str | Path) -> TraceView:
+    """Read trace_view.json (a JSON list of events, or torch_npu's {"traceEvents": [...]} object)."""
+    p = Path(path)
+    text = read_profile_text(p, "trace_view.json")
+    try:
+        data = json.loads(text, parse_float=Decimal)
+    except json.JSONDecodeError as exc:
+        raise _json_error(p, exc) from None
+    raw_events = _events_of(p, data)
+    events: list[TraceEvent] = []
+    process_names: dict = {}
+    thread_names: dict = {}
+    starts: dict[tuple[str, str], tuple[str, FlowPoint]] = {}
+    ends: dict[tuple[str, str], FlowPoint] = {}
+    for i, ev in enumerate(raw_events):
+        if not isinstance(ev, dict):
+            raise ProfileFormatError(f"{p}: event {i} is not a JSON object; give an unmodified trace_view.json")
+        ph = ev.get("ph")
+        try:
+            if ph == "X":
+                args = ev.get("args") or {}
+                events.append(TraceEvent(
+                    name=str(ev.get("name", "")), pid=ev.get("pid"), tid=ev.get("tid"), ts=us_to_ns(ev["ts"]),
+                    dur=us_to_ns(ev.get("dur", 0)), cat=ev.get("cat"),
+                    args=_plain(args) if isinstance(args, dict) else {}, index=len(events)))
+            elif ph == "M":
+                name = (ev.get("args") or {}).get("name")
+                if ev.get("name") == "process_name" and name is not None:
+                    process_names[ev.get("pid")] = str(name)
+                elif ev.get("name") == "thread_name" and name is not None:
+                    thread_names[(ev.get("pid"), ev.get("tid"))] = str(name)
+            elif ph in ("s", "f"):
+                key = (str(ev.get("cat")), str(ev.get("id")))
+                point = FlowPoint(pid=ev.get("pid"), tid=ev.get("tid"), ts=us_to_ns(ev["ts"]))
+                if ph == "s":
+                    starts.setdefault(key, (str(ev.get("name", "")), point))
+                else:
+                    ends.setdefault(key, point)
+        except KeyError as exc:
+            raise ProfileFormatError(
+                f"{p}: event {i} ({ev.get('name')!r}, ph {ph!r}) has no {exc.args[0]!r} field; give an "
+                f"unmodified trace_view.json") from None
+        except (InvalidOperation, ValueError, TypeError):
+            raise ProfileFormatError(
+                f"{p}: event {i} ({ev.get('name')!r}): ts/dur is not a number (ts={ev.get('ts')!r}, "
+                f"dur={ev.get('dur')!r}); give an unmodified trace_view.json") from None
+    flows = [FlowPair(cat=k[0], id=k[1], name=starts[k][0], start=starts[k][1], end=ends[k])
+             for k in starts if k in ends]
+    return TraceView(path=p, events=events, flows=flows, process_names=process_names, thread_names=thread_names)
+
+
+def _plain(value: Any) -> Any:
+    """Decimals parsed from args back to int/float so args look like ordinary JSON values."""
+    if isinstance(value, Decimal):
+        return float(value)
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_plain(v) for v in value]
+    return value
