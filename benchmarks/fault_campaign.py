@@ -28,7 +28,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 SCENARIOS = ("quickstart", "aicpu_cache_pressure", "direct_invoke_fused", "exec_cache_and_repeat",
-             "multi_stream_contention", "memory_pressure")
+             "multi_stream_contention", "memory_pressure", "pta_cache")
 FAULT_POINTS = ("aicpu.load_json", "create_executor", "direct_invoke.new_launcher", "executor.alloc_tensor",
                 "executor.alloc_tensor_list", "op_args.make_context", "rt.launch_kernel", "rt.memcpy",
                 "rt.synchronize_stream")
