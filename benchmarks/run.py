@@ -244,6 +244,36 @@ def large_run(trace: bool, out_dir: Path, calls: int | None = None) -> dict[str,
             "trace_bytes": trace_file.stat().st_size if trace_file.exists() else 0}
 
 
+# ---- sweeps on Dask ---------------------------------------------------------------------------------------
+
+def sweep_scaling(points: int, repeat: int) -> dict[str, float]:
+    """Wall seconds of one `points`-point sweep of quickstart (10 cache limits x points/10 seeds) on a local
+    Dask cluster of 1 and of 2 worker processes, each measured on a started cluster whose workers have run one
+    point (imports and Numba's cache loaded), interleaved, best of `repeat`; `cold_*` adds the cluster start."""
+    from opsim.sweeps import load_sweep
+    from opsim.sweeps.engine import connect, run_sweep
+    from opsim.sweeps.point import PointTask, run_point
+    spec = load_sweep({"sweep": "bench", "scenario": str(ROOT / "scenarios" / "quickstart.yaml"),
+                       "grid": {"env.ACLNN_CACHE_LIMIT": list(range(1, 11))}, "seeds": max(1, points // 10)})
+    first = spec.points()[0]
+    warm = PointTask(0, "warm", spec.scenario, spec.label, first.overrides, spec.figures)
+    out: dict[str, float] = {"points": float(len(spec.points()))}
+    for _ in range(repeat):
+        for n in (1, 2):
+            t0 = time.perf_counter()
+            client, close, _ = connect(n, None)
+            try:
+                client.run(run_point, warm)
+                started = time.perf_counter()
+                run_sweep(spec, scheduler=client)
+                t1 = time.perf_counter()
+            finally:
+                close()
+            out[f"warm_{n}"] = min(out.get(f"warm_{n}", float("inf")), t1 - started)
+            out[f"cold_{n}"] = min(out.get(f"cold_{n}", float("inf")), t1 - t0)
+    return out
+
+
 # ---- the table -------------------------------------------------------------------------------------------
 
 def _row(name: str, value: float | None, unit: str, target: str, ok: bool | None, note: str = "") -> dict:
@@ -300,6 +330,13 @@ def measure(quick: bool, log: Callable[[str], None]) -> dict[str, Any]:
         qs = command_seconds(["run", "scenarios/quickstart.yaml", "--quiet", "--no-progress", "--out",
                               str(Path(tmp) / "qs")], 3)
     rows.append(_row("opsim run scenarios/quickstart.yaml (warm cache)", qs, "s", "< 3", qs < 3.0))
+    n_sweep = 40 if quick else 200
+    log(f"{n_sweep}-point quickstart sweep on local Dask clusters of 1 and 2 workers...")
+    sw = sweep_scaling(n_sweep, 1 if quick else 2)
+    ratio = sw["warm_2"] / sw["warm_1"]
+    rows.append(_row(f"{n_sweep}-point quickstart sweep, 2 workers / 1 worker", ratio, "x wall", "<= 0.6",
+                     ratio <= 0.6, f"1 worker {sw['warm_1']:.2f} s, 2 workers {sw['warm_2']:.2f} s; with cluster "
+                     f"start {sw['cold_1']:.2f} s vs {sw['cold_2']:.2f} s"))
     large: dict[str, Any] = {}
     if quick:
         rows.append(_row("opsim run scenarios/large.yaml", None, "s", "< 60 s, < 2 GiB", None, "skipped (--quick)"))
@@ -317,7 +354,7 @@ def measure(quick: bool, log: Callable[[str], None]) -> dict[str, Any]:
             rows.append(_row(f"large.yaml peak RSS, {label}", r["peak_rss_gib"], "GiB", "< 2",
                              r["peak_rss_gib"] < 2.0))
     return {"rows": rows, "rates": rates, "hash": h, "plan_s": plan, "validate_s": val, "quickstart_s": qs,
-            "large": large}
+            "sweep": sw, "large": large}
 
 
 def _fmt(v: float | None) -> str:

@@ -1,4 +1,4 @@
-"""Regenerate the figures of docs/analysis.md from bundled scenarios (run from anywhere):
+"""Regenerate the figures of docs/analysis.md and docs/sweeps.md from bundled scenarios (run from anywhere):
 
     python docs/make_figures.py
 
@@ -18,13 +18,14 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
 import opsim  # noqa: E402
-from opsim.analysis import PLOTS, what_if, what_if_plot  # noqa: E402
+from opsim.analysis import PLOTS, sweep_plot, what_if, what_if_plot  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 FIGURES = ROOT / "docs" / "figures"
 QUICKSTART = ROOT / "scenarios" / "quickstart.yaml"
 CACHE_PRESSURE = ROOT / "scenarios" / "aicpu_cache_pressure.yaml"
 CACHE_LIMITS = [0, 1, 2, 3, 4, 6, 8, 16]
+EXEC_SWEEP = ROOT / "scenarios" / "sweeps" / "exec_limit_x_shapes.yaml"
 
 
 def save(fig, name: str) -> Path:
@@ -42,6 +43,8 @@ def main() -> int:
     table = what_if(CACHE_PRESSURE, "env.ACLNN_AICPU_CACHE_LIMIT", CACHE_LIMITS)
     written.append(save(what_if_plot(table, "env.ACLNN_AICPU_CACHE_LIMIT", left=["aicpu_hit_rate"],
                                      right=["host_busy_us"]), "what_if"))
+    swept = opsim.sweep(EXEC_SWEEP, workers=0)  # in this process: the same rows as on any Dask cluster
+    written.append(save(sweep_plot(swept, "exec_hit_rate"), "sweep_exec_limit_x_shapes"))
     for path in written:
         print(path.relative_to(ROOT))
     print(f"{len(written)} figures in {time.perf_counter() - t0:.1f} s", file=sys.stderr)

@@ -1,11 +1,12 @@
 """opsim: a discrete-event simulator of CANN opbase's ACLNN operator runtime."""
 __version__ = "0.1.0"
 
-_LAZY = {"run": "opsim.api", "load_result": "opsim.api", "Result": "opsim.api"}
+_LAZY = {"run": "opsim.api", "load_result": "opsim.api", "Result": "opsim.api", "sweep": "opsim.sweeps",
+         "what_if": "opsim.analysis.what_if"}
 
 
 def __getattr__(name: str):
-    """`opsim.run`, `opsim.load_result` and `opsim.Result`, imported on first use so `import opsim` stays cheap."""
+    """`opsim.run`, `opsim.load_result`, `opsim.Result`, `opsim.sweep` and `opsim.what_if`, imported on first use so `import opsim` stays cheap."""
     module = _LAZY.get(name)
     if module is None:
         raise AttributeError(f"module 'opsim' has no attribute {name!r}")

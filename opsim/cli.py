@@ -1,4 +1,4 @@
-"""The `opsim` command: run, validate, list-ops, list-socs, report.
+"""The `opsim` command: run, validate, sweep, list-ops, list-socs, report.
 
 Exit codes: 0 ok, 1 the simulation found errors (a failed call such as out of memory), 2 bad input (an invalid
 scenario, a missing file, a bad option). An opsim error is printed in one or two lines, never as a traceback.
@@ -54,11 +54,12 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--no-progress", action="store_true", help="no progress bar")
     run.add_argument("--quiet", action="store_true", help="print no summary table")
 
-    val = sub.add_parser("validate", help="check a scenario without running it")
+    val = sub.add_parser("validate", help="check a scenario or a sweep file without running it")
     val.add_argument("scenario")
     val.add_argument("--set", metavar="KEY=VALUE", action="append", default=[], dest="overrides")
     _add_budgets(val)
 
+    _add_sweep_parser(sub)
     sub.add_parser("list-ops", help="the ops a scenario can call, with inputs, dtypes and attributes")
     sub.add_parser("list-socs", help="the SoC presets and their numbers")
 
@@ -114,6 +115,11 @@ def cmd_import(args: argparse.Namespace, out: TextIO) -> int:
     return EXIT_OK
 
 
+def _add_sweep_parser(sub: argparse._SubParsersAction) -> None:
+    from opsim.sweeps.command import add_parser
+    add_parser(sub)
+
+
 def _overrides(items: Sequence[str]) -> dict:
     from opsim.scenario.loader import parse_override
     return dict(parse_override(s) for s in items)
@@ -125,6 +131,14 @@ def _print_error(err: BaseException, stream: TextIO) -> None:
 
 
 def cmd_validate(args: argparse.Namespace, out: TextIO) -> int:
+    from opsim.sweeps.spec import is_sweep_file
+    if is_sweep_file(args.scenario):
+        if args.overrides:
+            from opsim.errors import InvalidArgumentError
+            raise InvalidArgumentError(f"{args.scenario} is a sweep file; --set applies to scenarios (put fixed "
+                                       "values under the sweep's `overrides`)")
+        from opsim.sweeps.command import validate as validate_sweep
+        return validate_sweep(args.scenario, out)
     from opsim.scenario.loader import validate
     cfg = validate(args.scenario, _overrides(args.overrides), limits=_limits(args))
     calls = cfg.planned_calls()
@@ -245,6 +259,9 @@ def main(argv: Sequence[str] | None = None, *, stdout: TextIO | None = None, std
             return cmd_validate(args, out)
         if args.command == "run":
             return cmd_run(args, out, err)
+        if args.command == "sweep":
+            from opsim.sweeps.command import run as cmd_sweep
+            return cmd_sweep(args, out, err)
         if args.command == "list-ops":
             return cmd_list_ops(out)
         if args.command == "list-socs":

@@ -348,6 +348,12 @@ _FIGURE_LABELS = {
     "device_busy_us": ("device busy time", "µs", 1.0), "aicpu_oneshots": ("one-shot AI CPU tasks", "count", 1.0),
     "peak_workspace_in_use_bytes": ("peak workspace in use", "KiB", 1 / 1024),
     "largest_workspace_bytes": ("largest workspace", "KiB", 1 / 1024), "peak_hbm_bytes": ("peak HBM", "KiB", 1 / 1024),
+    "summary.simulated_makespan_us": ("makespan", "µs", 1.0),
+    "summary.exec_cache.hit_rate": ("executor-cache hit rate", "%", 100.0),
+    "summary.aicpu_cache.hit_rate": ("AI CPU cache hit rate", "%", 100.0),
+    "summary.oneshot_tasks": ("one-shot AI CPU tasks", "count", 1.0),
+    "summary.memory.peak_hbm_bytes": ("peak HBM", "KiB", 1 / 1024),
+    "summary.memory.peak_workspace_bytes": ("peak workspace", "KiB", 1 / 1024),
 }
 
 
@@ -382,6 +388,73 @@ def what_if_plot(table: pd.DataFrame, param: str | None = None, left: Sequence[s
     ax.set_xlabel(f"{param} (override value)")
     ax.set_title(f"What if: {param}")
     ax.legend(handles, [h.get_label() for h in handles], loc="best", fontsize="small")
+    return fig
+
+
+# --- sweeps ------------------------------------------------------------------------------------------------
+def _all_numbers(values: Sequence[Any]) -> bool:
+    return all(isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(v, bool) for v in values)
+
+
+def _swept_order(column: pd.Series) -> list[Any]:
+    """A parameter's values in ascending order when they are numbers, else in the order the sweep lists them."""
+    values = list(pd.unique(column))
+    return sorted(values) if _all_numbers(values) else values
+
+
+def sweep_plot(table: pd.DataFrame, figure: str, params: Sequence[str] | None = None, *, ax: Any = None):
+    """One figure of a sweep table (``opsim.sweep``) against one or two swept parameters.
+
+    One parameter: the mean over every other column that varies (seeds, other parameters) as a line, their
+    min-max range as a band. Two: a heatmap of the mean, first parameter across, second down. ``params``
+    defaults to the sweep's parameters (it must then have one or two). Points that could not run are left out.
+    """
+    params = list(params) if params is not None else list(table.attrs.get("params") or [])
+    if not 1 <= len(params) <= 2:
+        raise ValueError(f"sweep_plot draws one or two parameters; give params= (the table's parameters: "
+                         f"{table.attrs.get('params') or 'unknown'})")
+    missing = [c for c in [*params, figure] if c not in table.columns]
+    if missing:
+        raise ValueError(f"sweep_plot: the table has no column {missing[0]!r}; its columns: {', '.join(table.columns)}")
+    rows = table[table["status"] != "failed"] if "status" in table.columns else table
+    label, unit, scale = _figure_label(figure)
+    values = pd.to_numeric(rows[figure], errors="coerce") * scale
+    others = [c for c in (table.attrs.get("params") or []) if c not in params]
+    others += ["seed"] if "seed" in table.columns else []
+    over = f" (mean over {', '.join(others)})" if others else ""
+    if len(params) == 1:
+        fig, ax = _new_axes(ax, (8, 4))
+        stats = values.groupby(rows[params[0]], sort=False).agg(["mean", "min", "max"])
+        xs = _swept_order(rows[params[0]])
+        stats = stats.loc[xs]
+        numeric = _all_numbers(xs)
+        x = np.asarray(xs, float) if numeric else np.arange(len(xs))
+        ax.plot(x, stats["mean"], "o-", label=f"{label}, mean")
+        if (stats["max"] > stats["min"]).any():
+            ax.fill_between(x, stats["min"], stats["max"], alpha=0.25, label="min-max")
+        if not numeric:
+            ax.set_xticks(x, [str(v) for v in xs], rotation=20 if len(xs) > 4 else 0)
+        ax.set_xlabel(f"{params[0]} (swept value)")
+        ax.set_ylabel(f"{label} ({unit})")
+        ax.legend(loc="best", fontsize="small")
+        ax.set_title(f"Sweep: {label} against {params[0]}{over}")
+        return fig
+    grid = values.groupby([rows[params[1]], rows[params[0]]], sort=False).mean().unstack()
+    grid = grid.loc[_swept_order(rows[params[1]]), _swept_order(rows[params[0]])]
+    fig, ax = _new_axes(ax, (max(5.0, 0.9 * grid.shape[1] + 3), max(3.5, 0.5 * grid.shape[0] + 2)))
+    image = ax.imshow(grid.to_numpy(float), aspect="auto", origin="lower", cmap="viridis")
+    ax.set_xticks(range(grid.shape[1]), [str(v) for v in grid.columns])
+    ax.set_yticks(range(grid.shape[0]), [str(v) for v in grid.index])
+    if grid.size <= 150:
+        lo, hi = np.nanmin(grid.to_numpy(float)), np.nanmax(grid.to_numpy(float))
+        for (i, j), v in np.ndenumerate(grid.to_numpy(float)):
+            if v == v:
+                ax.text(j, i, f"{v:.3g}", ha="center", va="center", fontsize="x-small",
+                        color="black" if hi > lo and (v - lo) / (hi - lo) > 0.6 else "white")
+    fig.colorbar(image, ax=ax, label=f"{label} ({unit})")
+    ax.set_xlabel(f"{params[0]} (swept value)")
+    ax.set_ylabel(f"{params[1]} (swept value)")
+    ax.set_title(f"Sweep: {label}{over}")
     return fig
 
 

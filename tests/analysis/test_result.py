@@ -138,6 +138,8 @@ def test_top_level_exports_are_lazy():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
     assert out.returncode == 0, out.stderr
     assert opsim.load_result is load_result and opsim.Result is Result
+    from opsim.analysis.what_if import what_if
+    assert opsim.what_if is what_if
     with pytest.raises(AttributeError):
         opsim.no_such_name  # noqa: B018
 

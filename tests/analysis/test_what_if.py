@@ -53,8 +53,17 @@ def test_what_if_rejects_bad_arguments():
         what_if(run_with, "env.ACLNN_CACHE_LIMIT", [])
     with pytest.raises(InvalidArgumentError, match="dotted override key"):
         what_if(run_with, "", [1])
-    with pytest.raises(InvalidArgumentError, match="returned int"):
-        what_if(lambda overrides: 3, "env.X", [1])
+    bad = what_if(lambda overrides: 3, "env.X", [1, 2])  # a point that cannot run is a row that says why
+    assert list(bad["status"]) == ["failed", "failed"]
+    assert bad["error"].str.contains("returned int").all()
+
+
+def test_bad_value_is_reported_before_anything_runs():
+    from opsim.errors import ScenarioError
+    seen = []
+    with pytest.raises(ScenarioError, match="soc='Ascend999'"):
+        what_if(SCENARIO, "soc", ["Ascend910B2", "Ascend999"], on_result=lambda v, r: seen.append(v))
+    assert seen == []
 
 
 def test_what_if_plot_is_labelled():

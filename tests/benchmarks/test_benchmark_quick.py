@@ -24,7 +24,8 @@ def test_quick_benchmark_runs_and_reports_every_figure(tmp_path):
                  "aclnnAdd, phase 1 every call (ACLNN_CACHE_LIMIT=0)", "aclnnSigmoidAicpu, AI CPU task-cache hit",
                  "aclnnAddRmsNorm, repeatable executor, phase 2 only", "batched key hash, 64 B keys",
                  "batched key hash, 1024 B keys", "single 1024 B key hash", "workspace plan, 100000 tensors",
-                 "opsim validate scenarios/quickstart.yaml", "opsim run scenarios/quickstart.yaml (warm cache)"):
+                 "opsim validate scenarios/quickstart.yaml", "opsim run scenarios/quickstart.yaml (warm cache)",
+                 "40-point quickstart sweep, 2 workers / 1 worker"):
         assert name in figures, name
         assert figures[name]["value"] > 0, name
         assert name in res.stdout
@@ -32,3 +33,4 @@ def test_quick_benchmark_runs_and_reports_every_figure(tmp_path):
     for key in ("exec_cache_hit", "exec_cache_miss", "aicpu_task_cache_hit", "direct_invoke_repeat", "skeleton"):
         assert data["rates"][key] > 0
     assert data["quick"] is True
+    assert data["sweep"]["points"] == 40 and data["sweep"]["warm_1"] > 0 and data["sweep"]["warm_2"] > 0

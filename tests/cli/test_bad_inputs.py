@@ -89,3 +89,12 @@ def test_report_refuses_a_summary_with_wrong_types(tmp_path, summary):
 def test_report_reads_a_real_summary(tmp_path):
     code, out, err = cli("run", SCENARIOS / "memory_pressure.yaml", "--out", tmp_path, "--quiet")
     assert cli("report", tmp_path)[0] == code
+
+
+@pytest.mark.parametrize("name", ["deep_nesting", "alias_bomb_12", "self_alias"])
+def test_sweep_over_a_bad_scenario_is_refused(tmp_path, name):
+    sweep = tmp_path / "s.yaml"
+    sweep.write_text(f"sweep: s\nscenario: {ROOT / 'tests' / 'data' / 'bad' / (name + '.yaml')}\n"
+                     "seeds: 2\ngrid:\n  soc: [Ascend910B2]\n")
+    code, out, err = cli("validate", sweep)
+    _refused(code, err, str(sweep))

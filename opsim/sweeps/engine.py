@@ -1,0 +1,262 @@
+"""Running a sweep: points out to an executor, rows back as they finish, into the table and the files.
+
+Two executors, one loop: `inline` runs the points one after another in this process (what `what_if` uses by
+default, and the only one that can hand back each `Result` or run a scenario given as a Python callable);
+`dask` sends them to a Dask cluster, a local one started here (one worker process per core) or an existing one
+at a scheduler address. Rows are ordered by point number, never by arrival, so the table is the same whatever
+the executor, the worker count or the order the points finish in; only `wall_seconds` is machine time.
+"""
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import signal
+import sys
+import uuid
+from typing import Any, Callable, Iterator, TextIO
+
+from opsim.errors import InvalidArgumentError, OpsimError
+
+from opsim.sweeps.point import FAILED, Outcome, PointTask, run_point
+from opsim.sweeps.results import ResultsDir, frame, make_row
+from opsim.sweeps.spec import Sweep
+
+EXTRA_HINT = "install it with `pip install opsim[sweep]`"
+CONNECT_TIMEOUT = "10s"
+"""How long to wait for an existing cluster's scheduler to answer."""
+
+
+def default_workers() -> int:
+    """One worker process per core this process may use."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # pragma: no cover - not Linux
+        return max(1, os.cpu_count() or 1)
+
+
+def _distributed():
+    try:
+        import distributed
+    except ImportError:
+        raise OpsimError(f"running a sweep on Dask needs dask[distributed]; {EXTRA_HINT} (or run in this process "
+                         "with workers=0)") from None
+    return distributed
+
+
+def connect(workers: int | None, scheduler: Any) -> tuple[Any, Callable[[], None], str]:
+    """(client, close, description): a client of the cluster at `scheduler` (an address such as
+    tcp://host:8786, or a `distributed.Client`), else of a new local cluster of `workers` processes."""
+    distributed = _distributed()
+    if scheduler is not None and not isinstance(scheduler, str):
+        if not isinstance(scheduler, distributed.Client):
+            raise InvalidArgumentError(f"scheduler must be an address such as tcp://127.0.0.1:8786 or a "
+                                       f"distributed.Client, got {type(scheduler).__name__}")
+        return scheduler, lambda: None, f"the Dask cluster of {scheduler.scheduler.address}"
+    logging.getLogger("distributed").setLevel(logging.ERROR)
+    if scheduler is not None:
+        try:
+            client = distributed.Client(scheduler, timeout=CONNECT_TIMEOUT)
+        except (OSError, TimeoutError, ValueError) as exc:
+            raise InvalidArgumentError(f"cannot reach the Dask scheduler at {scheduler} ({exc}); start it with "
+                                       "`dask scheduler` and give its tcp://host:port") from None
+        return client, client.close, f"the Dask cluster at {scheduler}"
+    n = workers or default_workers()
+    with _workers_ignore_ctrl_c():
+        cluster = distributed.LocalCluster(n_workers=n, threads_per_worker=1, processes=True, host="127.0.0.1",
+                                           dashboard_address=None, silence_logs=logging.CRITICAL)
+    client = distributed.Client(cluster)
+
+    def close() -> None:
+        client.close()
+        cluster.close()
+
+    return client, close, f"a local Dask cluster of {n} worker process{'es' if n != 1 else ''}"
+
+
+@contextlib.contextmanager
+def _workers_ignore_ctrl_c() -> Iterator[None]:
+    """Start worker processes with SIGINT ignored (an ignored signal stays ignored in a child), so Ctrl-C in a
+    terminal, which reaches the whole process group, stops only this process; it then shuts the workers down."""
+    try:
+        previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    except ValueError:  # not the main thread: signals are not ours to change
+        yield
+        return
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+class _CtrlC:
+    """While a sweep runs, Ctrl-C raises KeyboardInterrupt as usual and is also remembered: an interrupt that
+    lands where Python swallows exceptions (a garbage-collector callback of Dask's) still stops the sweep
+    after the next finished point."""
+
+    def __init__(self) -> None:
+        self.pressed = False
+        self._previous: Any = None
+
+    def _handler(self, signum: int, frame: Any) -> None:
+        self.pressed = True
+        raise KeyboardInterrupt
+
+    def __enter__(self) -> "_CtrlC":
+        try:
+            self._previous = signal.signal(signal.SIGINT, self._handler)
+        except ValueError:  # not the main thread
+            self._previous = None
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        if self._previous is not None:
+            signal.signal(signal.SIGINT, self._previous)
+
+    def check(self) -> None:
+        if self.pressed:
+            raise KeyboardInterrupt
+
+
+class SweepInterrupted(KeyboardInterrupt):
+    """Ctrl-C during a sweep, after its finished rows were written: how many points are done, of how many."""
+
+    def __init__(self, done: int, points: int):
+        super().__init__(f"{done} of {points} points done")
+        self.done, self.points = done, points
+
+
+def _inline(tasks: list[PointTask], on_result: Callable[[int, Any], None] | None) -> Iterator[Outcome]:
+    for task in tasks:
+        keep: list = []
+        outcome = run_point(task, keep if on_result is not None else None)
+        if on_result is not None and keep:
+            on_result(task.index, keep[0])
+        yield outcome
+
+
+def _on_dask(client: Any, tasks: list[PointTask]) -> Iterator[Outcome]:
+    """Submit every point, yield outcomes as they finish; on any exit (Ctrl-C included) cancel what is left."""
+    from distributed import as_completed
+    token = uuid.uuid4().hex[:8]
+    futures = {client.submit(run_point, t, key=f"opsim-point-{t.index}-{token}", pure=False): t for t in tasks}
+    try:
+        for future in as_completed(futures):
+            task = futures[future]
+            try:
+                yield future.result()
+            except Exception as exc:  # the worker died or the task could not travel: a failed point
+                yield Outcome(task.index, task.key, {}, FAILED, f"{type(exc).__name__}: {exc}", 0.0)
+    finally:
+        client.cancel(list(futures))
+
+
+def run_sweep(sweep: Sweep, *, out: str | os.PathLike | None = None, workers: int | None = None,
+              scheduler: Any = None, resume: bool = False, progress: bool = False, progress_file: TextIO | None = None,
+              on_result: Callable[[int, Any], None] | None = None,
+              on_row: Callable[[dict[str, Any]], None] | None = None, log: Callable[[str], None] | None = None):
+    """Run every point of `sweep` (those not already in `out` with `resume`) and return the table.
+
+    `workers=0` runs in this process; otherwise on Dask (see `connect`). `on_result(point, Result)` needs
+    `workers=0`. `on_row` sees each finished row. On Ctrl-C the finished rows are written out before the
+    KeyboardInterrupt goes on up."""
+    points = sweep.points()
+    if not points:
+        raise InvalidArgumentError(f"sweep {sweep.name!r} has no points (an axis with no values?)")
+    inline = workers == 0
+    if not inline and (on_result is not None or callable(sweep.scenario)):
+        raise InvalidArgumentError("on_result and a scenario given as a Python callable need workers=0 (in this "
+                                   "process); a Dask sweep takes a scenario file or dict")
+    if workers is not None and workers < 0:
+        raise InvalidArgumentError(f"workers must be >= 0 (0: in this process), got {workers}")
+    if inline and scheduler is not None:
+        raise InvalidArgumentError("workers=0 runs in this process; drop it to use the scheduler")
+    store = ResultsDir(out, sweep) if out is not None else None
+    done = store.finished(resume) if store is not None else {}
+    rows: dict[int, dict[str, Any]] = {}
+    tasks = []
+    calibrations: dict[Any, Any] = {}
+    for p in points:
+        key = sweep.point_key(p)
+        if key in done:
+            old = done[key]
+            rows[p.index] = make_row(p, Outcome(p.index, key, old.get("figures") or {}, old["status"],
+                                                old.get("error") or "", float(old.get("wall_seconds") or 0.0)))
+        else:
+            tasks.append(PointTask(p.index, key, sweep.scenario, sweep.label, p.overrides, sweep.figures,
+                                   _calibration(sweep, p, calibrations)))
+    bar = None
+    close = lambda: None  # noqa: E731
+    info = "in this process"
+    interrupted = False
+    ctrl_c = _CtrlC()
+    try:
+        if tasks and not inline:
+            client, close, info = connect(workers, scheduler)
+            info = f"on {info}"
+        if store is not None:
+            store.start()
+            store.write_tables(frame(sweep, rows.values()))  # the files exist from the start
+        if log is not None:
+            log(f"sweep {sweep.name}: {len(points)} points, {len(rows)} already done, {len(tasks)} to run {info}")
+        bar = _bar(len(points), len(rows), progress, progress_file)
+        outcomes = _inline(tasks, on_result) if inline else _on_dask(client, tasks) if tasks else iter(())
+        by_index = {p.index: p for p in points}
+        try:
+            with ctrl_c:
+                for outcome in outcomes:
+                    row = make_row(by_index[outcome.index], outcome)
+                    rows[outcome.index] = row
+                    if store is not None:
+                        store.append(row)
+                        if store.due():
+                            store.write_tables(frame(sweep, rows.values()))
+                    if bar is not None:
+                        bar.update(1)
+                    if on_row is not None:
+                        on_row(row)
+                    ctrl_c.check()
+        finally:
+            if hasattr(outcomes, "close"):
+                outcomes.close()
+    except KeyboardInterrupt:
+        interrupted = True
+        raise
+    finally:
+        try:
+            if store is not None and store.started:
+                store.write_tables(frame(sweep, rows.values()))
+                store.close()
+        finally:
+            if bar is not None:
+                bar.close()
+            close()
+            if interrupted:
+                raise SweepInterrupted(len(rows), len(points))
+    df = frame(sweep, rows.values())
+    df.attrs.update({"executor": info, "points": len(points)})
+    return df
+
+
+def _calibration(sweep: Sweep, point: Any, cache: dict[Any, Any]) -> Any:
+    """The point's calibration file, loaded once here (workers get its content, not its path)."""
+    if callable(sweep.scenario):
+        return None
+    path = sweep.calibration_file(point)
+    if path is None:
+        return None
+    if path not in cache:
+        from opsim.calibration import load_calibration
+        cache[path] = load_calibration(path)
+    return cache[path]
+
+
+def _bar(total: int, initial: int, enabled: bool, file: TextIO | None):
+    if not enabled:
+        return None
+    from tqdm import tqdm
+    return tqdm(total=total, initial=initial, unit="point", file=file or sys.stderr, dynamic_ncols=True,
+                mininterval=0.5, desc="sweep")
+
+
+__all__ = ["run_sweep", "connect", "default_workers", "SweepInterrupted"]

@@ -1,0 +1,133 @@
+"""One point of a sweep, run wherever a worker is: scenario text + overrides in, one row's values out.
+
+`run_point` is what travels to a Dask worker (by reference: the worker imports this module). Its task holds the
+scenario's YAML text, never a local path, so any worker that has opsim installed can run it. The outcome holds
+only values derived from the simulation, plus the point's wall seconds.
+"""
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass
+from typing import Any, Callable, Mapping
+
+from opsim.errors import InvalidArgumentError, OpsimError
+
+from opsim.sweeps.spec import ALL_RESULT_FIGURES
+
+OK, SIM_ERRORS, FAILED = "ok", "errors", "failed"
+"""Point status: ran clean; ran, but some calls failed (figures kept); could not run (no figures)."""
+
+
+@dataclass(frozen=True)
+class PointTask:
+    """What a worker needs for one point."""
+
+    index: int
+    key: str
+    scenario: str | Callable[[dict], Any]
+    """The base scenario's YAML text, or a callable `overrides -> Result | Simulation` (in-process use)."""
+    label: str
+    overrides: dict[str, Any]
+    figures: tuple[str, ...]
+    calibration: Any = None
+    """The point's calibration, loaded where the sweep started (a `Calibration`), or None."""
+
+
+@dataclass
+class Outcome:
+    """What comes back: the figure values (flat), status, error text and wall seconds."""
+
+    index: int
+    key: str
+    figures: dict[str, Any]
+    status: str
+    error: str
+    wall_seconds: float
+
+
+def _flatten(prefix: str, value: Any, out: dict[str, Any]) -> None:
+    """Nested summary values -> dotted columns; a list becomes its JSON text (one cell)."""
+    if isinstance(value, Mapping):
+        if prefix == "summary" and "wall" in value:
+            value = {k: v for k, v in value.items() if k != "wall"}  # machine time: never in a row
+        for key, sub in value.items():
+            _flatten(f"{prefix}.{key}", sub, out)
+    elif isinstance(value, (list, tuple)):
+        out[prefix] = json.dumps(list(value), sort_keys=True, default=str)
+    else:
+        out[prefix] = value
+
+
+def collect(result: Any, figures: tuple[str, ...]) -> dict[str, Any]:
+    """The requested figures of one `Result`: `summary.<path>` fields (a mapping is flattened), `*` for every
+    trace figure, or a trace figure by name. Raises `InvalidArgumentError` naming what is missing."""
+    out: dict[str, Any] = {}
+    summary = result._summary
+    for name in figures:
+        if name == "summary" and summary is None:
+            continue  # a Simulation wrapped directly has no scenario summary
+        if name.startswith("summary.") and summary is None:
+            raise InvalidArgumentError(f"figure {name!r}: this run has no scenario summary (the callable returned a "
+                                       "bare Simulation); collect trace figures instead")
+        if name == "summary" or name.startswith("summary."):
+            node: Any = summary
+            for part in name.split(".")[1:]:
+                if not isinstance(node, Mapping) or part not in node:
+                    have = ", ".join(map(str, node)) if isinstance(node, Mapping) else "none (not a mapping)"
+                    raise InvalidArgumentError(f"figure {name!r}: the summary has no field {part!r} here; its "
+                                               f"fields: {have}")
+                node = node[part]
+            _flatten(name, node, out)
+            continue
+        if name == ALL_RESULT_FIGURES and not result.traced:
+            continue  # every trace figure there is: none without a trace
+        if not result.traced:
+            raise InvalidArgumentError(f"figure {name!r} is derived from the trace and this scenario sets "
+                                       "`trace: false`; collect summary.* figures, or set trace: true")
+        if name == ALL_RESULT_FIGURES:
+            out.update(result.figures)
+        else:
+            out[name] = result.figures[name]
+    return {k: (v.item() if hasattr(v, "item") else v) for k, v in out.items()}
+
+
+def _result_of(task: PointTask) -> Any:
+    from opsim.api import Result, run
+    if callable(task.scenario):
+        out = task.scenario(dict(task.overrides))
+        if isinstance(out, Result):
+            return out
+        if hasattr(out, "recorder") and hasattr(out, "device"):
+            return Result.from_simulation(out)
+        raise InvalidArgumentError(f"the scenario callable returned {type(out).__name__}; return an opsim Result "
+                                   "or a Simulation that has run")
+    from opsim.scenario.loader import read_yaml
+    data, _ = read_yaml(task.scenario, task.label)
+    if task.calibration is None:
+        return run(data, task.overrides, write=False)
+    data.pop("calibration", None)  # its path meant a file where the sweep started; the content came along
+    overrides = {k: v for k, v in task.overrides.items() if k != "calibration"}
+    return run(data, overrides, write=False, calibration=task.calibration)
+
+
+def run_point(task: PointTask, keep: list | None = None) -> Outcome:
+    """Run one point and collect its figures. Never raises for a bad point: its status says `failed` and
+    `error` says why (the sweep goes on). `keep`, in-process only, receives the `Result`."""
+    t0 = time.perf_counter()
+    try:
+        result = _result_of(task)
+        figures = collect(result, task.figures)
+        errors = (result._summary.get("errors") or []) if result._summary is not None else []
+        status, error = (SIM_ERRORS, f"{len(errors)} failed call(s); first: {errors[0].get('message', '')}") \
+            if errors else (OK, "")
+        if keep is not None:
+            keep.append(result)
+    except OpsimError as exc:
+        figures, status, error = {}, FAILED, str(exc).strip() or type(exc).__name__
+    except Exception as exc:  # a simulator bug or a user callable's: recorded on the row, the sweep goes on
+        figures, status, error = {}, FAILED, f"{type(exc).__name__}: {exc}"
+    return Outcome(task.index, task.key, figures, status, error, time.perf_counter() - t0)
+
+
+__all__ = ["PointTask", "Outcome", "run_point", "collect", "OK", "SIM_ERRORS", "FAILED"]
