@@ -16,10 +16,12 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from opsim.calibration import Calibration, fit_device  # noqa: E402
-from opsim.ingest import read_kernels  # noqa: E402
+from opsim.calibration.host import host_table  # noqa: E402
+from opsim.ingest import read_kernels, read_trace_view  # noqa: E402
 
 REAL = Path("tests/data/real")
 SOURCES = (REAL / "kernel_details_910b_training.csv", REAL / "kernel_details_910b_matmul.csv")
+TRACE = REAL / "trace_view_910b_mnist.json"
 TARGET = ROOT / "opsim" / "device" / "defaults_910b.yaml"
 HEADER = ("# Built-in kernel-timing defaults of the Ascend910B presets, refitted by docs/refit_defaults.py on\n"
           "# the public torch_npu profiles in tests/data/real/ (see its README for their source). Do not edit by\n"
@@ -36,6 +38,9 @@ def build() -> Calibration:
         records.extend(rows)
         sources.append({"file": str(rel), "kind": "kernels", "kernels": len(rows), "skipped": dict(table.skipped)})
     timing = fit_device(records, signatures=False, name="built-in defaults (defaults_910b.yaml)")
+    trace = read_trace_view(ROOT / TRACE)
+    timing.host_apis = host_table(trace, TRACE)
+    sources.append({"file": str(TRACE), "kind": "trace_view", "acl_events": len(trace.acl_api_events())})
     return Calibration(timing=timing, soc="Ascend910B2", sources=sources)
 
 

@@ -157,8 +157,13 @@ class CostModel:
         return dict(self._host)
 
     def host_api(self, api: str) -> HostApiTiming | None:
-        """The calibration's measured host timing of ``api`` (None when uncalibrated or not in the profile)."""
-        return self.fitted.host_apis.get(api) if self.fitted is not None else None
+        """Measured host timing of ``api``: the calibration's, else the built-in defaults' (None: neither has it)."""
+        for fits in (self.fitted, self.default_fitted):
+            if fits is not None:
+                found = fits.host_apis.get(api)
+                if found is not None:
+                    return found
+        return None
 
     # --- device side -------------------------------------------------------------------------------------
     def kernel(self, op_type: str, core: str, flops: float, nbytes: float, block_dim: int,

@@ -189,13 +189,6 @@ class FittedTiming:
         """The measured host timing of `api` ('aclnnInplaceAdd'), whether or not opsim models that API."""
         return self.host_apis.get(api)
 
-    def merged(self, other: "FittedTiming") -> "FittedTiming":
-        """`other` on top of self (entries of `other` win); used to layer a calibration over defaults."""
-        return FittedTiming(
-            name=other.name or self.name, soc=other.soc or self.soc, cores={**self.cores, **other.cores},
-            op_types={**self.op_types, **other.op_types}, signatures={**self.signatures, **other.signatures},
-            host_apis={**self.host_apis, **other.host_apis})
-
 
 def host_scale(spans_us: float, target_us: float | None) -> float:
     """The factor that makes host spans summing to `spans_us` sum to `target_us` (1.0 when unknown)."""

@@ -6,13 +6,15 @@ the same kind of call (after a miss, or a hit). Scaling keeps opsim's split betw
 trace still shows tiling, launch, ...), while the two totals become the profile's. One-time process set-up
 (loading AI CPU kernel registries) is not part of a profile's per-call median and is left unscaled. On an
 executor-cache hit phase 1 keeps opsim's cost: torch_npu does not call GetWorkspaceSize on a hit, so a
-profile has nothing to measure for it.
+profile has nothing to measure for it. A profiled op (``opsim.ops.profiled``, from ``opsim import``) already
+charges its own recorded host time, so its calls are left as they are.
 """
 from __future__ import annotations
 
 from opsim.device.fitted import HostApiTiming, host_scale
 from opsim.opdev.aicpu.kernel_lib import ONE_TIME_PHASES
 from opsim.opdev.thread_local import A_SPAN
+from opsim.ops.profiled import PROFILED_HOST
 
 
 def _scale(actions: list, lo: int, hi: int, target: float | None) -> None:
@@ -33,6 +35,9 @@ def _scale(actions: list, lo: int, hi: int, target: float | None) -> None:
 def apply_host_calibration(actions: list, phase1: tuple[int, int], phase2: tuple[int, int] | None,
                            timing: HostApiTiming, hit: bool) -> None:
     """Rescale the spans of phase 1 (actions[phase1[0]:phase1[1]]) and phase 2 in place."""
+    end = phase2[1] if phase2 is not None else phase1[1]
+    if any(a[0] == A_SPAN and a[1] == PROFILED_HOST for a in actions[phase1[0]:end]):
+        return
     if not hit:
         _scale(actions, phase1[0], phase1[1], timing.phase1_us())
     if phase2 is not None:

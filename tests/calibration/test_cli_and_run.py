@@ -117,6 +117,13 @@ def test_calibrated_run_reproduces_host_and_device_timing(tmp_path):
     assert plain.summary["simulated_makespan_us"] < result.summary["simulated_makespan_us"]
 
 
+def test_uncalibrated_910b_runs_use_the_public_trace_medians(tmp_path):
+    opsim.run(ADD_ONLY, out_dir=tmp_path / "b2")
+    assert _phases(tmp_path / "b2")["phase1"][0] == pytest.approx(18.645, abs=0.002)  # defaults_910b.yaml
+    opsim.run(dict(ADD_ONLY, soc="Ascend910A"), out_dir=tmp_path / "a")
+    assert _phases(tmp_path / "a")["phase1"][0] == pytest.approx(4.6, abs=0.002)  # the assumed table
+
+
 def test_scenario_key_is_relative_to_the_scenario_and_cli_flag_wins(tmp_path):
     import yaml
     (tmp_path / "cals").mkdir()
