@@ -221,8 +221,8 @@ def large_run(trace: bool, out_dir: Path, calls: int | None = None) -> dict[str,
     """`opsim run scenarios/large.yaml` in a fresh subprocess: wall seconds and peak resident GiB. With
     `trace`, every record is kept and trace.json is written (`--set trace=true --set outputs.trace=true`)."""
     args = ["run", "scenarios/large.yaml", "--quiet", "--no-progress", "--out", str(out_dir)]
-    if trace:
-        args += ["--set", "trace=true", "--set", "outputs.trace=true"]
+    if trace:  # the trace writer's figures: records.json.gz (every record again, as JSON) is not written
+        args += ["--set", "trace=true", "--set", "outputs.trace=true", "--set", "outputs.records=false"]
     if calls is not None:
         per_thread = max(1, calls // 8)
         args += ["--set", f"threads.0.program.0.loop.count={per_thread}",

@@ -191,10 +191,21 @@ class Result:
     # --- persistence ---------------------------------------------------------------------------------------
     def save(self, out_dir: str | os.PathLike) -> Path:
         """Write the trace columns, summary and metadata to ``out_dir/records.json.gz`` (deterministic bytes:
-        the same run gives the same file). Returns the path."""
+        the same run gives the same file) and list it in the directory's output manifest. Returns the path."""
+        from opsim.outputs import record_output
         out = Path(out_dir)
         out.mkdir(parents=True, exist_ok=True)
-        path = out / RECORDS_FILE
+        path = self.write_records(out / RECORDS_FILE, relative_to=out)
+        record_output(out, RECORDS_FILE)  # an opsim output: replaced or removed by the next run into `out`
+        self.outputs["records"] = path
+        if self.out_dir is None:
+            self.out_dir = out
+        return path
+
+    def write_records(self, path: str | os.PathLike, *, relative_to: str | os.PathLike) -> Path:
+        """The records file itself, written atomically at `path`; the outputs it lists are given relative to
+        `relative_to` (the run's directory, which `path` may not be in yet while the run's outputs are staged)."""
+        out = Path(relative_to)
         outputs = {}
         for name, p in self.outputs.items():
             try:
@@ -208,14 +219,12 @@ class Result:
         doc = {"format": _FORMAT, "version": _VERSION, "meta": self.meta, "summary": summary,
                "outputs": outputs, "stdout_text": self.stdout_text, "records": self._columns}
         text = json.dumps(doc, separators=(",", ":"), default=_json_default, allow_nan=True)
-        from opsim.outputs import atomic_file, record_output
-        with atomic_file(path, "wb") as fh, gzip.GzipFile(fileobj=fh, mode="wb", mtime=0, filename="") as gz:
+        from opsim.outputs import atomic_file
+        # level 6: nearly level 9's size, several times faster to write for a large traced run
+        with atomic_file(path, "wb") as fh, gzip.GzipFile(fileobj=fh, mode="wb", mtime=0, filename="",
+                                                          compresslevel=6) as gz:
             gz.write(text.encode("utf-8"))
-        record_output(out, RECORDS_FILE)  # an opsim output: replaced or removed by the next run into `out`
-        self.outputs["records"] = path
-        if self.out_dir is None:
-            self.out_dir = out
-        return path
+        return Path(path)
 
     def __repr__(self) -> str:
         name = self.meta.get("scenario") or ""
@@ -243,8 +252,8 @@ def load_result(out_dir: str | os.PathLike) -> Result:
             raise InvalidArgumentError(f"output directory {str(out)!r} does not exist; pass the --out/out_dir "
                                        "of a finished run")
         raise InvalidArgumentError(
-            f"{str(out)!r} holds no {RECORDS_FILE}; runs started with opsim.run(..., out_dir=...) write it, "
-            "or call Result.save(out_dir) on a result")
+            f"{str(out)!r} holds no {RECORDS_FILE}; give the output directory of `opsim run` or "
+            "opsim.run(..., out_dir=...), or call Result.save(out_dir) on a result")
     try:
         with gzip.open(path, "rt", encoding="utf-8") as fh:
             doc = json.load(fh)
@@ -282,16 +291,14 @@ def run(scenario_or_path: Any, overrides: Mapping[str, Any] | None = None, *,
     Overrides use the scenario's dotted keys, given as a dict (``overrides={"env.ACLNN_AICPU_CACHE_LIMIT": "64"}``)
     or as keywords with ``__`` for the dots (``env__ACLNN_AICPU_CACHE_LIMIT="64"``). The outputs go where the
     CLI puts them (``out_dir``, else the scenario's ``outputs.dir``, else ``opsim-out/<name>``), together with
-    ``records.json.gz`` for ``load_result``; ``write=False`` keeps everything in memory. ``calibration`` (a
-    calibration YAML from ``opsim calibrate``, or a ``Calibration``) gives the run measured timing.
+    ``records.json.gz`` for ``load_result`` (``opsim run`` writes the same files); ``write=False`` keeps
+    everything in memory. ``calibration`` (a calibration YAML from ``opsim calibrate``, or a ``Calibration``)
+    gives the run measured timing.
     A bad scenario raises ``ScenarioError`` naming every problem.
     """
     from opsim.scenario.runner import run_scenario
     merged = _merge_overrides(overrides, more)
     run_result = run_scenario(scenario_or_path, out_dir=out_dir, overrides=merged or None, progress=progress,
                               write=write, calibration=calibration)
-    result = Result.from_run(run_result)
-    if write and result.out_dir is not None:
-        result.save(result.out_dir)
-    return result
+    return Result.from_run(run_result)
 

@@ -1,9 +1,11 @@
-"""The `opsim` command: run, validate, sweep, list-ops, list-socs, report.
+# PYTHON_ARGCOMPLETE_OK
+"""The `opsim` command (also `python -m opsim`): run, validate, sweep, list-ops, list-socs, report.
 
 Exit codes: 0 ok, 1 the simulation found errors (a failed call such as out of memory), 2 bad input (an invalid
 scenario, a missing file, a bad option). An opsim error is printed in one or two lines, never as a traceback.
 Heavy modules (the simulator, Numba) are imported only by the commands that need them, so `opsim --help` and
-`opsim validate` start fast.
+`opsim validate` start fast. Shell completion comes from argcomplete when it is installed (docs/scenarios.md,
+"Shell completion").
 """
 from __future__ import annotations
 
@@ -18,6 +20,8 @@ EXIT_OK = 0
 EXIT_SIM_ERRORS = 1
 EXIT_BAD_INPUT = 2
 
+PROFILER_FORMATS = ("text", "db", "both")
+"""`--profiler-output` values (opsim.scenario.schema.PROFILER_FORMATS, repeated here so `--help` stays light)."""
 PERFETTO_HINT = "open it at https://ui.perfetto.dev (\"Open trace file\")"
 
 
@@ -38,21 +42,27 @@ def build_parser() -> argparse.ArgumentParser:
 
     run = sub.add_parser("run", help="run a scenario and write its outputs",
                          description="Run a scenario: trace.json (Perfetto), op_summary.csv and task_time.csv "
-                                     "(msprof columns), summary.json, the GE_PROFILING_TO_STD_OUT text when the "
-                                     "variable is set, and a summary table on standard output.")
+                                     "(msprof columns), summary.json, records.json.gz (opsim.load_result), the "
+                                     "GE_PROFILING_TO_STD_OUT text (also on standard output) when the variable is "
+                                     "set, and a summary table on standard output. The documented opbase "
+                                     "variables exported in the shell apply, under the scenario's env and --set.")
     run.add_argument("scenario", help="scenario YAML file (see docs/scenarios.md)")
     run.add_argument("--out", metavar="DIR", help="output directory (default: the scenario's outputs.dir, "
                                                   "else opsim-out/<name>)")
     run.add_argument("--set", metavar="KEY=VALUE", action="append", default=[], dest="overrides",
                      help="override a scenario field, e.g. --set seed=3 --set env.ACLNN_CACHE_LIMIT=64 "
                           "--set threads.0.program.0.loop.count=100 (repeatable)")
-    run.add_argument("--profiler-output", action="store_true",
-                     help="also write the Ascend PyTorch Profiler directory layout that msprof-analyze reads")
+    run.add_argument("--profiler-output", nargs="?", const="text", choices=PROFILER_FORMATS, metavar="{text,db,both}",
+                     help="also write the Ascend PyTorch Profiler directory that msprof-analyze reads: text "
+                          "(trace_view.json and the CSVs; the default when no value is given), db (the SQLite "
+                          "databases the cluster recipes need) or both")
     run.add_argument("--calibration", metavar="FILE",
                      help="calibration YAML from `opsim calibrate` (replaces the scenario's calibration key)")
     _add_budgets(run)
     run.add_argument("--no-progress", action="store_true", help="no progress bar")
-    run.add_argument("--quiet", action="store_true", help="print no summary table")
+    run.add_argument("--quiet", action="store_true",
+                     help="print no summary table (the GE_PROFILING_TO_STD_OUT text, opbase's own output, is "
+                          "still printed when the variable is on)")
 
     val = sub.add_parser("validate", help="check a scenario or a sweep file without running it")
     val.add_argument("scenario")
@@ -60,8 +70,10 @@ def build_parser() -> argparse.ArgumentParser:
     _add_budgets(val)
 
     _add_sweep_parser(sub)
-    sub.add_parser("list-ops", help="the ops a scenario can call, with inputs, dtypes and attributes")
-    sub.add_parser("list-socs", help="the SoC presets and their numbers")
+    ops = sub.add_parser("list-ops", help="the ops a scenario can call, with inputs, dtypes and attributes")
+    ops.add_argument("--json", action="store_true", help="print a JSON list instead of the table")
+    socs = sub.add_parser("list-socs", help="the SoC presets and their numbers")
+    socs.add_argument("--json", action="store_true", help="print a JSON list instead of the table")
 
     from opsim.calibration.cli import add_parsers
     add_parsers(sub)
@@ -155,7 +167,7 @@ def cmd_run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     from opsim.trace.summary import render_table
     try:
         result = run_scenario(cfg, out_dir=args.out, progress=not args.no_progress,
-                              profiler_output=True if args.profiler_output else None, calibration=args.calibration,
+                              profiler_output=args.profiler_output, calibration=args.calibration,
                               limits=_limits(args))
     except (ScenarioError, CalibrationError, OutputPathError):
         raise
@@ -168,6 +180,8 @@ def cmd_run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         err.write(f"opsim: internal error while simulating {args.scenario}: {type(exc).__name__}: {exc} "
                   "(a simulator bug; rerun with OPSIM_TRACEBACK=1 for the traceback)\n")
         return EXIT_SIM_ERRORS
+    if result.stdout_text:  # what opbase prints on stdout with GE_PROFILING_TO_STD_OUT, in simulated-time order
+        out.write(result.stdout_text)
     if not args.quiet:
         out.write(render_table(result.summary))
         if result.outputs:
@@ -182,8 +196,18 @@ def cmd_run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     return EXIT_OK
 
 
-def cmd_list_ops(out: TextIO) -> int:
+def _write_json(out: TextIO, data: object) -> int:
+    import json
+    out.write(json.dumps(data, indent=2, default=str) + "\n")
+    return EXIT_OK
+
+
+def cmd_list_ops(out: TextIO, as_json: bool = False) -> int:
     from opsim.ops.registry import list_ops
+    if as_json:
+        return _write_json(out, [{"op": s.name, "api": s.api, "launchers": list(s.launchers),
+                                  "inputs": list(s.inputs), "dtypes": list(s.dtypes), "attributes": dict(s.attrs)}
+                                 for s in list_ops()])
     rows = [("op", "api", "launchers", "inputs", "dtypes", "attributes")]
     for s in list_ops():
         attrs = ", ".join(f"{k}={v!r}" for k, v in s.attrs.items()) or "-"
@@ -194,9 +218,11 @@ def cmd_list_ops(out: TextIO) -> int:
     return EXIT_OK
 
 
-def cmd_list_socs(out: TextIO) -> int:
+def cmd_list_socs(out: TextIO, as_json: bool = False) -> int:
     from opsim.device.soc import DEFAULT_SOC, soc_table
     rows = soc_table()
+    if as_json:
+        return _write_json(out, [{**r, "default": r["name"] == DEFAULT_SOC} for r in rows])
     cols = ["name", "aicore_count", "vector_core_count", "aicpu_count", "hbm_bytes", "clock_mhz",
             "hbm_bandwidth_gbps", "peak_fp16_flops"]
     table = [cols] + [[_fmt(r[c]) for c in cols] for r in rows]
@@ -243,11 +269,23 @@ def cmd_report(args: argparse.Namespace, out: TextIO) -> int:
     return EXIT_SIM_ERRORS if summary.get("errors") else EXIT_OK
 
 
+def _autocomplete(parser: argparse.ArgumentParser, **kwargs: object) -> None:
+    """Answer a shell's completion request (argcomplete sets _ARGCOMPLETE) and exit; a no-op otherwise."""
+    if "_ARGCOMPLETE" not in os.environ:
+        return
+    try:
+        import argcomplete
+    except ImportError:  # pragma: no cover - argcomplete is a dependency
+        return
+    argcomplete.autocomplete(parser, **kwargs)
+
+
 def main(argv: Sequence[str] | None = None, *, stdout: TextIO | None = None, stderr: TextIO | None = None) -> int:
     """Run the CLI; returns the exit code (the console script exits with it)."""
     out = stdout or sys.stdout
     err = stderr or sys.stderr
     parser = build_parser()
+    _autocomplete(parser)
     try:
         with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
             args = parser.parse_args(argv)
@@ -263,9 +301,9 @@ def main(argv: Sequence[str] | None = None, *, stdout: TextIO | None = None, std
             from opsim.sweeps.command import run as cmd_sweep
             return cmd_sweep(args, out, err)
         if args.command == "list-ops":
-            return cmd_list_ops(out)
+            return cmd_list_ops(out, args.json)
         if args.command == "list-socs":
-            return cmd_list_socs(out)
+            return cmd_list_socs(out, args.json)
         if args.command == "report":
             return cmd_report(args, out)
         if args.command == "import":

@@ -204,10 +204,14 @@ class OutputDir:
         """Where entry `name` will be after the commit."""
         return self.root / name
 
+    def planned(self) -> dict[str, Path]:
+        """Name -> final path of the entries written so far (where they will be after the commit)."""
+        return {n: self.root / n for n in self.entries if (self.staging / n).exists()}
+
     def commit(self) -> dict[str, Path]:
         """Move every written entry into place, drop the previous run's stale entries, write the manifest.
         Returns name -> final path of the entries written."""
-        written = [n for n in self.entries if (self.staging / n).exists()]
+        written = list(self.planned())
         old = read_manifest(self.root)
         trash = self.staging / ".previous"
         with signals_deferred():

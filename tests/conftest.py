@@ -29,3 +29,12 @@ def make_tensor():
 def op_type_dict() -> OpTypeDict:
     """A fresh op type dictionary, so tests never depend on registrations made elsewhere."""
     return OpTypeDict()
+
+
+@pytest.fixture(autouse=True)
+def _no_opbase_variables_from_the_shell(monkeypatch):
+    """opsim reads the documented opbase variables from the process environment: tests start without them, so
+    a developer's exported GE_PROFILING_TO_STD_OUT cannot change their outputs."""
+    from opsim.scenario.schema import ENV_VARS
+    for name in ENV_VARS:
+        monkeypatch.delenv(name, raising=False)

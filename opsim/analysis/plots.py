@@ -88,16 +88,70 @@ def phase_group(phase: str) -> str:
     return _GROUP_OF.get(phase, "other")
 
 
+STARTUP_GROUP = "AI CPU one-time load"
+"""The process start-up work (the first AI CPU call loads the kernel JSON files): thousands of microseconds
+once per process, which plots leave out by default (``startup=True`` shows it)."""
+
+
+def startup_window(result: Any) -> tuple[float, float] | None:
+    """(start, end) in µs of the process start-up spans, or None when the run has none."""
+    host = result.host_spans
+    spans = host[host["phase"].map(phase_group) == STARTUP_GROUP]
+    if spans.empty:
+        return None
+    return float(spans["start"].min()), float(spans["end"].max())
+
+
+def _idle_gap(result: Any, window: tuple[float, float]) -> tuple[float, float] | None:
+    """The part of the start-up window in which nothing else happens: no other thread's host span, no device
+    task (the call that does the start-up is excluded). None when that part is short."""
+    a, b = window
+    host = result.host_spans
+    startup_corr = set(host.loc[host["phase"].map(phase_group) == STARTUP_GROUP, "corr"])
+    other = host[~host["corr"].isin(startup_corr) | (host["corr"] < 0)]
+    dev = result.device_tasks
+    ends = [float(e) for e in other.loc[(other["start"] < b) & (other["end"] > a), "end"]]
+    ends += [float(e) for e in dev.loc[(dev["start"] < b) & (dev["end"] > a), "end"]]
+    g0 = max([a] + [e for e in ends if e < b])
+    return (g0, b) if b - g0 > 0.05 * max(result.makespan_us, 1e-9) else None
+
+
+def _compress_axis(ax: Any, gap: tuple[float, float], share: float = 0.03) -> None:
+    """Squeeze [g0, g1] of the x axis to `share` of its length (times stay true; the gap is marked)."""
+    g0, g1 = gap
+    k = share * max(ax.get_xlim()[1] - ax.get_xlim()[0], 1e-9) / (g1 - g0)
+
+    def forward(x):
+        x = np.asarray(x, float)
+        return np.where(x <= g0, x, np.where(x >= g1, x - (g1 - g0) * (1 - k), g0 + (x - g0) * k))
+
+    def inverse(u):
+        u = np.asarray(u, float)
+        c = g0 + (g1 - g0) * k
+        return np.where(u <= g0, u, np.where(u >= c, u + (g1 - g0) * (1 - k), g0 + (u - g0) / k))
+
+    lo, hi = ax.get_xlim()
+    ax.set_xscale("function", functions=(forward, inverse))
+    from matplotlib.ticker import MaxNLocator
+    ticks = [t for a, b, n in ((lo, g0, 6), (g1, hi, 3)) for t in MaxNLocator(n).tick_values(a, b) if a <= t <= b]
+    ax.set_xticks(ticks)
+    ax.set_xlim(lo, hi)
+    for x in gap:
+        ax.axvline(x, color="0.3", linestyle=":", linewidth=0.8)
+
+
 # --- timeline ------------------------------------------------------------------------------------------------
 def timeline(result: Any, *, start: float | None = None, end: float | None = None, phases: bool = True,
-             links: bool = True, max_links: int = 400, max_legend: int = 24, ax: Any = None):
+             links: bool = True, max_links: int = 400, max_legend: int = 24, startup: bool = False, ax: Any = None):
     """Gantt chart: one row per host thread, per stream and per device unit pool, with host-to-device links.
 
     Host rows show each ACLNN call's envelope (light) and, with ``phases``, its charged host phases (solid);
     stream rows show device tasks by op; pool rows overlay the tasks that held units of the pool. A grey line
     links each launch (the time the task was queued by its thread) to the task's start on its stream.
     ``start``/``end`` (µs) crop the view. The legend lists the APIs, then the device ops, then the host
-    phase groups (at most ``max_legend`` API and op entries).
+    phase groups (at most ``max_legend`` API and op entries). Unless ``startup`` is true, the stretch of the
+    process start-up (the one-time AI CPU kernel JSON load) in which nothing else happens is squeezed to a
+    sliver between two dotted lines, so it does not flatten the rest of the run; times stay true.
     """
     host, dev = result.host_spans, result.device_tasks
     dev = dev[dev["unit_kind"] != "none"]
@@ -155,6 +209,11 @@ def timeline(result: Any, *, start: float | None = None, end: float | None = Non
     ax.set_yticks(range(len(rows)), rows)
     ax.set_ylim(max(len(rows), 1) - 0.5, -0.5)
     ax.set_xlim(lo, hi)
+    window = None if startup else startup_window(result)
+    gap = _idle_gap(result, window) if window is not None else None
+    if gap is not None and lo < gap[0] and gap[1] < hi:
+        _compress_axis(ax, gap)
+        seen["host: start-up squeezed (startup=True shows it)"] = ax.plot([], [], ":", color="0.3")[0]
     ax.set_xlabel("simulated time (µs)")
     ax.set_ylabel("track (host thread / stream / unit pool)")
     ax.set_title("Timeline: host threads, streams and unit pools")
@@ -266,10 +325,29 @@ def phase_table(result: Any) -> pd.DataFrame:
     return per_call[order]
 
 
-def phase_breakdown(result: Any, *, max_phases: int = 16, ax: Any = None):
-    """Host time per call by opbase phase name, one stacked bar per API. The ``max_phases`` phases with the
-    most host time keep their own colour; the rest are summed into one "other phases" segment."""
+def _merge_case(table: pd.DataFrame) -> pd.DataFrame:
+    """One column per phase name regardless of case (the AI CPU launcher's ``Launch`` and the L2 ``launch``
+    are both the kernel launch), named as its first column."""
+    first: dict[str, str] = {}
+    for c in table.columns:
+        first.setdefault(str(c).lower(), c)
+    if len(first) == table.shape[1]:
+        return table
+    return table.T.groupby(lambda c: first[str(c).lower()], sort=False).sum().T
+
+
+def phase_breakdown(result: Any, *, max_phases: int = 16, startup: bool = False, ax: Any = None):
+    """Host time per call by opbase phase name, one stacked bar per ACLNN API. The ``max_phases`` phases with
+    the most host time keep their own colour; the rest are summed into one "other phases" segment. Runtime
+    calls made outside ACLNN calls (event record/wait, the application's mallocs) are not ACLNN APIs and are
+    left out; so is the process start-up (the one-time AI CPU JSON load) unless ``startup`` is true."""
     table = phase_table(result)
+    calls = result.host_spans
+    apis = set(calls.loc[calls["phase"] == OP_CALL, "op"])
+    table = table[[i in apis for i in table.index]]
+    if not startup:
+        table = table[[c for c in table.columns if phase_group(c) != STARTUP_GROUP]]
+    table = _merge_case(table)
     if table.shape[1] > max_phases:
         keep = table.sum().nlargest(max_phases).index
         rest = [c for c in table.columns if c not in keep]

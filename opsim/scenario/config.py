@@ -104,7 +104,12 @@ class OutputsConfig:
     csv: bool = True
     timestamps: bool = True
     summary: bool = True
-    profiler: bool = False
+    records: bool = True
+    """records.json.gz, what `opsim.load_result` reads (every record as JSON: large for a big traced run)."""
+    profiler: str = ""
+    """The Ascend profiler layout to write: "" none, "text", "db" or "both" (a scenario's `true` is "text")."""
+    step_thread: str | None = None
+    """The thread whose ProfilerStep windows define step_trace_time.csv's steps (default: the first thread)."""
 
 
 @dataclass(frozen=True)
@@ -126,6 +131,11 @@ class ScenarioConfig:
     soc_overrides: Mapping[str, float] = field(default_factory=dict)
     profile: str | None = None
     env: Mapping[str, str] = field(default_factory=dict)
+    """The opbase variables in force: the shell's, then the scenario's `env`, then `--set` (environment.py)."""
+    env_sources: Mapping[str, str] = field(default_factory=dict)
+    """NAME -> where its value came from: "shell", "scenario" or "--set"."""
+    env_shell: Mapping[str, str] = field(default_factory=dict)
+    """The documented variables the shell had (reported where the scenario or --set overrode them)."""
     cost_overrides: Mapping[str, float] = field(default_factory=dict)
     calibration: str | None = None
     """A calibration YAML (`opsim calibrate`), resolved against the scenario file's directory."""

@@ -16,9 +16,11 @@ import yaml
 
 from opsim.errors import InvalidArgumentError, OpsimError, ScenarioError
 from opsim.scenario import config as C
+from opsim.scenario.environment import resolve_env, shell_values
 from opsim.scenario.limits import (INT64_MAX, MAX_FILE_BYTES, MAX_HORIZON_US, LimitError, Limits, check_data,
                                    check_yaml_events, non_finite)
-from opsim.scenario.schema import DEFAULT_EPOCH_US, STEP_KEYS, validator
+from opsim.scenario.schema import DEFAULT_EPOCH_US, PROFILER_FORMATS, STEP_KEYS, validator
+from opsim.scenario.yaml_core import parse_as_written, parse_core_scalar
 
 Path_ = tuple  # a field path: keys and list indices
 
@@ -142,6 +144,7 @@ def read_yaml(text: str, label: str) -> tuple[Any, dict[Path_, int]]:
         data = yaml.safe_load(text)
     except yaml.YAMLError as exc:  # pragma: no cover - compose accepted it
         raise ScenarioError(f"{label}: YAML error: {exc}") from None
+    _env_as_written(node, data)
     return data, lines
 
 
@@ -152,6 +155,19 @@ def _yaml_error(exc: yaml.YAMLError, label: str) -> str:
         problem = " ".join(x for x in (exc.context, exc.problem) if x) or str(exc)
         return f"{where}: YAML syntax error: {problem}"
     return f"{label}: YAML syntax error: {exc}"
+
+
+def _env_as_written(node: yaml.Node, data: Any) -> None:
+    """Environment values are strings as written (``ACLNN_CACHE_LIMIT: 010`` is "010", not YAML 1.1's octal
+    8): the `env` mapping's plain scalars keep their source text; null stays null (the schema reports it)."""
+    if not isinstance(node, yaml.MappingNode) or not isinstance(data, dict) or not isinstance(data.get("env"), dict):
+        return
+    for key_node, value_node in node.value:
+        if getattr(key_node, "value", None) == "env" and isinstance(value_node, yaml.MappingNode):
+            for k, v in value_node.value:
+                if isinstance(v, yaml.ScalarNode) and v.tag in ("tag:yaml.org,2002:int", "tag:yaml.org,2002:float",
+                                                                "tag:yaml.org,2002:bool"):
+                    data["env"][k.value] = v.value
 
 
 def read_source(source: str | Path | Mapping[str, Any]) -> tuple[Any, dict[Path_, int], str, Path | None]:
@@ -208,22 +224,23 @@ def parse_key(key: str) -> Path_:
 
 
 def parse_override(text: str) -> tuple[str, Any]:
-    """"key=value" with the value read as a YAML scalar or flow collection ("5", "true", "[1, 2]")."""
+    """"key=value" with the value read as a YAML 1.2 core scalar or flow collection ("5", "true", "[1, 2]").
+    Environment values are strings, as in a real environment: ``env.NAME=010`` is the text "010", and the
+    values of ``env={...}`` are kept as written."""
     key, sep, value = text.partition("=")
-    if not sep or not key.strip():
+    key = key.strip()
+    if not sep or not key:
         raise ScenarioError(f"--set {text!r}: expected key=value, e.g. --set seed=3 or "
                             "--set env.GE_PROFILING_TO_STD_OUT=1")
     try:
         check_yaml_events(value)  # the same depth and alias limits as a scenario file
     except LimitError as exc:
-        raise ScenarioError(f"--set {key.strip()}: {exc}") from None
+        raise ScenarioError(f"--set {key}: {exc}") from None
     except yaml.YAMLError:
         pass
-    try:
-        parsed = yaml.safe_load(value) if value.strip() else ""
-    except yaml.YAMLError:
-        parsed = value
-    return key.strip(), parsed
+    if key.startswith("env.") or key.startswith("env["):
+        return key, value
+    return key, parse_as_written(value) if key == "env" else parse_core_scalar(value)
 
 
 def apply_overrides(data: Any, overrides: Mapping[str, Any]) -> set[Path_]:
@@ -293,7 +310,7 @@ def _report(err: Any, errors: _Errors, best_match: Any) -> None:
                          f"{', '.join(map(str, keys)) or 'nothing'}{hint}")
         return
     if kind in ("oneOf", "anyOf") and err.context:
-        sub = best_match(err.context)
+        sub = _negative_dim(err) or best_match(err.context)
         if sub is not None:
             _report(sub, errors, best_match)
             return
@@ -473,7 +490,7 @@ class _Builder:
     def _one_set(self, value: Any, spec: Any, path: Path_, single: bool) -> tuple | None:
         n = len(spec.inputs)
         if single:  # `shape`: every input gets it
-            return tuple(tuple(value) for _ in range(n))
+            return _valid_dims(tuple(tuple(value) for _ in range(n)))
         if isinstance(value, dict):
             unknown = [k for k in value if k not in spec.inputs]
             missing = [k for k in spec.inputs if k not in value]
@@ -485,12 +502,12 @@ class _Builder:
                                       f"missing: {', '.join(missing)}")
             if unknown or missing:
                 return None
-            return tuple(tuple(value[k]) for k in spec.inputs)
+            return _valid_dims(tuple(tuple(value[k]) for k in spec.inputs))
         if len(value) != n:
             self.errors.add(path, f"{spec.name} takes {n} input shape(s) ({', '.join(spec.inputs)}), got "
                                   f"{len(value)}")
             return None
-        return tuple(tuple(s) for s in value)
+        return _valid_dims(tuple(tuple(s) for s in value))
 
     def shapes(self, step: dict[str, Any], spec: Any, path: Path_) -> tuple | None:
         given = [k for k in ("shape", "shapes", "shape_choices") if k in step]
@@ -574,6 +591,25 @@ def _int_out_of_range(value: Any, bounds: tuple[int, int]) -> str | None:
     return None
 
 
+def _valid_dims(shapes: tuple) -> tuple | None:
+    """The shapes, or None when a dimension is not a non-negative integer (the schema reports it)."""
+    ok = all(isinstance(d, int) and not isinstance(d, bool) and d >= 0 for s in shapes for d in s)
+    return shapes if ok else None
+
+
+def _negative_dim(err: Any) -> Any:
+    """The first "negative dimension" error among the alternatives of a oneOf/anyOf error (any depth)."""
+    for sub in err.context or ():
+        path = tuple(sub.absolute_path)
+        if sub.validator == "minimum" and path and isinstance(path[-1], int) and isinstance(sub.instance, int) \
+                and sub.instance < 0 and any(p in ("shape", "shapes", "shape_choices") for p in path):
+            return sub
+        found = _negative_dim(sub)
+        if found is not None:
+            return found
+    return None
+
+
 def _tuple(t: Any) -> tuple:
     return t if isinstance(t, tuple) else (t,)
 
@@ -617,10 +653,12 @@ def module_findable(name: str) -> bool:
 
 
 def load_scenario(source: str | Path | Mapping[str, Any], overrides: Mapping[str, Any] | None = None, *,
-                  limits: Limits | None = None, import_modules: bool = True) -> C.ScenarioConfig:
+                  environ: Mapping[str, str] | None = None, limits: Limits | None = None,
+                  import_modules: bool = True) -> C.ScenarioConfig:
     """Read, override and validate a scenario; raise `ScenarioError` listing every problem found.
 
-    `limits` holds the call and numerics budgets (defaults: `opsim.scenario.limits`). With
+    The documented opbase variables set in `environ` (default: this process's environment) apply under the
+    scenario's `env` and the overrides (see opsim.scenario.environment). `limits` holds the call and numerics budgets (defaults: `opsim.scenario.limits`). With
     `import_modules=False` (validation) `direct_invoke_module` is only looked up, never imported, and the ops
     it may define are checked when a run imports it."""
     data, lines, label, path = read_source(source)
@@ -665,13 +703,25 @@ def load_scenario(source: str | Path | Mapping[str, Any], overrides: Mapping[str
             threads.append(builder.thread(i, th))
         except (TypeError, ValueError, AttributeError, KeyError, ArithmeticError):
             continue  # malformed parts are already reported by the schema
+    step_thread = (data.get("outputs") or {}).get("step_thread") if isinstance(data.get("outputs"), dict) else None
+    if isinstance(step_thread, str) and names and step_thread not in names:
+        errors.add(("outputs", "step_thread"), f"no thread is named {step_thread!r}{_suggest(step_thread, names)}; "
+                                               f"use one of: {', '.join(names)}")
+    in_force: dict = {}
+    if isinstance(data.get("env") or {}, dict):
+        set_names = {p[1] for p in overridden if len(p) == 2 and p[0] == "env"}
+        set_names |= {k for p in overridden if p == ("env",) for k in (data.get("env") or {})}
+        in_force = resolve_env(data.get("env") or {}, set_names, environ)
+        if in_force:  # the copy written next to the outputs reproduces the run without the shell
+            data["env"] = {k: v for k, (v, _) in in_force.items()}
     _check_task_queue(data, names, errors)
     if not errors.items:
         from opsim.scenario.checks import check_scenario
         check_scenario(data, threads, errors.add, limits or Limits(), deferred_ops=bool(builder.deferred),
                        calibration=_relative(data.get("calibration"), path))
     errors.raise_if_any()
-    return _config(data, threads, path, extra_ops)
+    return _config(data, threads, path, extra_ops, {k: src for k, (_, src) in in_force.items()},
+                   shell_values(environ))
 
 
 def _check_task_queue(data: dict[str, Any], thread_names: Mapping[str, int], errors: _Errors) -> None:
@@ -687,14 +737,16 @@ def _check_task_queue(data: dict[str, Any], thread_names: Mapping[str, int], err
 
 
 def _config(data: dict[str, Any], threads: list[C.ThreadConfig], path: Path | None,
-            extra_ops: Mapping[str, Any]) -> C.ScenarioConfig:
+            extra_ops: Mapping[str, Any], env_sources: Mapping[str, str],
+            env_shell: Mapping[str, str]) -> C.ScenarioConfig:
     out = data.get("outputs") or {}
     dump = data.get("dump") or {}
     return C.ScenarioConfig(
         name=data["name"], threads=tuple(threads), description=str(data.get("description", "")),
         seed=int(data.get("seed", 0)), soc=str(data.get("soc", "Ascend910B2")),
         soc_overrides=dict(data.get("soc_overrides") or {}), profile=data.get("profile"),
-        env={k: str(v) for k, v in (data.get("env") or {}).items()},
+        env={k: str(v) for k, v in (data.get("env") or {}).items()}, env_sources=dict(env_sources),
+        env_shell=dict(env_shell),
         cost_overrides=dict(data.get("cost_overrides") or {}), numerics=bool(data.get("numerics", False)),
         calibration=_relative(data.get("calibration"), path),
         trace=bool(data.get("trace", True)), memory_strategy=str(data.get("memory_strategy", "first_fit")),
@@ -706,7 +758,9 @@ def _config(data: dict[str, Any], threads: list[C.ThreadConfig], path: Path | No
         task_queue_thread=str(data.get("task_queue_thread", "task_queue")),
         outputs=C.OutputsConfig(dir=out.get("dir"), trace=bool(out.get("trace", True)), csv=bool(out.get("csv", True)),
                                 timestamps=bool(out.get("timestamps", True)), summary=bool(out.get("summary", True)),
-                                profiler=bool(out.get("profiler", False))),
+                                records=bool(out.get("records", True)),
+                                profiler=profiler_format(out.get("profiler", False)),
+                                step_thread=out.get("step_thread")),
         source=path, data=data, extra_ops=dict(extra_ops))
 
 
@@ -718,14 +772,25 @@ def _relative(file: str | None, scenario: Path | None) -> str | None:
     return str(p if p.is_absolute() or scenario is None else scenario.parent / p)
 
 
+def profiler_format(value: bool | str | None) -> str:
+    """`outputs.profiler` / `--profiler-output` as one of "", "text", "db", "both" (true means "text")."""
+    if value is True:
+        return "text"
+    if value is False or value is None:
+        return ""
+    if value in PROFILER_FORMATS:
+        return value
+    raise InvalidArgumentError(f"profiler output {value!r}: use one of {', '.join(PROFILER_FORMATS)}, True or False")
+
+
 def validate(source: str | Path | Mapping[str, Any], overrides: Mapping[str, Any] | None = None, *,
-             limits: Limits | None = None) -> C.ScenarioConfig:
+             environ: Mapping[str, str] | None = None, limits: Limits | None = None) -> C.ScenarioConfig:
     """`load_scenario` without running any user code (`direct_invoke_module` is looked up, not imported)."""
-    return load_scenario(source, overrides, limits=limits, import_modules=False)
+    return load_scenario(source, overrides, environ=environ, limits=limits, import_modules=False)
 
 
-__all__ = ["load_scenario", "validate", "module_findable", "read_yaml", "read_source", "apply_overrides", "parse_override",
-           "parse_key", "format_path", "DEFAULT_STREAM"]
+__all__ = ["load_scenario", "validate", "module_findable", "read_yaml", "read_source", "apply_overrides",
+           "parse_override", "parse_key", "format_path", "DEFAULT_STREAM", "profiler_format"]
 
 
 def _profiling_step(spec: dict) -> C.ProfilingStep | None:

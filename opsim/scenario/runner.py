@@ -29,6 +29,7 @@ OUTPUT_FILES = {
     "task_time": "task_time.csv",
     "timestamps": "ge_profiling_stdout.txt",
     "scenario": "scenario.yaml",
+    "records": "records.json.gz",
 }
 
 
@@ -301,18 +302,22 @@ def _progress_bar(total: int, enabled: bool) -> tuple[Callable[[int], None] | No
 
 def run_scenario(source: str | Path | Mapping[str, Any] | ScenarioConfig, *, out_dir: str | Path | None = None,
                  overrides: Mapping[str, Any] | None = None, progress: bool = False,
-                 profiler_output: bool | None = None, write: bool = True, calibration: Any = None,
+                 profiler_output: bool | str | None = None, write: bool = True, calibration: Any = None,
                  limits: Limits | None = None) -> RunResult:
     """Load (unless given a ScenarioConfig), run and write the outputs of one scenario.
 
-    `out_dir` overrides the scenario's `outputs.dir` (default `opsim-out/<name>`); `write=False` keeps
-    everything in memory. `calibration` (a calibration YAML path or a loaded Calibration) replaces the
-    scenario's `calibration` key. Raises `ScenarioError` for a bad scenario, `CalibrationError` for a bad
-    calibration file and `OutputPathError` for an unusable output directory, all before simulating; failed
-    calls (e.g. out of memory) are reported in `summary["errors"]`, not raised. Outputs are staged and
-    committed atomically (`opsim.outputs`): an interrupted run leaves the previous outputs in place."""
+    `out_dir` overrides the scenario's `outputs.dir` (default `opsim-out/<name>`); `profiler_output` overrides
+    `outputs.profiler` ("text", "db", "both"; True means "text", False none); `write=False` keeps everything in
+    memory, else `records.json.gz` is written too (unless `outputs.records` is false), so
+    `opsim.load_result(out_dir)` reads the run back. `calibration` (a calibration YAML path or a loaded
+    Calibration) replaces the scenario's `calibration` key. Raises `ScenarioError` for a bad scenario,
+    `CalibrationError` for a bad calibration file and `OutputPathError` for an unusable output directory, all
+    before simulating; failed calls (e.g. out of memory) are reported in `summary["errors"]`, not raised.
+    Outputs are staged and committed atomically (`opsim.outputs`): an interrupted run leaves the previous
+    outputs in place."""
     config = source if isinstance(source, ScenarioConfig) else load_scenario(source, overrides, limits=limits)
-    want_profiler = config.outputs.profiler if profiler_output is None else profiler_output
+    from opsim.scenario.loader import profiler_format
+    want_profiler = config.outputs.profiler if profiler_output is None else profiler_format(profiler_output)
     target = Path(out_dir) if out_dir is not None else Path(config.outputs.dir) if config.outputs.dir \
         else Path(DEFAULT_OUT_ROOT) / config.name
     staged = OutputDir(target, _output_names(config, want_profiler)) if write else None
@@ -339,6 +344,10 @@ def run_scenario(source: str | Path | Mapping[str, Any] | ScenarioConfig, *, out
         if staged is not None:
             result.out_dir = target
             write_outputs(run, summary, stdout_text, staged, profiler=want_profiler)
+            if config.outputs.records:
+                from opsim.api import Result
+                result.outputs = _keyed(staged.planned())
+                Result.from_run(result).write_records(staged.path(OUTPUT_FILES["records"]), relative_to=target)
             result.outputs = _keyed(staged.commit())
     finally:
         close()
@@ -352,7 +361,7 @@ def _top(rel: str) -> str:
     return Path(os.path.normpath(rel)).parts[0]
 
 
-def _output_names(config: ScenarioConfig, profiler: bool) -> list[str]:
+def _output_names(config: ScenarioConfig, profiler: str) -> list[str]:
     """Every entry the run may write directly in its output directory (checked against user files first)."""
     names = list(OUTPUT_FILES.values())
     if profiler:
@@ -391,7 +400,7 @@ def _stdout_text(run: _Run) -> str:
 
 
 def write_outputs(run: _Run, summary: dict[str, Any], stdout_text: str, out: OutputDir, *,
-                  profiler: bool = False) -> None:
+                  profiler: str = "") -> None:
     """Write every output the scenario asks for into the staged output directory `out`."""
     import yaml
 
@@ -417,7 +426,9 @@ def write_outputs(run: _Run, summary: dict[str, Any], stdout_text: str, out: Out
     if profiler and cfg.trace:
         from opsim.trace.ascend_profiler import profiler_dir_name, write_profiler_output
         out.path(profiler_dir_name(cfg.name, cfg.epoch_us))
-        write_profiler_output(sim, str(out.staging), name=cfg.name, epoch_us=cfg.epoch_us, rank=0)
+        write_profiler_output(sim, str(out.staging), name=cfg.name, epoch_us=cfg.epoch_us, rank=0,
+                              text=profiler in ("text", "both"), db=profiler in ("db", "both"),
+                              step_thread=cfg.outputs.step_thread)
     if cfg.outputs.summary:
         with out.open(OUTPUT_FILES["summary"], encoding="utf-8") as fh:
             fh.write(summary_json(summary))

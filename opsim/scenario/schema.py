@@ -32,6 +32,9 @@ ENV_VARS: dict[str, str] = {
 DEFAULT_EPOCH_US = 1_700_000_000_000_000
 """Epoch base (us) added to simulated time in profiler-style outputs (fixed, so outputs are reproducible)."""
 
+PROFILER_FORMATS = ("text", "db", "both")
+"""Layouts of the Ascend profiler output: torch_npu's text files, its SQLite databases, or both."""
+
 MAX_DIMS = 8
 SOC_FIELDS = tuple(next(iter(SOC_PRESETS.values())).numbers())
 """SoC numbers a scenario may override."""
@@ -134,7 +137,9 @@ def build_schema() -> dict[str, Any]:
                 "csv": {"type": "boolean"},
                 "timestamps": {"type": "boolean"},
                 "summary": {"type": "boolean"},
-                "profiler": {"type": "boolean"},
+                "records": {"type": "boolean"},
+                "profiler": {"oneOf": [{"type": "boolean"}, {"enum": list(PROFILER_FORMATS)}]},
+                "step_thread": NAME,
             }),
         }, ("name", "threads")),
     }
@@ -158,4 +163,5 @@ def validator():
     return _VALIDATOR
 
 
-__all__ = ["build_schema", "validator", "ENV_VARS", "CACHE_MODES", "DEFAULT_EPOCH_US", "STEP_KEYS", "MAX_DIMS"]
+__all__ = ["build_schema", "validator", "ENV_VARS", "CACHE_MODES", "DEFAULT_EPOCH_US", "PROFILER_FORMATS", "STEP_KEYS",
+           "MAX_DIMS"]

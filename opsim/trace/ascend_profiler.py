@@ -35,7 +35,9 @@ Mapping from opsim records (the conventions of ``opsim.runtime.host_thread.run_o
   ``torch_to_npu`` flow each; ``HOST_FUNC`` tasks (stream-ordered frees) are not shown;
 * kernels and copies are the device busy time: their union is ``Computing``, the gaps are ``Free``;
 * ``step`` instants (args ``{"step": n, "phase": "begin"|"end"}``, track = thread name) -> ``ProfilerStep#n``;
-  without them the whole run is step 1.
+  without them the whole run is step 1. Each thread's steps are shown on its own track; step_trace_time.csv,
+  the kernels' ``Step Id`` and the databases' STEP_TIME follow one thread's steps (``step_thread``, default
+  the first thread with steps), since torch_npu marks steps on the one thread that calls ``prof.step()``.
 
 Tensor shapes, dtypes and formats are taken from ``tensor_info`` instants (args ``corr``, ``op`` and the
 torch_npu strings ``input_shapes``, ``input_data_types``, ``input_formats``, ``output_shapes``,
@@ -55,6 +57,8 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable
 
 from opsim.errors import InvalidArgumentError
+from opsim.trace.msprof_csv import total_cycles
+from opsim.trace.timefmt import to_ns, us_text
 
 __all__ = ["write_profiler_output", "build_profile", "AscendProfile", "profiler_dir_name", "torch_op_name",
            "KERNEL_DETAILS_HEADER", "STEP_TRACE_TIME_HEADER", "OP_STATISTIC_HEADER", "DEFAULT_EPOCH_US"]
@@ -124,16 +128,13 @@ _TENSOR_FIELDS = ("input_shapes", "input_data_types", "input_formats", "output_s
 
 # ---- time formatting ----------------------------------------------------------------------------------
 
-def us_str(ns: int) -> str:
-    """Integer nanoseconds as a microsecond string with exactly three decimals (no float on the way)."""
-    if ns < 0:
-        return "-" + us_str(-ns)
-    return f"{ns // 1000}.{ns % 1000:03d}"
+us_str = us_text
+"""Integer nanoseconds as a microsecond string with exactly three decimals (no float on the way)."""
 
 
 def _to_ns(epoch_ns: int, t_us: float) -> int:
     """Simulated microseconds -> epoch nanoseconds, rounding to the nanosecond once."""
-    return epoch_ns + round(t_us * 1000.0)
+    return epoch_ns + to_ns(t_us)
 
 
 def timestamp_17(epoch_us: int) -> str:
@@ -285,6 +286,9 @@ class AscendProfile:
     api_spans: list[ApiSpan]
     tasks: list[DeviceTaskRow]
     steps: list[StepWindow]
+    """Every thread's ProfilerSteps (the trace shows each thread's own)."""
+    step_windows: list[StepWindow]
+    """The step timeline of step_trace_time.csv and the kernels' Step Id: one thread's steps (`_step_timeline`)."""
     step_rows: list[StepRow]
     busy: list[tuple[int, int]]
 
@@ -471,7 +475,7 @@ def kernel_pmu(task: DeviceTaskRow, cost: Any, clock_mhz: float) -> KernelPmu | 
     tt = task.task_type
     cube = tt in _CUBE_TYPES or tt in _MIX_TYPES or (tt not in _VECTOR_TYPES and task.unit_kind == "aicore")
     vector = tt in _VECTOR_TYPES or tt in _MIX_TYPES or not cube
-    cycles = round(d * clock_mhz / 1000.0)
+    cycles = total_cycles(d, clock_mhz)
 
     def side(active: bool, eff_key: str) -> PipeSplit | None:
         if not active:
@@ -526,8 +530,31 @@ def _step_of(start_ns: int, windows: list[StepWindow]) -> int | None:
     return None
 
 
-def build_profile(sim: Any, *, epoch_us: int = DEFAULT_EPOCH_US, device: int | None = None) -> AscendProfile:
-    """The profiler model of ``sim`` (after ``sim.run()``) for one device (default: the simulation's device)."""
+def _step_timeline(sim: Any, by_thread: dict[str, list[StepWindow]], steps: list[StepWindow],
+                   step_thread: str | None) -> list[StepWindow]:
+    """The steps of step_trace_time.csv: the ProfilerSteps of one thread, as torch_npu marks steps on the one
+    thread that calls ``prof.step()`` and msprof-analyze's cluster step view reads one timeline per rank.
+    ``step_thread`` names the thread; by default it is the first thread (in the scenario's order) that has
+    steps. A device task belongs to the step in which the call that launched it started."""
+    if step_thread is not None:
+        known = {th.name for th in getattr(sim, "threads", ())} | set(by_thread)
+        if step_thread not in known:
+            raise InvalidArgumentError(f"step_thread {step_thread!r} is not a thread of this simulation; use one "
+                                       f"of: {', '.join(sorted(known))}")
+        if step_thread in by_thread:
+            return by_thread[step_thread]
+        first, last = min(w.start_ns for w in steps), max(w.end_ns for w in steps)
+        return [StepWindow(1, step_thread, 0, first, last)]
+    for name in [th.name for th in getattr(sim, "threads", ())] + sorted(by_thread):
+        if name in by_thread:
+            return by_thread[name]
+    return steps
+
+
+def build_profile(sim: Any, *, epoch_us: int = DEFAULT_EPOCH_US, device: int | None = None,
+                  step_thread: str | None = None) -> AscendProfile:
+    """The profiler model of ``sim`` (after ``sim.run()``) for one device (default: the simulation's device);
+    ``step_thread`` chooses the thread whose steps step_trace_time.csv reports (see `_step_timeline`)."""
     rec = sim.recorder
     soc = sim.soc
     epoch_ns = int(epoch_us) * 1000
@@ -569,14 +596,10 @@ def build_profile(sim: Any, *, epoch_us: int = DEFAULT_EPOCH_US, device: int | N
     by_thread: dict[str, list[StepWindow]] = {}
     for w in steps:
         by_thread.setdefault(w.thread, []).append(w)
-    global_windows: dict[int, list[int]] = {}
-    for w in steps:
-        g = global_windows.setdefault(w.step, [w.start_ns, w.end_ns])
-        g[0], g[1] = min(g[0], w.start_ns), max(g[1], w.end_ns)
-    merged_windows = [StepWindow(n, "", 0, s, e) for n, (s, e) in sorted(global_windows.items())]
+    timeline = _step_timeline(sim, by_thread, steps, step_thread)
     seq: dict[tuple[str, int | None], int] = {}
-    for c in op_calls:
-        c.step = _step_of(c.start_ns, by_thread.get(c.thread, merged_windows))
+    for c in op_calls:  # the call's position in its own thread's step (its call stack)
+        c.step = _step_of(c.start_ns, by_thread.get(c.thread, timeline))
         key = (c.thread, c.step)
         seq[key] = seq.get(key, 0) + 1
         c.seq = seq[key]
@@ -594,7 +617,7 @@ def build_profile(sim: Any, *, epoch_us: int = DEFAULT_EPOCH_US, device: int | N
                           _to_ns(epoch_ns, end), corr, op, call)
         if t.is_kernel:
             t.name = _kernel_name(op, call.api if call is not None else None)
-        t.step = call.step if call is not None else _step_of(t.start_ns, merged_windows)
+        t.step = _step_of(call.start_ns if call is not None else t.start_ns, timeline)
         tasks.append(t)
     # launch order within one call = task order on the stream (tensor infos are matched in that order)
     for t in sorted(tasks, key=lambda t: (t.corr, t.stream, t.task_id)):
@@ -617,7 +640,7 @@ def build_profile(sim: Any, *, epoch_us: int = DEFAULT_EPOCH_US, device: int | N
 
     # step_trace_time rows
     step_rows = []
-    for w in merged_windows:
+    for w in timeline:
         mine = [(t.start_ns, t.end_ns) for t in tasks if t.is_busy and t.step == w.step]
         if mine:
             ds, de = min(s for s, _ in mine), max(e for _, e in mine)
@@ -636,7 +659,8 @@ def build_profile(sim: Any, *, epoch_us: int = DEFAULT_EPOCH_US, device: int | N
         epoch_us=int(epoch_us), device_id=dev_id, soc_name=soc.name, aicore_count=int(soc.aicore_count),
         vector_core_count=int(soc.vector_core_count), aicpu_count=int(getattr(soc, "aicpu_count", 0)),
         clock_mhz=float(soc.clock_mhz), threads=tids, op_calls=op_calls,
-        api_spans=_api_spans(calls, host, epoch_ns, tids), tasks=tasks, steps=steps, step_rows=step_rows,
+        api_spans=_api_spans(calls, host, epoch_ns, tids), tasks=tasks, steps=steps, step_windows=timeline,
+        step_rows=step_rows,
         busy=busy)
 
 
@@ -794,14 +818,15 @@ def _json(obj: Any) -> str:
 
 
 def write_profiler_output(sim: Any, out_dir: str, *, name: str, epoch_us: int = DEFAULT_EPOCH_US, rank: int = 0,
-                          db: bool = False) -> str:
+                          db: bool = False, text: bool = True, step_thread: str | None = None) -> str:
     """Write ``sim`` (after ``sim.run()``) as a torch_npu profiling directory; returns its path.
 
     ``name`` becomes the ``<name>_<timestamp>_ascend_pt`` directory under ``out_dir`` (timestamp: the UTC
     ``YYYYmmddHHMMSSfff`` of ``epoch_us``, the wall-clock microsecond that simulated time 0 maps to). ``rank``
     names ``profiler_info_<rank>.json`` (the tools take the rank from it). ``db=True`` also writes the
-    torch_npu database layout, which the cluster recipes (``compute_op_sum``, ``cann_api_sum``) need. The same
-    simulation and arguments always give byte-identical files.
+    torch_npu database layout, which the cluster recipes (``compute_op_sum``, ``cann_api_sum``) need;
+    ``text=False`` leaves the text files (trace_view.json and the CSVs) out. ``step_thread`` chooses whose steps
+    step_trace_time reports. The same simulation and arguments always give byte-identical files.
     """
     if not isinstance(name, str) or not _NAME_RE.match(name):
         raise InvalidArgumentError(
@@ -817,7 +842,7 @@ def write_profiler_output(sim: Any, out_dir: str, *, name: str, epoch_us: int = 
         raise InvalidArgumentError(
             "the simulation has no trace records to write as profiler output; create it with trace=True (the "
             "default) and call sim.run() before write_profiler_output")
-    p = build_profile(sim, epoch_us=epoch_us)
+    p = build_profile(sim, epoch_us=epoch_us, step_thread=step_thread)
     root = os.path.join(out_dir, profiler_dir_name(name, epoch_us))
     out = os.path.join(root, OUTPUT_DIR)
     prof = os.path.join(root, f"PROF_000001_{timestamp_17(epoch_us)}_{_prof_id(name, rank)}")
@@ -828,10 +853,11 @@ def write_profiler_output(sim: Any, out_dir: str, *, name: str, epoch_us: int = 
         _mkdir(d)
     _write(os.path.join(root, f"profiler_info_{rank}.json"), _json(profiler_info(p, rank)))
     _write(os.path.join(device_dir, f"info.json.{p.device_id}"), _json(device_info(p, rank)))
-    _write(os.path.join(out, "trace_view.json"), trace_view_json(p))
-    _write(os.path.join(out, "kernel_details.csv"), _csv(KERNEL_DETAILS_HEADER, kernel_detail_rows(p)))
-    _write(os.path.join(out, "op_statistic.csv"), _csv(OP_STATISTIC_HEADER, op_statistic_rows(p)))
-    _write(os.path.join(out, "step_trace_time.csv"), _csv(STEP_TRACE_TIME_HEADER, step_trace_rows(p)))
+    if text:
+        _write(os.path.join(out, "trace_view.json"), trace_view_json(p))
+        _write(os.path.join(out, "kernel_details.csv"), _csv(KERNEL_DETAILS_HEADER, kernel_detail_rows(p)))
+        _write(os.path.join(out, "op_statistic.csv"), _csv(OP_STATISTIC_HEADER, op_statistic_rows(p)))
+        _write(os.path.join(out, "step_trace_time.csv"), _csv(STEP_TRACE_TIME_HEADER, step_trace_rows(p)))
     if db:
         from opsim.trace.ascend_profiler_db import write_profiler_db
         write_profiler_db(p, out, rank=rank)

@@ -155,11 +155,7 @@ def profiler_db_rows(p: AscendProfile, rank: int) -> dict[str, list[tuple]]:
         rows["PYTORCH_CALLCHAINS"].append((chain, sid(c.call_stack), 0))
         rows["CONNECTION_IDS"].append((c.corr, c.corr))
     rows["PYTORCH_API"].sort(key=lambda r: (r[0], -r[1], r[2]))
-    windows: dict[int, list[int]] = {}
-    for w in p.steps:
-        g = windows.setdefault(w.step, [w.start_ns, w.end_ns])
-        g[0], g[1] = min(g[0], w.start_ns), max(g[1], w.end_ns)
-    rows["STEP_TIME"] = [(n, s, e) for n, (s, e) in sorted(windows.items())]
+    rows["STEP_TIME"] = [(w.step, w.start_ns, w.end_ns) for w in p.step_windows]
     rows["RANK_DEVICE_MAP"] = [(rank, p.device_id)]
     rows["STRING_IDS"] = [(i, text) for text, i in sid.ids.items()]
     return rows

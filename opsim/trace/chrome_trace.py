@@ -1,4 +1,4 @@
-"""trace.json: the recorder as a Chrome Trace Event file that Perfetto (ui.perfetto.dev) and chrome://tracing open.
+"""trace.json: the recorder as a Chrome Trace Event file, for Perfetto (ui.perfetto.dev).
 
 Layout:
 
@@ -13,8 +13,9 @@ Layout:
 - `HostToDevice` flow arrows (`s` on the launching host span, `f` on the device task), linked by the
   correlation id every record of one call carries.
 
-Times are simulated microseconds from 0, written with nanosecond resolution. Slices on one track nest
-strictly: spans are placed in integer nanoseconds and a child never ends after its parent.
+Times are simulated microseconds from 0, written with nanosecond resolution (`opsim.trace.timefmt`). Slices on
+one track nest strictly, in integer nanoseconds and as a reader adds ``ts + dur`` in doubles: a child never ends
+after its parent, siblings never overlap (`SliceNester`).
 """
 from __future__ import annotations
 
@@ -23,35 +24,32 @@ import json
 from collections import defaultdict
 from typing import Any, Iterable, TextIO
 
+from opsim.trace.timefmt import SliceNester, json_ts, to_ns, to_ns_array, ts_float
+
 OP_CALL = "op_call"
 HOST_PID = 1
 DEVICE_PID_BASE = 100
 HOST_FUNC = "HOST_FUNC"
 
 
-def _ns(t: float) -> int:
-    return int(round(t * 1000.0))
-
-
-def _us(ns: int) -> float:
-    return ns / 1000.0
+_ns = to_ns
+_us = ts_float
 
 
 def _dump(ev: dict[str, Any]) -> str:
     return json.dumps(ev, separators=(",", ":"), default=str)
 
 
-def _nest(items: list[list]) -> None:
-    """Clamp [start_ns, end_ns, ...] items of one track so that they nest strictly (parents sort first)."""
+def _nest(items: list[list]) -> list[float]:
+    """Sort [start_ns, end_ns, order, ...] items of one track (parents first) and clamp them so that they nest
+    strictly; returns the duration to write for each item, in the new order (see `SliceNester`)."""
     items.sort(key=lambda x: (x[0], -x[1], x[2]))
-    stack: list[int] = []
+    place = SliceNester().place
+    durs = []
     for it in items:
-        s = it[0]
-        while stack and s >= stack[-1]:
-            stack.pop()
-        if stack and it[1] > stack[-1]:
-            it[1] = stack[-1]
-        stack.append(it[1])
+        it[1], d = place(it[0], it[1])
+        durs.append(d)
+    return durs
 
 
 def thread_tids(sim: Any) -> dict[str, int]:
@@ -169,10 +167,10 @@ def write_chrome_trace_reference(sim: Any, fh: TextIO, *, process_name: str = "H
     for track, items in steps.items():
         per_thread[track].extend(items)
     for thread, items in per_thread.items():
-        _nest(items)
+        durs = _nest(items)
         tid = tids.get(thread, 0)
-        for s_ns, e_ns, _o, name, cat, args in items:
-            add(_dump({"ph": "X", "pid": HOST_PID, "tid": tid, "ts": _us(s_ns), "dur": _us(e_ns - s_ns),
+        for (s_ns, e_ns, _o, name, cat, args), dur in zip(items, durs):
+            add(_dump({"ph": "X", "pid": HOST_PID, "tid": tid, "ts": _us(s_ns), "dur": dur,
                        "name": name, "cat": cat, "args": args}))
     for spans in launch_spans.values():
         spans.sort()
@@ -206,9 +204,9 @@ def write_chrome_trace_reference(sim: Any, fh: TextIO, *, process_name: str = "H
                 e_l, s_l, tid = spans[i if i >= 0 else 0]
                 flows.append((s_l + (e_l - s_l) // 2, tid, s_ns, stream))
     for stream, items in sorted(per_stream.items()):
-        _nest(items)
-        for s_ns, e_ns, _o, name, cat, args in items:
-            add(_dump({"ph": "X", "pid": dev_pid, "tid": stream + 1, "ts": _us(s_ns), "dur": _us(e_ns - s_ns),
+        durs = _nest(items)
+        for (s_ns, e_ns, _o, name, cat, args), dur in zip(items, durs):
+            add(_dump({"ph": "X", "pid": dev_pid, "tid": stream + 1, "ts": _us(s_ns), "dur": dur,
                        "name": name, "cat": cat, "args": args}))
     for fid, (h_ns, tid, d_ns, stream) in enumerate(flows, start=1):
         add(_dump({"ph": "s", "pid": HOST_PID, "tid": tid, "ts": _us(h_ns), "id": fid, "name": "HostToDevice",
@@ -330,27 +328,18 @@ def _coded(rec: Any, kind: str, name: str, codes: _Codes):
     return np.concatenate(parts) if parts else np.empty(0, np.int32)
 
 
-def _ns_array(t):
-    """`_ns` over an array: round half to even of t * 1000, as Python's round does."""
-    import numpy as np
-    return np.rint(t * 1000.0).astype(np.int64)
+_ns_array = to_ns_array
 
 
 def _nest_arrays(s, e, order):
-    """`_nest` over arrays: the permutation that sorts by (start, -end, order) and the clamped ends."""
+    """`_nest` over arrays: the permutation that sorts by (start, -end, order), the starts in that order and
+    the durations to write."""
     import numpy as np
     perm = np.lexsort((order, -e, s))
     s_sorted = s[perm].tolist()
-    e_sorted = e[perm].tolist()
-    stack: list[int] = []
-    push, pop = stack.append, stack.pop
-    for i, st in enumerate(s_sorted):
-        while stack and st >= stack[-1]:
-            pop()
-        if stack and e_sorted[i] > stack[-1]:
-            e_sorted[i] = stack[-1]
-        push(e_sorted[i])
-    return perm, s_sorted, e_sorted
+    place = SliceNester().place
+    durs = [place(st, en)[1] for st, en in zip(s_sorted, e[perm].tolist())]
+    return perm, s_sorted, durs
 
 
 class _Out:
@@ -472,8 +461,7 @@ class _ColumnarTrace:
             n = counts[i] if i < len(counts) else 0
             extra = sorted(steps.get(thread, []), key=lambda x: (x[0], -x[1]))  # stable: append order on ties
             k = 0
-            stack: list[int] = []
-            push, pop = stack.append, stack.pop
+            place = SliceNester().place
             head = f'{{"ph":"X","pid":{HOST_PID},"tid":{tid},"ts":'
             for b0 in range(pos, pos + n, batch) if n else [pos]:
                 p = perm[b0:min(b0 + batch, pos + n)]
@@ -483,35 +471,24 @@ class _ColumnarTrace:
                     while k < len(extra) and (extra[k][0], -extra[k][1]) <= (s_ns, -e_ns):
                         st_s, st_e, _o, name, cat, args = extra[k]
                         k += 1
-                        while stack and st_s >= stack[-1]:
-                            pop()
-                        if stack and st_e > stack[-1]:
-                            st_e = stack[-1]
-                        push(st_e)
-                        add(_dump({"ph": "X", "pid": HOST_PID, "tid": tid, "ts": _us(st_s), "dur": _us(st_e - st_s),
+                        st_e, dur = place(st_s, st_e)
+                        add(_dump({"ph": "X", "pid": HOST_PID, "tid": tid, "ts": _us(st_s), "dur": dur,
                                    "name": name, "cat": cat, "args": args}))
-                    while stack and s_ns >= stack[-1]:
-                        pop()
-                    if stack and e_ns > stack[-1]:
-                        e_ns = stack[-1]
-                    push(e_ns)
+                    e_ns, dur = place(s_ns, e_ns)
+                    dur_text = repr(dur)
                     if ph == op_call_code:
-                        add(f'{head}{s_ns / 1000.0!r},"dur":{(e_ns - s_ns) / 1000.0!r},"name":{ops[op]},'
+                        add(f'{head}{json_ts(s_ns)},"dur":{dur_text},"name":{ops[op]},'
                             f'"cat":"op_call","args":{{"corr":{corr}}}}}')
                     elif corr >= 0:
-                        add(f'{head}{s_ns / 1000.0!r},"dur":{(e_ns - s_ns) / 1000.0!r},"name":{phases[ph]},'
+                        add(f'{head}{json_ts(s_ns)},"dur":{dur_text},"name":{phases[ph]},'
                             f'"cat":"host","args":{{"op":{ops[op]},"corr":{corr}}}}}')
                     else:
-                        add(f'{head}{s_ns / 1000.0!r},"dur":{(e_ns - s_ns) / 1000.0!r},"name":{phases[ph]},'
+                        add(f'{head}{json_ts(s_ns)},"dur":{dur_text},"name":{phases[ph]},'
                             f'"cat":"host","args":{{"op":{ops[op]}}}}}')
                 out.step()
             for st_s, st_e, _o, name, cat, args in extra[k:]:
-                while stack and st_s >= stack[-1]:
-                    pop()
-                if stack and st_e > stack[-1]:
-                    st_e = stack[-1]
-                push(st_e)
-                add(_dump({"ph": "X", "pid": HOST_PID, "tid": tid, "ts": _us(st_s), "dur": _us(st_e - st_s),
+                st_e, dur = place(st_s, st_e)
+                add(_dump({"ph": "X", "pid": HOST_PID, "tid": tid, "ts": _us(st_s), "dur": dur,
                            "name": name, "cat": cat, "args": args}))
             pos += n
         del perm
@@ -568,19 +545,19 @@ class _ColumnarTrace:
         batch = 1 << 16
         for st in np.unique(stream).tolist():
             idx = order_d[stream == st]
-            perm, s_sorted, e_sorted = _nest_arrays(d_s[idx], d_e[idx], idx)
+            perm, s_sorted, d_sorted = _nest_arrays(d_s[idx], d_e[idx], idx)
             sel_all = idx[perm]
             del idx, perm
             head = f'{{"ph":"X","pid":{dev_pid},"tid":{st + 1},"ts":'
             for b0 in range(0, len(sel_all), batch):
                 sel = sel_all[b0:b0 + batch]
-                for s_ns, e_ns, op, tt, tk, bd, kd, un, qd, sd, cr in zip(
-                        s_sorted[b0:b0 + batch], e_sorted[b0:b0 + batch], ops_d[sel].tolist(), ttype[sel].tolist(),
+                for s_ns, dur, op, tt, tk, bd, kd, un, qd, sd, cr in zip(
+                        s_sorted[b0:b0 + batch], d_sorted[b0:b0 + batch], ops_d[sel].tolist(), ttype[sel].tolist(),
                         task_id[sel].tolist(), block_dim[sel].tolist(), kind[sel].tolist(), units[sel].tolist(),
                         queued[sel].tolist(), start[sel].tolist(), corr[sel].tolist()):
                     tt_json = djs[tt]
                     tail = f',"corr":{cr}}}}}' if cr >= 0 else "}}"
-                    add(f'{head}{s_ns / 1000.0!r},"dur":{(e_ns - s_ns) / 1000.0!r},'
+                    add(f'{head}{json_ts(s_ns)},"dur":{dur!r},'
                         f'"name":{djs[op] if dnames[op] else tt_json},'
                         f'"cat":{tt_json},"args":{{"task_id":{tk},"task_type":{tt_json},"block_dim":{bd},'
                         f'"unit_pool":{djs[kd]},"units":{un},"queued_us":{round(qd, 3)!r},'
@@ -591,9 +568,9 @@ class _ColumnarTrace:
             for h_ns, tid, d_ns, st in zip(f_h[b0:b0 + batch].tolist(), f_tid[b0:b0 + batch].tolist(),
                                            f_d[b0:b0 + batch].tolist(), f_stream[b0:b0 + batch].tolist()):
                 fid += 1
-                add(f'{{"ph":"s","pid":{HOST_PID},"tid":{tid},"ts":{h_ns / 1000.0!r},"id":{fid},'
+                add(f'{{"ph":"s","pid":{HOST_PID},"tid":{tid},"ts":{json_ts(h_ns)},"id":{fid},'
                     f'"name":"HostToDevice","cat":"HostToDevice"}}')
-                add(f'{{"ph":"f","bp":"e","pid":{dev_pid},"tid":{st + 1},"ts":{d_ns / 1000.0!r},"id":{fid},'
+                add(f'{{"ph":"f","bp":"e","pid":{dev_pid},"tid":{st + 1},"ts":{json_ts(d_ns)},"id":{fid},'
                     f'"name":"HostToDevice","cat":"HostToDevice"}}')
             out.step()
 
@@ -620,7 +597,7 @@ class _ColumnarTrace:
             t_last, b_last = t_all[last], busy[last]
             for b0 in range(0, len(t_last), batch):
                 for t, b in zip(t_last[b0:b0 + batch].tolist(), b_last[b0:b0 + batch].tolist()):
-                    add(f'{mem_head}{t / 1000.0!r},"name":{name},"args":{{"units":{b}}}}}')
+                    add(f'{mem_head}{json_ts(t)},"name":{name},"args":{{"units":{b}}}}}')
                 out.step()
         cnt = rec.records("counter")
         for t, name, value in zip(cnt["time"], cnt["name"], cnt["value"]):
@@ -658,17 +635,29 @@ class _ColumnarTrace:
         return out.n
 
 
+def _span(ev: dict[str, Any]) -> tuple[Any, Any]:
+    """(start, end) of an `X` event as a reader computes them: doubles added for numbers (trace.json), exact
+    decimals for strings (trace_view.json writes its epoch microseconds as strings)."""
+    ts, dur = ev["ts"], ev["dur"]
+    if isinstance(ts, str):
+        from decimal import Decimal
+        s = Decimal(ts)
+        return s, s + Decimal(dur)
+    return float(ts), float(ts) + float(dur)
+
+
 def check_nesting(events: Iterable[dict[str, Any]]) -> list[str]:
-    """Problems with `X` slice nesting per (pid, tid) track (empty when every track nests strictly)."""
-    tracks: dict[tuple, list[tuple[int, int, str]]] = defaultdict(list)
+    """Problems with `X` slice nesting per (pid, tid) track, with no tolerance: a slice's end is ``ts + dur``
+    as a reader computes it (see `_span`). Empty when every track nests strictly."""
+    tracks: dict[tuple, list[tuple[Any, Any, str]]] = defaultdict(list)
     for ev in events:
         if ev.get("ph") == "X":
-            s = int(round(ev["ts"] * 1000))
-            tracks[(ev["pid"], ev.get("tid"))].append((s, s + int(round(ev["dur"] * 1000)), ev.get("name", "")))
+            s, e = _span(ev)
+            tracks[(ev["pid"], ev.get("tid"))].append((s, e, ev.get("name", "")))
     problems = []
     for track, items in tracks.items():
         items.sort(key=lambda x: (x[0], -x[1]))
-        stack: list[tuple[int, int, str]] = []
+        stack: list[tuple[Any, Any, str]] = []
         for s, e, name in items:
             while stack and s >= stack[-1][1]:
                 stack.pop()

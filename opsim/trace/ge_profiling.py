@@ -18,6 +18,8 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Any, Callable, Iterable
 
+from opsim.trace.timefmt import to_ns, us_text
+
 OP_CALL = "op_call"
 
 NNOPBASE_PHASES: tuple[tuple[str, tuple[str, ...]], ...] = (
@@ -64,8 +66,7 @@ def op_type_of(api: str) -> str:
 
 def format_nnopbase_line(label: str, us: float) -> str:
     """OP_EVENT("Nnopbase time %s : %f us"): the duration is whole nanoseconds printed in microseconds."""
-    ns = int(round(us * 1000.0))
-    return "Nnopbase time %s : %f us\n" % (label, ns / 1000.0)
+    return f"Nnopbase time {label} : {us_text(to_ns(us), 6)} us\n"
 
 
 def aicore_blocks(host: dict[str, list]) -> list[tuple[float, str]]:

@@ -3,8 +3,8 @@
 op_summary follows msprof's op-summary assembler: the base columns, the tensor columns, then per-core time
 columns; one row per compute task (AI Core, AI Vector, AI CPU), sorted by start time; `Task Start Time(us)`
 is an absolute epoch microsecond value with three decimals and msprof's trailing TAB; `Task Wait Time(us)` is
-msprof's "gap since the previous task on the device ended" (0 for the first row, then printed with six
-decimals, as std::to_string does). Shapes are written with the literal quotes msprof puts around them.
+msprof's "gap since the previous task on the device ended" (0 for the first row), printed with six decimals
+on every row, as std::to_string does. Shapes are written with the literal quotes msprof puts around them.
 
 What the simulator does not model is marked as msprof marks missing data: `Context ID` is N/A, `Mix Block Num`
 is 0, `HF32 Eligible` is NO, and the PMU pipe-ratio columns are omitted (only the time and cycle columns that
@@ -18,6 +18,8 @@ from __future__ import annotations
 
 import csv
 from typing import Any, Callable, Mapping, TextIO
+
+from opsim.trace.timefmt import to_ns, us_text
 
 OP_SUMMARY_BASE = ("Device_id", "Model ID", "Task ID", "Stream ID", "Op Name", "OP Type", "OP State", "Task Type",
                    "Task Start Time(us)", "Task Duration(us)", "Task Wait Time(us)")
@@ -41,15 +43,19 @@ TensorInfo = Mapping[str, str]
 """Input Shapes, Input Data Types, Input Formats, Output Shapes, Output Data Types, Output Formats."""
 
 
+WAIT_DECIMALS = 6
+"""`Task Wait Time(us)` has six decimals on every row (std::to_string's "%f", as msprof prints it)."""
+
+
 def epoch_us_text(epoch_us: int, t_us: float) -> str:
     """Absolute time epoch_us + t with three decimals, built in integer nanoseconds (exact)."""
-    ns = epoch_us * 1000 + int(round(t_us * 1000.0))
-    return f"{ns // 1000}.{ns % 1000:03d}"
+    return us_text(epoch_us * 1000 + to_ns(t_us))
 
 
-def _us3(us: float) -> str:
-    ns = int(round(us * 1000.0))
-    return f"{ns // 1000}.{ns % 1000:03d}"
+def total_cycles(dur_ns: int, clock_mhz: float) -> int:
+    """aic/aiv_total_cycles of a kernel: core time x core clock (the one formula of op_summary.csv and
+    kernel_details.csv)."""
+    return round(dur_ns * clock_mhz / 1000.0)
 
 
 def _api_by_corr(recorder: Any) -> dict[int, str]:
@@ -73,26 +79,24 @@ def write_op_summary(recorder: Any, fh: TextIO, *, epoch_us: int, clock_mhz: flo
     rows.sort(key=lambda r: (r[0], r[1], r[2]))
     w = csv.writer(fh, lineterminator="\n")
     w.writerow(OP_SUMMARY_HEADER)
-    prev_start = prev_dur = None
+    prev_end: int | None = None
     for start, stream, task_id, kind, units, op, task_type, block_dim, end, corr in rows:
-        dur = end - start
-        if prev_start is None:
-            wait = "0"
-        else:
-            wait = "%f" % max(0.0, start - prev_start - prev_dur)
-        prev_start, prev_dur = start, dur
+        s_ns, e_ns = to_ns(start), to_ns(end)
+        dur_ns = e_ns - s_ns
+        wait = us_text(0 if prev_end is None else max(0, s_ns - prev_end), WAIT_DECIMALS)
+        prev_end = e_ns
         l2 = api.get(corr, "")
         info = tensor_info(corr) if tensor_info is not None and corr >= 0 else None
         info = info or {}
-        cycles = str(int(round(dur * clock_mhz * max(units, 1))))
+        cycles = str(total_cycles(dur_ns, clock_mhz))
         if kind == "aicore":
-            pmu = (_us3(dur), cycles, NA, NA)
+            pmu = (us_text(dur_ns), cycles, NA, NA)
         elif kind == "vector":
-            pmu = (NA, NA, _us3(dur), cycles)
+            pmu = (NA, NA, us_text(dur_ns), cycles)
         else:
             pmu = (NA, NA, NA, NA)
         w.writerow((device_id, MODEL_ID_SINGLE_OP, task_id, stream, f"{l2}_{op}" if l2 else op, op, "dynamic",
-                    task_type, epoch_us_text(epoch_us, start) + "\t", _us3(dur), wait,
+                    task_type, epoch_us_text(epoch_us, start) + "\t", us_text(dur_ns), wait,
                     block_dim, 0, "NO",
                     info.get("Input Shapes", NA), info.get("Input Data Types", NA), info.get("Input Formats", NA),
                     info.get("Output Shapes", NA), info.get("Output Data Types", NA), info.get("Output Formats", NA),
@@ -111,7 +115,7 @@ def write_task_time(recorder: Any, fh: TextIO, *, epoch_us: int, device_id: int 
     w = csv.writer(fh, lineterminator="\n")
     w.writerow(TASK_TIME_HEADER)
     for start, stream, task_id, op, task_type, end in rows:
-        w.writerow((device_id, op or task_type, task_type, stream, task_id, _us3(end - start),
+        w.writerow((device_id, op or task_type, task_type, stream, task_id, us_text(to_ns(end) - to_ns(start)),
                     epoch_us_text(epoch_us, start), epoch_us_text(epoch_us, end)))
     return len(rows)
 
@@ -132,4 +136,4 @@ def tensor_columns(inputs: list[tuple[tuple[int, ...], str, str]],
 
 
 __all__ = ["OP_SUMMARY_HEADER", "TASK_TIME_HEADER", "write_op_summary", "write_task_time", "tensor_columns",
-           "epoch_us_text", "MODEL_ID_SINGLE_OP"]
+           "epoch_us_text", "MODEL_ID_SINGLE_OP", "total_cycles"]

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import math
+import shlex
 from collections import defaultdict
 from typing import Any, Mapping
 
@@ -156,6 +157,7 @@ def build_summary(run: Any, stats: SummaryStats, wall_seconds: float) -> dict[st
         "seed": cfg.seed,
         "soc": sim.soc.name,
         "profile": sim.process.profile.name,
+        "env": env_report(cfg.env, getattr(cfg, "env_sources", {}), getattr(cfg, "env_shell", {})),
         "calibration": sim.cost.fitted.name if sim.cost.fitted is not None else None,
         "simulated_makespan_us": _r(makespan),
         "device_busy_until_us": _r(stats.device_end),
@@ -202,6 +204,30 @@ def build_summary(run: Any, stats: SummaryStats, wall_seconds: float) -> dict[st
         },
     }
     return summary
+
+
+def env_report(env: Mapping[str, str], sources: Mapping[str, str], shell: Mapping[str, str]) -> dict[str, dict]:
+    """summary.json's ``env``: NAME -> {"value", "source"} of each opbase variable in force, plus "shell" when
+    the scenario or --set overrode the shell's value (opsim.scenario.environment)."""
+    out: dict[str, dict] = {}
+    for k, v in sorted(env.items()):
+        entry = {"value": v, "source": sources.get(k, "scenario")}
+        if entry["source"] != "shell" and k in shell:
+            entry["shell"] = shell[k]
+        out[k] = entry
+    return out
+
+
+def describe_env(env: Mapping[str, Mapping[str, str]]) -> str:
+    """The run table's ``environment`` row: ``NAME=value (source), ...``, or that none is set."""
+    if not env:
+        return "none set (opbase defaults)"
+
+    def one(k: str, v: Mapping[str, str]) -> str:
+        over = f", over the shell's {shlex.quote(v['shell'])}" if "shell" in v else ""
+        return f"{k}={shlex.quote(v['value'])} ({v['source']}{over})"
+
+    return ", ".join(one(k, v) for k, v in env.items())
 
 
 def summary_json(summary: Mapping[str, Any]) -> str:
@@ -275,6 +301,8 @@ def render_table(summary: Mapping[str, Any]) -> str:
     wall = summary.get("wall") or {}
     rows.append(("scenario", f"{summary.get('scenario')} (seed {summary.get('seed')}, {summary.get('soc')}, "
                              f"profile {summary.get('profile')})"))
+    if "env" in summary:
+        rows.append(("environment", describe_env(summary["env"])))
     rows.append(("simulated makespan", _fmt_us(summary.get("simulated_makespan_us", 0.0))))
     if wall.get("wall_seconds") is not None:
         rows.append(("wall time", f"{wall['wall_seconds']:.3f} s"))

@@ -94,3 +94,47 @@ def test_cache_plot_shows_both_caches_and_one_shots(aicpu_result):
         assert "executor cache" in legend and "last 8 lookups" in legend
     finally:
         plt.close(fig)
+
+
+@pytest.fixture(scope="module")
+def quickstart_result():
+    from pathlib import Path
+
+    from opsim.scenario.runner import run_scenario
+    path = Path(__file__).resolve().parents[2] / "scenarios" / "quickstart.yaml"
+    return Result.from_run(run_scenario(path, write=False))
+
+
+def test_phase_breakdown_shows_acl_apis_one_launch_and_no_startup(quickstart_result):
+    from opsim.analysis import phase_breakdown
+    for startup in (False, True):
+        fig = phase_breakdown(quickstart_result, startup=startup)
+        try:
+            ax = fig.axes[0]
+            apis = [t.get_text() for t in ax.get_xticklabels()]
+            phases = [t.get_text() for t in ax.get_legend().get_texts()]
+        finally:
+            plt.close(fig)
+        assert apis and all(a.startswith("aclnn") for a in apis)  # no RecordEvent / StreamWaitEvent
+        assert [p.lower() for p in phases].count("launch") == 1
+        assert ("load aicpu kernel json" in phases) is startup
+
+
+def test_timeline_squeezes_the_startup_unless_asked(quickstart_result):
+    from opsim.analysis.plots import startup_window
+    window = startup_window(quickstart_result)
+    assert window is not None and window[1] - window[0] >= 2000.0
+    fig = timeline(quickstart_result)
+    full = timeline(quickstart_result, startup=True)
+    try:
+        ax, ax_full = fig.axes[0], full.axes[0]
+        assert ax.get_xscale() == "function" and ax_full.get_xscale() == "linear"
+        # the squeezed stretch takes a sliver of the axis: most of the width shows the run's work
+        to_px = ax.transData.transform
+        width = ax.get_window_extent().width
+        assert (to_px((window[1], 0))[0] - to_px((600.0, 0))[0]) < 0.1 * width
+        assert any("start-up" in t.get_text() for t in ax.get_legend().get_texts())
+        fig.canvas.draw()
+    finally:
+        plt.close(fig)
+        plt.close(full)

@@ -1,7 +1,6 @@
 """The opsim command: exit codes, one clear message for every bad input, never a traceback."""
 from __future__ import annotations
 
-import io
 import json
 import random
 import subprocess
@@ -11,23 +10,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from scenario_helpers import ROOT, SCENARIOS
-from opsim.cli import EXIT_BAD_INPUT, EXIT_OK, EXIT_SIM_ERRORS, main
+from scenario_helpers import AICORE_ONLY, ROOT, SCENARIOS, cli
+from opsim.cli import EXIT_BAD_INPUT, EXIT_OK, EXIT_SIM_ERRORS
 
 QUICKSTART_TEXT = (SCENARIOS / "quickstart.yaml").read_text()
-AICORE_ONLY = """\
-name: light
-threads:
-  - name: a
-    program:
-      - {op: Add, shape: [8, 8], dtype: float16}
-"""
-
-
-def cli(*argv):
-    out, err = io.StringIO(), io.StringIO()
-    code = main(list(map(str, argv)), stdout=out, stderr=err)
-    return code, out.getvalue(), err.getvalue()
 
 
 def test_run_quickstart(tmp_path):

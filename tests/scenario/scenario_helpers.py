@@ -67,3 +67,23 @@ def flow_pairs(events: list[dict]) -> tuple[dict, dict]:
     starts = {e["id"]: e for e in events if e.get("ph") == "s"}
     ends = {e["id"]: e for e in events if e.get("ph") == "f"}
     return starts, ends
+
+
+AICORE_ONLY = """\
+name: light
+threads:
+  - name: a
+    program:
+      - {op: Add, shape: [8, 8], dtype: float16}
+"""
+"""A one-call scenario for CLI tests."""
+
+
+def cli(*argv):
+    """Run `opsim ARGV...` in this process: (exit code, stdout, stderr)."""
+    import io
+
+    from opsim.cli import main
+    out, err = io.StringIO(), io.StringIO()
+    code = main(list(map(str, argv)), stdout=out, stderr=err)
+    return code, out.getvalue(), err.getvalue()

@@ -129,7 +129,8 @@ def test_msprof_rows_match_device_tasks(runs):
     assert len(rows) == compute
     starts = [float(r["Task Start Time(us)"]) for r in rows]
     assert starts == sorted(starts)
-    assert rows[0]["Task Wait Time(us)"] == "0"
+    assert rows[0]["Task Wait Time(us)"] == "0.000000"
+    assert all(len(r["Task Wait Time(us)"].partition(".")[2]) == 6 for r in rows)  # one format per column
     mm = next(r for r in rows if r["OP Type"] == "MatMulV2")
     assert mm["Op Name"] == "aclnnMatmul_MatMulV2"
     assert mm["Input Shapes"] == '"128,256;256,512"' and mm["Input Data Types"] == "FLOAT16;FLOAT16"

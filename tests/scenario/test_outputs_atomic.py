@@ -61,10 +61,10 @@ def test_rerun_removes_stale_outputs_and_keeps_user_files(tmp_path):
     names = {p.name for p in out.iterdir()}
     assert "trace.json" not in names and "op_summary.csv" not in names and "task_time.csv" not in names
     assert (out / "notes.txt").read_text() == "mine"
-    assert set(read_manifest(out)) == {"scenario.yaml", "summary.json"}
+    assert set(read_manifest(out)) == {"scenario.yaml", "summary.json", "records.json.gz"}
     assert not [p for p in out.iterdir() if p.name.startswith(".opsim-staging")]
     code, text, err = cli("report", out)
-    assert text.rstrip().endswith(f"files in {out}: scenario.yaml, summary.json")
+    assert text.rstrip().endswith(f"files in {out}: records.json.gz, scenario.yaml, summary.json")
 
 
 def test_user_file_with_an_output_name_is_refused_before_simulating(tmp_path):

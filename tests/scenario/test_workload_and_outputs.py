@@ -160,8 +160,8 @@ def test_epoch_times_are_exact():
 
 def test_nesting_clamps_children_and_the_check_finds_overlaps():
     items = [[0, 10, 0, "p"], [2, 11, 1, "c"], [11, 12, 2, "next"]]
-    _nest(items)
-    assert items[1][1] == 10
+    durs = _nest(items)
+    assert items[1][1] == 10 and durs[1] == 8 / 1000.0
     ev = [{"ph": "X", "pid": 1, "tid": 1, "ts": 0.0, "dur": 0.010, "name": "p"},
           {"ph": "X", "pid": 1, "tid": 1, "ts": 0.005, "dur": 0.010, "name": "c"}]
     assert check_nesting(ev) and not check_nesting(ev[:1])

@@ -20,6 +20,8 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
+from opsim.trace.timefmt import to_ns
+
 # Timestamp indices (aicpu_utils.h).
 K_FIND_TASK_START = 0
 K_FIND_TASK_END = 1
@@ -92,7 +94,7 @@ def record(ctx: Any, index: int) -> None:
 
 def to_timespec(t_us: float) -> tuple[int, int]:
     """Simulated microseconds as a monotonic timespec (seconds, nanoseconds)."""
-    ns = int(round(t_us * 1000.0))
+    ns = to_ns(t_us)
     return ns // _NS_PER_SEC, ns % _NS_PER_SEC
 
 
