@@ -74,13 +74,14 @@ PHASE_GROUPS: dict[str, tuple[str, ...]] = {
                              "load custom aicpu so", "get soc version"),
     "DirectInvoke": ("prepare", "direct invoke launch", "destroy"),
     "DFX": ("dump", "overflow check"),
+    "task queue": ("enqueue", "dequeue", "dequeue gap"),
 }
 """Host phase names (the cost model's) grouped by the part of opbase that charges them (timeline colours)."""
 
 _GROUP_OF = {phase: group for group, names in PHASE_GROUPS.items() for phase in names}
 _GROUP_COLOURS = {"L2 phase 1": "#2b2b2b", "L2 phase 2": "#7b3294", "runtime": "#1b7837", "AI CPU task": "#b35806",
                   "AI CPU one-time load": "#fdb863",
-                  "DirectInvoke": "#2166ac", "DFX": "#d6604d", "other": "#969696"}
+                  "DirectInvoke": "#2166ac", "DFX": "#d6604d", "task queue": "#8c510a", "other": "#969696"}
 
 
 def phase_group(phase: str) -> str:

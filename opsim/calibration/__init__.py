@@ -19,7 +19,7 @@ from typing import Any, Iterable
 
 from opsim.calibration.features import record_features, record_signature
 from opsim.calibration.fit import Sample, fit_kernels, provenance_of
-from opsim.calibration.host import host_table
+from opsim.calibration.host import host_table, queue_phases
 from opsim.device.fitted import FittedTiming, HostApiTiming, SignatureTime
 from opsim.device.fitted_io import fitted_from_dict, fitted_to_dict
 from opsim.errors import CalibrationError, ProfileFormatError
@@ -169,6 +169,7 @@ def calibrate(paths: "Iterable[str | Path] | str | Path", soc: str | None = None
     timing = fit_device(records, signatures=signatures, name=", ".join(str(p) for p in paths))
     for tv in traces:
         timing.host_apis.update(host_table(tv))
+        timing.host_phases.update(queue_phases(tv))
     if not timing.cores and not timing.host_apis:
         raise ProfileFormatError(
             f"{', '.join(str(p) for p in paths)}: no kernel with a duration and no AscendCL API event found; give a "

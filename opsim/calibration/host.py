@@ -49,3 +49,39 @@ def host_table(trace: TraceView, file: str | Path | None = None) -> dict[str, Ho
         out[api] = HostApiTiming(phase1=_measured(p1, src), phase2=_measured(p2, src),
                                  phase2_miss=_measured(miss, src), phase2_hit=_measured(hit, src))
     return out
+
+
+#: torch_npu task-queue host phases measured from Enqueue / Dequeue@ events (opsim.runtime.torch_npu charges them).
+QUEUE_PHASES = ("enqueue", "dequeue", "dequeue gap")
+
+
+def queue_phases(trace: TraceView, file: str | Path | None = None) -> dict[str, Measured]:
+    """Medians of torch_npu's task-queue costs: ``enqueue`` (an ``Enqueue`` event on the issuing thread),
+    ``dequeue`` (a ``Dequeue@X`` event minus the top-level AscendCL events inside it on the consumer thread)
+    and ``dequeue gap`` (from one Dequeue's end to the next one's start when that job was already enqueued,
+    so the consumer was busy, not waiting). Phases with no event are left out."""
+    src = str(file if file is not None else trace.path)
+    enq = [e for e in trace.events if e.name == "Enqueue"]
+    deq = sorted((e for e in trace.events if e.name.startswith("Dequeue")), key=lambda e: (e.tid, e.ts))
+    acl_by_tid: dict = {}
+    for e in trace.events:
+        if e.name.startswith("AscendCL@"):
+            acl_by_tid.setdefault(e.tid, []).append(e)
+    overhead: list[tuple[int, TraceEvent]] = []
+    for d in deq:
+        inner = [e for e in acl_by_tid.get(d.tid, ()) if d.ts <= e.ts and e.end <= d.end]
+        top = [e for e in inner if not any(o is not e and o.ts <= e.ts and e.end <= o.end for o in inner)]
+        overhead.append((d.dur - sum(e.dur for e in top), d))
+    enq_end = {e.args.get("correlation_id"): e.end for e in enq if "correlation_id" in e.args}
+    gaps: list[tuple[int, TraceEvent]] = []
+    for a, b in zip(deq, deq[1:]):
+        ready = enq_end.get(b.args.get("correlation_id"))
+        if a.tid == b.tid and ready is not None and ready <= a.end and b.ts >= a.end:
+            gaps.append((b.ts - a.end, b))
+    out: dict[str, Measured] = {}
+    for phase, pairs in (("enqueue", [(e.dur, e) for e in enq]), ("dequeue", overhead), ("dequeue gap", gaps)):
+        if pairs:
+            out[phase] = Measured(median_us=statistics.median(v for v, _ in pairs) / 1000.0, n=len(pairs),
+                                  provenance=(Provenance(file=src, rows=tuple(sorted(e.index + 1
+                                                                                    for _, e in pairs))),))
+    return out

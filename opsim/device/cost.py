@@ -8,8 +8,10 @@ One interface, ``CostModel``, with a roofline default:
 and a table of host-phase costs in microseconds, keyed by the phase names opbase's code paths use
 (``CostModel.host(phase)``; the runtime charges them to the calling host thread). Every default carries its
 provenance (``HOST_PHASES`` / ``DEVICE_PARAMS``: name -> (value, provenance)); docs/device.md prints both
-tables. None of the host numbers was measured: they are assumed orders of magnitude for a server-class
-ARM/x86 host, meant to be replaced by measured values through ``overrides`` or a calibration.
+tables. The host numbers are assumed orders of magnitude for a server-class ARM/x86 host, meant to be
+replaced by measured values through ``overrides`` or a calibration, except torch_npu's task-queue phases
+(``enqueue``, ``dequeue``, ``dequeue gap``), which are medians of a public real trace. A calibration's measured
+host phases (``FittedTiming.host_phases``) replace the defaults; ``overrides`` win over both.
 
 ``CostModel.kernel`` is the one device-duration entry point: a calibration's fits (``FittedTiming``) first,
 then the SoC's built-in fitted defaults (the 910B presets ship fits refitted on public real profiles,
@@ -27,6 +29,7 @@ from opsim.device.task import MEMCPY_KINDS, TaskKind
 from opsim.errors import InvalidArgumentError
 
 _A = "assumed"
+_M = "measured on tests/data/real/trace_view_910b_mnist.json (public 910B torch_npu profile)"
 
 HOST_PHASES: Mapping[str, tuple[float, str]] = MappingProxyType({
     # --- AI Core path (two-phase L2 API, executor, launcher) ---
@@ -49,6 +52,11 @@ HOST_PHASES: Mapping[str, tuple[float, str]] = MappingProxyType({
     "rt malloc": (5.0, f"{_A}: one runtime device allocation call"),
     "rt free": (3.0, f"{_A}: one runtime device free call"),
     "stream sync": (2.0, f"{_A}: host overhead of one stream synchronisation (the wait itself is simulated)"),
+    # --- torch_npu's task queue (opsim.runtime.torch_npu), measured: opsim.calibration.host.queue_phases ---
+    "enqueue": (1.38, f"{_M}: median of the 148 Enqueue events (issuing thread, one per queued call)"),
+    "dequeue": (2.4, f"{_M}: median over the 148 Dequeue@ events of their time outside the AscendCL call inside"),
+    "dequeue gap": (1.73, f"{_M}: median of the 127 gaps between consecutive Dequeue@ events whose next job was "
+                          f"already enqueued (consumer busy)"),
     # --- AI CPU path (aicpu task phases, GE_PROFILING_TO_STD_OUT labels) ---
     "FindTask": (0.5, f"{_A}: task-space lookup by key"),
     "CreateTask": (15.0, f"{_A}: new AI CPU task object, ext-info and kernel description"),
@@ -114,6 +122,10 @@ class CostModel:
         host = {k: v for k, (v, _p) in HOST_PHASES.items()}
         params = {k: v for k, (v, _p) in DEVICE_PARAMS.items()}
         self.provenance: dict[str, str] = {k: p for k, (_v, p) in {**HOST_PHASES, **DEVICE_PARAMS}.items()}
+        for fits in (self.default_fitted, fitted):
+            for key, m in (fits.host_phases.items() if fits is not None else ()):
+                host[key] = m.median_us
+                self.provenance[key] = f"measured: median of {m.n} event(s), {fits.name}"
         for key, value in (overrides or {}).items():
             target = host if key in host else params if key in params else None
             if target is None:

@@ -7,7 +7,8 @@ A ``FittedTiming`` is what ``opsim.calibration`` produces and what ``CostModel``
   **op type + core** fit; a **core** fit (every kernel of that core type); then the roofline.
   A fit is ``overhead + us_per_byte x bytes + us_per_flop x flops + us_per_byte_per_block x bytes / block_dim``
   with non-negative coefficients.
-* host: per ACLNN API, the medians of ``aclnnXxxGetWorkspaceSize`` (phase 1, executor-cache misses only) and
+* host: named host phases of the cost model measured directly (the task queue's enqueue and dequeue costs),
+  and per ACLNN API, the medians of ``aclnnXxxGetWorkspaceSize`` (phase 1, executor-cache misses only) and
   of ``aclnnXxx`` (phase 2: all calls, calls after a miss, calls without phase 1 = hits).
 
 This module only holds and evaluates the numbers (no file reading), so the device layer can use it.
@@ -158,6 +159,8 @@ class FittedTiming:
     op_types: dict[tuple[str, str], KernelFit] = field(default_factory=dict)
     signatures: dict[str, SignatureTime] = field(default_factory=dict)
     host_apis: dict[str, HostApiTiming] = field(default_factory=dict)
+    host_phases: dict[str, Measured] = field(default_factory=dict)
+    """Measured host phases of the cost model by name (torch_npu's ``enqueue``, ``dequeue``, ``dequeue gap``)."""
 
     def kernel_time(self, op_type: str, core: str, flops: float, nbytes: float, block_dim: int,
                     signature: str | None = None) -> float | None:

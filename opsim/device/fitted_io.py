@@ -9,6 +9,7 @@ Layout (every fitted number carries its fit quality and provenance):
       signatures: [{op_type, core, input_shapes, input_dtypes, output_shapes, output_dtypes, median_us, n,
                     provenance}]
     host:
+      phases: {enqueue: {median_us, n, provenance}, dequeue: ..., dequeue gap: ...}   (optional)
       apis: {aclnnAdd: {phase1: {median_us, n, provenance}, phase2: ..., phase2_miss: ..., phase2_hit: ...}}
 """
 from __future__ import annotations
@@ -16,6 +17,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from opsim.device.cost import HOST_PHASES
 from opsim.device.fitted import (
     FittedTiming,
     HostApiTiming,
@@ -71,7 +73,8 @@ def fitted_to_dict(t: FittedTiming) -> dict:
             "op_types": {f"{op}@{core}": _fit_dict(f) for (op, core), f in t.op_types.items()},
             "signatures": sigs,
         },
-        "host": {"apis": apis},
+        "host": {"phases": {k: _measured_dict(m) for k, m in t.host_phases.items()}, "apis": apis}
+        if t.host_phases else {"apis": apis},
     }
 
 
@@ -174,6 +177,10 @@ def fitted_from_dict(data: Any, file: str, name: str | None = None) -> FittedTim
         t.signatures[key] = SignatureTime(median_us=r.number(s, "median_us", w),
                                           n=int(r.number(s, "n", w, default=0, integer=True)),
                                           provenance=r.provenance(s, w))
+    for phase, m in r.mapping(host.get("phases"), "host.phases").items():
+        if phase not in HOST_PHASES:
+            raise r.fail(f"host.phases.{phase}", f"unknown host phase; known: {', '.join(HOST_PHASES)}")
+        t.host_phases[str(phase)] = r.measured(m, f"host.phases.{phase}")
     for api, h in r.mapping(host.get("apis"), "host.apis").items():
         w = f"host.apis.{api}"
         h = r.mapping(h, w)

@@ -125,7 +125,7 @@ def _signature(call: Call) -> tuple:
 
 def build_scenario(pc: ProfileCalls, report: ImportReport, *, view: Any, name: str, source: str) -> dict[str, Any]:
     """The scenario (plain data, ready for YAML) replaying `pc` (read from the trace `view`)."""
-    from opsim.calibration.host import host_table
+    from opsim.calibration.host import host_table, queue_phases
     host_medians = host_table(view)
     queued = any(c.queued for c in pc.calls)
     pta = queued or any(c.kind == "aclnn" and c.phase1 is None for c in pc.calls)
@@ -201,6 +201,10 @@ def build_scenario(pc: ProfileCalls, report: ImportReport, *, view: Any, name: s
     }
     if queued and pc.consumer is not None:
         scenario["task_queue_thread"] = thread_name(pc.consumer)
+        # the task queue's own costs as this profile measured them (Enqueue, Dequeue@ overhead, gap)
+        measured = queue_phases(view)
+        if measured:
+            scenario["cost_overrides"] = {k: round(m.median_us, 3) for k, m in measured.items()}
     scenario["streams"] = streams
     scenario["profiled_ops"] = profiled
     scenario["threads"] = threads

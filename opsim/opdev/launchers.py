@@ -206,13 +206,21 @@ def _memset_launch(ctx, executor, stream, targets: list[Tensor]) -> None:
             if t.has_data():
                 t.numpy()[...] = 0
     nbytes = sum(t.storage_nbytes for t in targets)
-    duration = ctx.process.cost.kernel("MemSet", "AI_CORE", 0.0, float(nbytes), 1)
-    rt.submit_kernel(ctx, stream, "MemSet", "AI_CORE", 1, duration)
+    core = memset_core(ctx.process.cost.soc)
+    duration = ctx.process.cost.kernel("MemSet", core, 0.0, float(nbytes), 1)
+    rt.submit_kernel(ctx, stream, "MemSet", core, 1, duration)
     dfx.report_internal_launch(ctx, "MemSet")
     cache = ctx.op_cache_context
     if cache is not None and cache is executor.op_exec_cache:
-        cache.record("MemSet", "AI_CORE", 1, duration, list(targets), 0, len(targets), [],
+        cache.record("MemSet", core, 1, duration, list(targets), 0, len(targets), [],
                      _memset_compute, 64)
+
+
+def memset_core(soc: Any) -> str:
+    """The accelerator core a MemSet kernel runs on. The launch is part of the AI Core launcher (CoreType
+    AI_CORE), but the atomic-clean kernel is a vector kernel: real 910B profiles show every MemSet
+    (atomic_memset-*) on AI_VECTOR_CORE. A SoC without separate vector cores runs it on its AI Cores."""
+    return "AI_VECTOR_CORE" if soc.vector_core_count else "AI_CORE"
 
 
 def _memset_compute(ins, outs, attrs, wss) -> None:

@@ -495,11 +495,12 @@ class OpExecCacheWrap:
     """What phase 1 returns on a hit: the cache, this call's L2 tensors/addresses and log info."""
 
     kind = "wrap"
-    __slots__ = ("cache", "tensors", "addresses", "log_info", "alive", "thread")
+    __slots__ = ("cache", "tensors", "addresses", "log_info", "alive", "thread", "pool_index")
 
     def __init__(self, cache: OpExecCache, tensors: list, log_info: OpLogInfo, thread: ThreadLocalContext,
                  addresses: list | None = None):
         self.cache = cache
+        self.pool_index = thread.pool_index  # the thread's huge-memory pool index at lookup (-1: none)
         self.tensors = tensors
         self.addresses = [t.storage.address for t in tensors] if addresses is None else addresses
         self.log_info = log_info

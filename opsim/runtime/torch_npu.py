@@ -18,9 +18,10 @@ from opsim.acl.dtypes import DataType
 from opsim.acl.tensor import BoolArray, FloatArray, Fp16Array, IntArray, Scalar, ScalarList, Tensor, TensorList
 from opsim.errors import InvalidArgumentError
 from opsim.kernels.hashing import murmur_hash3_x64_h2
+from opsim.opdev import huge_mem
 from opsim.opdev import pta_cache as pta
 from opsim.opdev.op_args import Null
-from opsim.opdev.thread_local import ThreadLocalContext, set_current
+from opsim.opdev.thread_local import ThreadLocalContext, current, set_current
 
 G_HASH_BUF_MAX_SIZE = 8192
 """torch_npu's g_hash_buf size (op_api_common.cpp kHashBufSize)."""
@@ -239,9 +240,10 @@ class TaskQueue:
         self._waiters: dict[str, list] = {}
         self.thread = sim.add_thread(self._consume, name)
 
-    def put(self, producer: str, job: Callable[[], Any], corr: int, on_done: Callable[[Any], None] | None) -> None:
+    def put(self, producer: str, job: Callable[[], Any], corr: int, on_done: Callable[[Any], None] | None,
+            api: str | None = None) -> None:
         self.pending[producer] = self.pending.get(producer, 0) + 1
-        self.store.put((producer, job, corr, on_done))
+        self.store.put((producer, job, corr, on_done, api))
 
     def drain(self, producer: str) -> Generator:
         """Wait until every job `producer` queued has run (torch_npu empties the queue before a sync)."""
@@ -251,12 +253,17 @@ class TaskQueue:
             yield ev
 
     def _consume(self, th: Any) -> Generator:
+        """Per job: the ``dequeue`` phase (the Dequeue@ event's own time around the call), the job, then the
+        ``dequeue gap`` before the consumer can take the next job."""
         ctx = th.ctx
         while True:
-            producer, job, corr, on_done = yield self.store.get()
+            producer, job, corr, on_done, api = yield self.store.get()
             ctx.current_corr = corr
+            ctx.charge("dequeue", api)
             result = yield from th.call(job)
             ctx.current_corr = -1
+            ctx.charge("dequeue gap", api)
+            yield from th._replay()
             if on_done is not None:
                 on_done(result)
             self.pending[producer] -= 1
@@ -337,9 +344,12 @@ class TorchNpu:
                 pta.set_pta_hash_key(0, ctx)
             if form == "sync" or v2:
                 pta.set_pta_cache_hash_key(None, 0, ctx)
-        if executor is None:
+        miss = executor is None
+        if miss:  # a miss runs phase 1 with a huge-memory pool active (pta-cache-mode.md §2.1 step 4)
+            huge_mem.init_huge_mem_thread_local(ctx)
             status, size, executor = gws(*args)
             if status != 0:
+                huge_mem.uninit_huge_mem_thread_local(ctx)
                 pta.un_init_pta_cache_thread_local(ctx)
                 out.status = int(status)
                 return out, None
@@ -349,6 +359,9 @@ class TorchNpu:
             status, workspace = acl_rt.malloc(size)
             if status != 0:
                 destroy_executor(executor)
+                if miss:
+                    huge_mem.release_huge_mem(ctx)
+                    huge_mem.uninit_huge_mem_thread_local(ctx)
                 pta.un_init_pta_cache_thread_local(ctx)
                 out.status = int(status)
                 return out, None
@@ -357,15 +370,21 @@ class TorchNpu:
             out.status = int(run(workspace, size, executor, stream))
             if workspace:
                 acl_rt.free_async(workspace, stream)
+            if miss:  # ReleaseHugeMem in the same job: the destroyed executor put its pool index back into TLS
+                huge_mem.release_huge_mem(current())
             return out.status
 
         if queue_phase_2:
+            if miss:
+                huge_mem.uninit_huge_mem_thread_local(ctx)
             pta.un_init_pta_cache_thread_local(ctx)
             out.status = None
             return out, phase_2
         phase_2()
         if form == "sync":
             acl_rt.synchronize_stream(stream)
+        if miss:
+            huge_mem.uninit_huge_mem_thread_local(ctx)
         pta.un_init_pta_cache_thread_local(ctx)
         return out, None
 
@@ -403,12 +422,14 @@ class TorchNpu:
                                             queue is not None and form != "sync")
         finally:
             set_current(prev)
+        if job is not None:
+            ctx.charge("enqueue", api)  # the Enqueue event on the issuing thread
         th.calls += 1
         if ctx.actions:
             yield from th._replay()
         out.corr = corr
         if job is not None:
-            queue.put(th.name, job, corr, (lambda _r: on_done(out)) if on_done is not None else None)
+            queue.put(th.name, job, corr, (lambda _r: on_done(out)) if on_done is not None else None, api)
         elif on_done is not None:
             on_done(out)
         if rec.enabled:

@@ -81,7 +81,16 @@ class ProfilingStep:
     mask: int = 0
 
 
-Step = Union[OpStep, LoopStep, ChooseStep, SyncStep, SyncDeviceStep, EventStep, SleepStep, ProfilingStep]
+@dataclass(frozen=True)
+class DeterministicStep:
+    """The runtime's deterministic options change (process-wide); None leaves an option as it is."""
+
+    level: int | None = None
+    strong_consistency: bool | None = None
+
+
+Step = Union[OpStep, LoopStep, ChooseStep, SyncStep, SyncDeviceStep, EventStep, SleepStep, ProfilingStep,
+             DeterministicStep]
 
 
 @dataclass(frozen=True)
@@ -139,6 +148,10 @@ class ScenarioConfig:
     cost_overrides: Mapping[str, float] = field(default_factory=dict)
     calibration: str | None = None
     """A calibration YAML (`opsim calibrate`), resolved against the scenario file's directory."""
+    deterministic_level: int = 0
+    """The runtime's deterministic level at start (ACL_OPT_DETERMINISTIC, process-wide)."""
+    strong_consistency: bool = False
+    """The runtime's strong-consistency option (ACL_OPT_STRONG_CONSISTENCY): a level 1 reads as 2."""
     numerics: bool = False
     trace: bool = True
     memory_strategy: str = "first_fit"
@@ -223,5 +236,5 @@ def op_steps(program: tuple[Step, ...]) -> list[OpStep]:
 
 
 __all__ = ["OpStep", "LoopStep", "ChooseStep", "SyncStep", "SyncDeviceStep", "EventStep", "SleepStep", "ProfilingStep",
-           "Step", "ThreadConfig", "OutputsConfig", "DumpConfig", "ScenarioConfig", "sleep_us", "op_steps",
-           "program_calls"]
+           "DeterministicStep", "Step", "ThreadConfig", "OutputsConfig", "DumpConfig", "ScenarioConfig",
+           "sleep_us", "op_steps", "program_calls"]

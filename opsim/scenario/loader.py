@@ -446,6 +446,9 @@ class _Builder:
             return C.SleepStep(float(step["sleep"]))
         if "profiling" in step and isinstance(step["profiling"], dict):
             return _profiling_step(step["profiling"])
+        if "deterministic" in step and isinstance(step["deterministic"], dict):
+            det = step["deterministic"]
+            return C.DeterministicStep(det.get("level"), det.get("strong_consistency"))
         return None
 
     def stream(self, name: Any, path: Path_, streams: tuple[str, ...]) -> str:
@@ -749,6 +752,8 @@ def _config(data: dict[str, Any], threads: list[C.ThreadConfig], path: Path | No
         env_shell=dict(env_shell),
         cost_overrides=dict(data.get("cost_overrides") or {}), numerics=bool(data.get("numerics", False)),
         calibration=_relative(data.get("calibration"), path),
+        deterministic_level=int((data.get("deterministic") or {}).get("level", 0)),
+        strong_consistency=bool((data.get("deterministic") or {}).get("strong_consistency", False)),
         trace=bool(data.get("trace", True)), memory_strategy=str(data.get("memory_strategy", "first_fit")),
         epoch_us=int(data.get("epoch_us", DEFAULT_EPOCH_US)), on_error=str(data.get("on_error", "stop")),
         dump=C.DumpConfig(op_dump=bool(dump.get("op_dump", False)), overflow_dump=bool(dump.get("overflow_dump", False)),

@@ -73,7 +73,8 @@ class _Run:
             soc=config.soc, soc_overrides=config.soc_overrides, env=config.env, profile=config.profile,
             numerics=config.numerics, trace=True, cost_overrides=config.cost_overrides, stdout=self.capture,
             dump_dir=dump_dir, op_dump=config.dump.op_dump, overflow_dump=config.dump.overflow_dump,
-            memory_strategy=config.memory_strategy, calibration=calibration or config.calibration)
+            memory_strategy=config.memory_strategy, calibration=calibration or config.calibration,
+            deterministic_level=config.deterministic_level, strong_consistency=config.strong_consistency)
         env = self.sim.env
         self._now = lambda: env.now
         if not config.trace:
@@ -188,8 +189,10 @@ class _Run:
         from opsim.runtime import acl_rt
         fn = acl_rt.record_event if record else acl_rt.stream_wait_event
         args = (event, stream) if record else (stream, event)
-        self.npu.queue.put(th.name, lambda: fn(*args), -1, None)
-        yield from ()
+        api = "aclrtRecordEvent" if record else "aclrtStreamWaitEvent"
+        th.ctx.charge("enqueue", api)  # torch_npu enqueues an event like a call
+        yield from th._replay()
+        self.npu.queue.put(th.name, lambda: fn(*args), -1, None, api)
 
     def drain(self, th: Any) -> Generator:
         """Before a synchronisation: wait for the task queue to run what `th` queued (no-op without a queue)."""

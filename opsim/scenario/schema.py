@@ -45,10 +45,13 @@ NUMBER = {"type": "number", "minimum": 0}
 COUNT = {"type": "integer", "minimum": 0, "maximum": INT64_MAX}
 CACHE_MODES = ("ordinary", "pta")
 """`cache_mode`: opbase's own OpExecCache key (ordinary) or torch_npu's hash-keyed PTA path (pta)."""
-STEP_KEYS = ("op", "loop", "choose", "sync", "sync_device", "record_event", "wait_event", "sleep", "profiling")
+STEP_KEYS = ("op", "loop", "choose", "sync", "sync_device", "record_event", "wait_event", "sleep", "profiling",
+             "deterministic")
 PROFILING_MASK = {"type": ["integer", "array"], "minimum": 0, "maximum": (1 << 64) - 1,
                   "items": {"enum": list(MASK_NAMES)}, "minItems": 1, "uniqueItems": True}
 """A profiling switch mask: an integer, or the names of its bits (opsim.opdev.profiling.MASK_NAMES)."""
+DETERMINISTIC_LEVELS = (0, 1, 2, 3)
+"""The runtime's deterministic level (ACL_OPT_DETERMINISTIC): off, on, strong consistency, batch consistency."""
 
 
 def _obj(properties: dict[str, Any], required: tuple[str, ...] = ()) -> dict[str, Any]:
@@ -56,6 +59,11 @@ def _obj(properties: dict[str, Any], required: tuple[str, ...] = ()) -> dict[str
     if required:
         out["required"] = list(required)
     return out
+
+
+def _deterministic() -> dict[str, Any]:
+    """The runtime's process-wide deterministic options (aclrtCtxSetSysParamOpt)."""
+    return _obj({"level": {"enum": list(DETERMINISTIC_LEVELS)}, "strong_consistency": {"type": "boolean"}})
 
 
 def build_schema() -> dict[str, Any]:
@@ -89,6 +97,7 @@ def build_schema() -> dict[str, Any]:
         "sleep": _obj({"sleep": {**NUMBER, "maximum": MAX_HORIZON_US}}, ("sleep",)),
         "profiling": _obj({"profiling": {**_obj({"start": PROFILING_MASK, "stop": {"const": True}}),
                                          "minProperties": 1, "maxProperties": 1}}, ("profiling",)),
+        "deterministic": _obj({"deterministic": {**_deterministic(), "minProperties": 1}}, ("deterministic",)),
     }
     step = {
         "type": "object",
@@ -118,6 +127,7 @@ def build_schema() -> dict[str, Any]:
             "env": _obj({k: {"type": ["string", "integer"]} for k in ENV_VARS}),
             "cost_overrides": _obj({k: NUMBER for k in (*HOST_PHASES, *DEVICE_PARAMS)}),
             "calibration": {"type": "string", "minLength": 1},
+            "deterministic": _deterministic(),
             "numerics": {"type": "boolean"},
             "trace": {"type": "boolean"},
             "memory_strategy": {"enum": list(STRATEGIES)},

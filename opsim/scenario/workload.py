@@ -134,6 +134,8 @@ class ThreadWorkload:
             return lambda th: th.sleep(step.us)
         if isinstance(step, C.ProfilingStep):
             return lambda th: th.call(_profiling_command, step.start, step.mask)
+        if isinstance(step, C.DeterministicStep):
+            return lambda th: th.call(_deterministic_command, step.level, step.strong_consistency)
         raise TypeError(f"unknown step {step!r}")  # pragma: no cover - the loader builds only these
 
     @staticmethod
@@ -257,6 +259,22 @@ def _profiling_command(start: bool, mask: int) -> int:
         name, args = ctx.name, {"mask": hex(mask), "flags": p.profiling.as_dict(), "ret": ret}
         ctx.at(lambda t: rec.instant(t, "profiling_start" if start else "profiling_stop", name, args))
     return ret
+
+
+def _deterministic_command(level: int | None, strong_consistency: bool | None) -> None:
+    """aclrtCtxSetSysParamOpt(ACL_OPT_DETERMINISTIC / ACL_OPT_STRONG_CONSISTENCY): process-wide, read by every
+    later phase 1 (and torch_npu's key); stamped in the trace on this thread."""
+    from opsim.opdev.thread_local import current
+    ctx = current()
+    p = ctx.process
+    if level is not None:
+        p.deterministic_level = int(level)
+    if strong_consistency is not None:
+        p.strong_consistency = bool(strong_consistency)
+    rec = p.recorder
+    if rec.enabled:
+        name, args = ctx.name, {"level": p.deterministic_level, "strong_consistency": p.strong_consistency}
+        ctx.at(lambda t: rec.instant(t, "deterministic", name, args))
 
 
 class _AllocFailed(Exception):

@@ -122,6 +122,8 @@ _LAUNCH_PHASES = frozenset({"launch", "Launch"})
 _PHASE1_ENTRY = "L2 phase1 entry"
 _PHASE2_ENTRY = "L2 phase2 entry"
 _OP_CALL = "op_call"
+_QUEUE_PHASES = frozenset({"enqueue", "dequeue", "dequeue gap"})
+"""torch_npu's task-queue costs: part of no AscendCL API span."""
 _TENSOR_FIELDS = ("input_shapes", "input_data_types", "input_formats", "output_shapes", "output_data_types",
                   "output_formats")
 
@@ -401,6 +403,11 @@ def _api_spans(calls: dict[int, OpCall], host: dict[str, list], epoch_ns: int,
                 # the span's op is the API its DFX entry named (a profiled op may name phase 1 differently)
                 name = (op or call.api) + ("GetWorkspaceSize" if phase == _PHASE1_ENTRY else "")
                 group = [name, s_ns, e_ns, tid]
+                continue
+            if phase in _QUEUE_PHASES:
+                if group is not None:
+                    spans.append(ApiSpan("acl", group[0], group[3], group[1], group[2], corr))
+                    group = None
                 continue
             if phase in ("rt malloc", "rt free"):  # the application's calls between the two phases
                 if group is not None:

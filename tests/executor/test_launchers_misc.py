@@ -99,3 +99,36 @@ def test_memset_prelaunch_precedes_the_kernel(ctx):
         if a[0] == 1:
             submitted.append(a[2].op_name)
     assert submitted == ["MemSet", "TestAtomicAdd"]
+
+
+def _memset_task(ctx):
+    ue = create_executor("aclnnAtomic")
+    ex = ue.get()
+    add_to_launcher_list_aicore("TestAtomicAdd", ex, op_input(Tensor([8])), op_output(Tensor([8])))
+    assert ex.kernel_launch_obj_list[0].core_type == CoreType.AI_CORE  # opbase: part of the AI Core launch
+    ex = ue.release_to()
+    phases(ctx)
+    assert common_op_executor_run(0, 0, ex, object()) == S.ACLNN_SUCCESS
+    return next(a[2] for a in ctx.take_actions() if a[0] == 1 and a[2].op_name == "MemSet")
+
+
+def test_memset_kernel_runs_on_the_vector_cores_as_real_910b_profiles_show(ctx):
+    """kernel_details_910b_training.csv: all 84 MemSet rows are AI_VECTOR_CORE; the fitted MemSet timing applies."""
+    task = _memset_task(ctx)
+    cost = ctx.process.cost
+    assert task.task_type == "AI_VECTOR_CORE" and task.kind.name == "AI_VECTOR"
+    assert cost.kernel_level("MemSet", "AI_VECTOR_CORE", 0.0, 32.0) == "defaults: op type"
+    assert task.duration == cost.kernel("MemSet", "AI_VECTOR_CORE", 0.0, 32.0, 1)
+
+
+def test_memset_kernel_on_a_soc_without_vector_cores_uses_the_ai_cores():
+    from opsim.device.cost import CostModel
+    from opsim.device.soc import get_soc
+    from opsim.opdev.process import ProcessContext
+    from opsim.opdev.thread_local import set_current
+    c = ProcessContext(cost=CostModel(get_soc("Ascend910A"))).new_thread("t0")
+    prev = set_current(c)
+    try:
+        assert _memset_task(c).task_type == "AI_CORE"
+    finally:
+        set_current(prev)

@@ -76,6 +76,11 @@ def test_replay_device_time_is_within_10_percent(replay):
     assert replay["kernels"][1] == replay["kernels"][0] - 2  # the two unlinked memcpys are not replayed
 
 
+def test_replay_kernel_span_counts_the_task_queue_costs(replay):
+    # 8.3% short while the task queue charged neither Enqueue nor Dequeue time
+    assert replay["span_rel"] <= 0.06, replay["span_us"]
+
+
 def test_replay_host_medians_of_both_phases_are_within_20_percent(replay):
     assert len(replay["medians"]) == 28
     for key, m in replay["medians"].items():
