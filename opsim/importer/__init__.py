@@ -48,7 +48,8 @@ def import_profile(path: str | Path, *, name: str | None = None) -> ImportResult
     calls = read_calls(view, report)
     if not calls.calls:
         raise ProfileFormatError(f"{files.trace_view}: no ACLNN or aclop call found (no AscendCL@aclnn* or "
-                                 "AscendCL@aclopCompileAndExecute events); profile with CANN activities on")
+                                 "AscendCL@aclopCompileAndExecute events); profile with the NPU activity at "
+                                 "profiler_level Level1 or higher (Level0 records no AscendCL events)")
     if files.kernel_details is not None:
         from opsim.importer.calls import join_kernel_details
         from opsim.ingest import read_kernels

@@ -37,7 +37,7 @@ HOST_ONLY_APIS = frozenset({"aclrtMemcpy", "aclrtMalloc", "aclrtFree", "aclMallo
                             "aclopCreateAttr", "aclopDestroyAttr", "opCompile", "aclrtMemcpyAsync",
                             "aclrtMemset", "aclrtMemsetAsync"})
 """AscendCL calls whose host time stays in the gaps between calls (opsim has no step for them)."""
-_STEP_RE = re.compile(r"^ProfilerStep#(\d+)$")
+_STEP_RE = re.compile(r"^ProfilerStep#(\d{1,18})$")
 
 
 @dataclass
@@ -143,10 +143,13 @@ def read_calls(view: TraceView, report: ImportReport) -> ProfileCalls:
     by_thread: dict[Any, list[TraceEvent]] = {}
     for a in acl:
         by_thread.setdefault(a.event.tid, []).append(a.event)
-    dequeues = {int(e.args["correlation_id"]): e for e in view.events
-                if e.name.startswith("Dequeue") and "correlation_id" in e.args}
-    enqueues = sorted((e for e in view.events if e.name.startswith("Enqueue") and "correlation_id" in e.args),
+    dequeues = {_correlation(e): e for e in view.events
+                if e.name.startswith("Dequeue") and _correlation(e) is not None}
+    enqueues = sorted((e for e in view.events if e.name.startswith("Enqueue") and _correlation(e) is not None),
                       key=lambda e: (e.ts, e.index))
+    bad = sum(1 for e in view.events if e.name.startswith(("Enqueue", "Dequeue")) and "correlation_id" in e.args
+              and _correlation(e) is None)
+    report.warn("Enqueue/Dequeue whose correlation_id is not an integer (not replayed)", bad)
     deq_by_thread: dict[Any, list[TraceEvent]] = {}
     for d in dequeues.values():
         deq_by_thread.setdefault(d.tid, []).append(d)
@@ -194,11 +197,14 @@ def read_calls(view: TraceView, report: ImportReport) -> ProfileCalls:
     used_p2: set[int] = set()
     # queued calls: Enqueue -> Dequeue -> phase 2 inside the dequeue
     for enq in enqueues:
-        deq = dequeues.get(int(enq.args["correlation_id"]))
+        deq = dequeues.get(_correlation(enq))
         if deq is None:
             report.warn("Enqueue without its Dequeue (the queued work is not in the profile)", 1)
             continue
-        inner = [e for e in p2_by_thread.get(deq.tid, ()) if _contains(deq, e)]
+        evs = p2_by_thread.get(deq.tid, [])
+        lo = bisect.bisect_left(p2_starts.get(deq.tid, []), deq.ts)  # only calls starting inside the dequeue
+        hi = bisect.bisect_right(p2_starts.get(deq.tid, []), deq.end)
+        inner = [e for e in evs[lo:hi] if _contains(deq, e)]
         if not inner:
             report.warn("Dequeue without an ACLNN or aclop call inside", 1, example=deq.name)
             continue
@@ -207,7 +213,7 @@ def read_calls(view: TraceView, report: ImportReport) -> ProfileCalls:
             report.warn("Dequeue with more than one call inside (the first is replayed)", len(inner) - 1)
         used_p2.add(p2.index)
         calls.append(_call(p2, enq.tid, enq.ts, enq.end, True, deq, kernels_of))
-    enqueued = {int(e.args["correlation_id"]) for e in enqueues}
+    enqueued = {_correlation(e) for e in enqueues}
     orphans = sum(1 for c in dequeues if c not in enqueued)
     if orphans:
         report.warn("Dequeue without its Enqueue (issuing thread unknown, not replayed)", orphans)
@@ -251,6 +257,23 @@ def read_calls(view: TraceView, report: ImportReport) -> ProfileCalls:
     streams = sorted({k.stream for c in calls for k in c.kernels})
     return ProfileCalls(calls=calls, syncs=syncs, steps=steps, threads=threads, consumer=consumer,
                         origin_ns=min([origin] + host_starts), streams=streams)
+
+
+def _correlation(e: TraceEvent) -> int | None:
+    """The integer correlation_id pairing an Enqueue with its Dequeue; None when absent or not an integer."""
+    value = e.args.get("correlation_id")
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, str) and len(value) < 40:
+        try:
+            return int(value)
+        except ValueError:
+            return None
+    return None
 
 
 def _call(p2: TraceEvent, thread: Any, start: int, end: int, queued: bool, deq: TraceEvent | None,

@@ -38,9 +38,15 @@ COLUMNS: dict[str, tuple[str, ...]] = {
     "output_dtypes": ("Output Data Types",),
     "output_formats": ("Output Formats",),
 }
-#: columns a kernel table must have (the rest are read when present).
-REQUIRED = ("op_type", "core", "block_dim", "input_shapes", "input_dtypes", "output_shapes", "output_dtypes")
+#: columns a kernel table must have (the rest are read when present). A profile collected at torch_npu's
+#: default profiler_level Level0 has no tensor columns (shapes, dtypes, formats): its rows carry no tensors.
+REQUIRED = ("op_type", "core")
+TENSOR_COLUMNS = ("input_shapes", "input_dtypes", "output_shapes", "output_dtypes")
 
+#: bound on any numeric cell (epoch times in us are ~1.7e15, ids, block dims): larger or non-finite values are damage, not data.
+MAX_MAGNITUDE = Decimal("1e20")
+#: bound on the elements of one tensor (2**63, the largest shape size a 64-bit int64_t dimension product holds).
+MAX_ELEMENTS = 2 ** 63
 _MISSING = {"", "N/A", "NA", "NONE", "NULL", "-"}
 _CORE_ALIASES = {
     "AICORE": "AI_CORE", "AIC": "AI_CORE", "AI_CORE": "AI_CORE",
@@ -159,6 +165,10 @@ class KernelTable:
         return sum(self.skipped.values())
 
 
+class _UnknownDtype(Exception):
+    """A dtype opsim has no size for: the row is skipped and counted, not fatal (newer CANN adds types)."""
+
+
 class _RowReader:
     """Parses the cells of one row, raising errors that name the file, row and column."""
 
@@ -177,32 +187,29 @@ class _RowReader:
         value = _unquote(self.cells[i])
         return None if value.upper() in _MISSING else value
 
-    def integer(self, key: str) -> int | None:
+    def _decimal(self, key: str, what: str) -> Decimal | None:
         v = self.raw(key)
         if v is None:
             return None
         try:
-            return int(Decimal(v))
+            d = Decimal(v)
         except (InvalidOperation, ValueError):
-            raise self.fail(key, v, "not an integer") from None
+            raise self.fail(key, v, f"not {what}") from None
+        if not d.is_finite() or d.copy_abs() > MAX_MAGNITUDE:
+            raise self.fail(key, v, f"not a finite {what.split()[-1]} below {MAX_MAGNITUDE:.0e}")
+        return d
+
+    def integer(self, key: str) -> int | None:
+        d = self._decimal(key, "an integer")
+        return None if d is None else int(d)
 
     def number(self, key: str) -> float | None:
-        v = self.raw(key)
-        if v is None:
-            return None
-        try:
-            return float(v)
-        except ValueError:
-            raise self.fail(key, v, "not a number") from None
+        d = self._decimal(key, "a number")
+        return None if d is None else float(d)
 
     def ns(self, key: str) -> int | None:
-        v = self.raw(key)
-        if v is None:
-            return None
-        try:
-            return int((Decimal(v) * 1000).to_integral_value())
-        except (InvalidOperation, ValueError):
-            raise self.fail(key, v, "not a number") from None
+        d = self._decimal(key, "a number")
+        return None if d is None else int((d * 1000).to_integral_value())
 
     def shapes(self, key: str) -> tuple[tuple[int, ...], ...] | None:
         v = self.raw(key)
@@ -213,10 +220,13 @@ class _RowReader:
         for entry in v.split(";"):
             entry = entry.strip()
             try:
-                out.append(tuple(int(d) for d in entry.split(",") if d.strip() != ""))
+                dims = tuple(int(d) for d in entry.split(",") if d.strip() != "")
             except ValueError:
                 raise self.fail(key, v, "a shape must be comma-separated integers, tensors separated by ';'") \
                     from None
+            if math.prod(max(d, 1) for d in dims) > MAX_ELEMENTS:
+                raise self.fail(key, v, f"a tensor of more than {MAX_ELEMENTS:.0e} elements is not a real shape")
+            out.append(dims)
         return tuple(out)
 
     def dtypes(self, key: str) -> tuple[str, ...]:
@@ -231,7 +241,7 @@ class _RowReader:
             try:
                 out.append(canonical_dtype(entry))
             except InvalidArgumentError:
-                raise self.fail(key, v, f"unknown data type {entry!r}") from None
+                raise _UnknownDtype(entry) from None
         return tuple(out)
 
     def words(self, key: str) -> tuple[str, ...]:
@@ -250,7 +260,9 @@ def _unquote(cell: str) -> str:
 
 
 def _column_index(path: Path, header: list[str]) -> dict[str, int]:
-    by_name = {h.strip(): i for i, h in enumerate(header)}
+    by_name: dict[str, int] = {}
+    for i, h in enumerate(header):  # a duplicated column: its first occurrence counts
+        by_name.setdefault(h.strip(), i)
     columns: dict[str, int] = {}
     for key, names in COLUMNS.items():
         for n in names:
@@ -279,6 +291,8 @@ def _split_rows(text: str) -> list[tuple[int, str, list[str]]]:
             break
         end = reader.line_num
         raw = "".join(lines[start:end]).rstrip("\r\n")
+        if raw.count('"') % 2:  # a well-formed record always has an even number of quote characters
+            raise csv.Error(f"line {start + 1}: a quoted cell is never closed")
         out.append((start + 1, raw, cells))
         start = end
     return out
@@ -291,7 +305,8 @@ def read_kernels(path: str | Path) -> KernelTable:
     try:
         records = _split_rows(text)
     except csv.Error as exc:
-        raise ProfileFormatError(f"{p}: not a readable CSV ({exc}); give a kernel_details.csv") from None
+        raise ProfileFormatError(f"{p}: not a readable CSV ({exc}); fix the quoting or export the kernel table "
+                                 f"again") from None
     if not records:
         raise ProfileFormatError(f"{p}: empty file; give a kernel_details.csv with its header row")
     _, raw_header, header = records[0]
@@ -328,11 +343,17 @@ def _parse_row(path: Path, header: list[str], columns: dict[str, int], line: int
     core = canonical_core(core_text)
     if core in COMMUNICATION_CORES:
         return None, f"{core} (communication)"
-    in_shapes = r.shapes("input_shapes")
-    out_shapes = r.shapes("output_shapes")
-    if in_shapes is None and out_shapes is None:
-        return None, "no shapes"
-    in_dtypes, out_dtypes = r.dtypes("input_dtypes"), r.dtypes("output_dtypes")
+    if not any(k in columns for k in TENSOR_COLUMNS):  # a Level0 table: every row without tensors
+        in_shapes = out_shapes = ()
+    else:
+        in_shapes = r.shapes("input_shapes") if "input_shapes" in columns else None
+        out_shapes = r.shapes("output_shapes") if "output_shapes" in columns else None
+        if in_shapes is None and out_shapes is None:
+            return None, "no shapes"
+    try:
+        in_dtypes, out_dtypes = r.dtypes("input_dtypes"), r.dtypes("output_dtypes")
+    except _UnknownDtype as exc:
+        return None, f"unknown data type {str(exc)[:40]!r}"
     if in_shapes == () and in_dtypes == ("undefined",):  # MemSet-style rows: no tensors at all
         in_dtypes = ()
     if out_shapes == () and out_dtypes == ("undefined",):

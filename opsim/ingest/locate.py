@@ -1,7 +1,7 @@
 """Find the profiler files inside a torch_npu or msprof output directory.
 
 Accepted: a ``*_ascend_pt`` directory, its ``ASCEND_PROFILER_OUTPUT/`` directory, an msprof ``PROF_*``
-directory (``mindstudio_profiler_output/op_summary_*.csv``), or one file: ``kernel_details*.csv``,
+directory (``mindstudio_profiler_output/op_summary_*.csv`` and its ``msprof_*.json`` timeline), or one file: ``kernel_details*.csv``,
 ``trace_view*.json`` or ``op_summary*.csv``.
 """
 from __future__ import annotations
@@ -60,6 +60,10 @@ def _scan_dir(root: Path) -> ProfileFiles:
         if d.is_dir():
             kernel = kernel or _first(list(d.glob("kernel_details*.csv")))
             trace = trace or _first(list(d.glob("trace_view*.json")))
+    if trace is None:  # msprof's own timeline (msprof_<timestamp>.json; the msprof_slice_* parts are not merged)
+        timelines = [t for pattern in (f"{_MSPROF_DIR}/msprof_*.json", f"PROF_*/{_MSPROF_DIR}/msprof_*.json")
+                     for t in root.glob(pattern) if not t.name.startswith("msprof_slice_")]
+        trace = _first(timelines)
     summaries: list[Path] = []
     for pattern in (f"{_MSPROF_DIR}/op_summary*.csv", f"PROF_*/{_MSPROF_DIR}/op_summary*.csv",
                     "op_summary*.csv"):
@@ -71,11 +75,18 @@ def _scan_dir(root: Path) -> ProfileFiles:
 def read_profile_text(path: Path, expected: str) -> str:
     """The text of a profiler file (UTF-8, BOM allowed); errors name the file and what was expected."""
     try:
-        return path.read_text(encoding="utf-8-sig")
+        data = path.read_bytes()
     except FileNotFoundError:
         raise ProfileFormatError(f"{path}: no such file; give a {expected}") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ProfileFormatError(f"{path}: cannot read ({exc}); give a UTF-8 {expected}") from None
+    except OSError as exc:
+        raise ProfileFormatError(f"{path}: cannot read ({exc}); give a {expected}") from None
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        raise ProfileFormatError(
+            f"{path}: line {line}, byte {exc.start}: not UTF-8 ({data[exc.start:exc.start + 4]!r}); re-save the "
+            f"{expected} as UTF-8") from None
 
 
 def locate_profile(path: str | Path) -> ProfileFiles:

@@ -169,13 +169,32 @@ class TraceView:
         return [LaunchLink(host=h, kernels=tuple(ks)) for _, (h, ks) in sorted(linked.items())]
 
 
+#: bound on a time in microseconds (epoch times are ~1.7e15 us; 1e20 us is ~3 million years): larger or non-finite values are damage, not data.
+MAX_TIME_US = Decimal("1e20")
+
+
 def us_to_ns(value: Any) -> int:
-    """A microsecond value (decimal string, int, Decimal or float) as integer nanoseconds, rounded half-even."""
-    if isinstance(value, bool):
-        raise ValueError("a boolean is not a time")
+    """A microsecond value (decimal string, int, Decimal or float) as integer nanoseconds, rounded half-even.
+
+    Raises ValueError for anything that is not a finite time within +-MAX_TIME_US."""
+    if isinstance(value, bool) or not isinstance(value, (str, int, float, Decimal)):
+        raise ValueError(f"{type(value).__name__} is not a time")
     if isinstance(value, float):
         value = repr(value)
-    return int((Decimal(str(value).strip()) * 1000).to_integral_value())
+    try:
+        d = Decimal(str(value).strip())
+    except InvalidOperation:
+        raise ValueError(f"{value!r} is not a number") from None
+    if not d.is_finite() or d.copy_abs() > MAX_TIME_US:
+        raise ValueError(f"{value!r} is not a finite time below {MAX_TIME_US:.0e} us")
+    return int((d * 1000).to_integral_value())
+
+
+def _ident(value: Any) -> int | str:
+    """A pid or tid as the file gives it (an integer or a string); anything else is damage."""
+    if isinstance(value, bool) or not isinstance(value, (int, str)):
+        raise TypeError(f"{value!r} is not a process or thread id")
+    return value
 
 
 def _json_error(path: Path, exc: json.JSONDecodeError) -> ProfileFormatError:
@@ -202,6 +221,10 @@ def read_trace_view(path: str | Path) -> TraceView:
         data = json.loads(text, parse_float=Decimal)
     except json.JSONDecodeError as exc:
         raise _json_error(p, exc) from None
+    except RecursionError:
+        raise ProfileFormatError(f"{p}: JSON nested too deeply to be a Chrome trace; give an unmodified "
+                                 f"trace_view.json") from None
+    del text
     raw_events = _events_of(p, data)
     events: list[TraceEvent] = []
     process_names: dict = {}
@@ -212,22 +235,44 @@ def read_trace_view(path: str | Path) -> TraceView:
         if not isinstance(ev, dict):
             raise ProfileFormatError(f"{p}: event {i} is not a JSON object; give an unmodified trace_view.json")
         ph = ev.get("ph")
+        field_name = "pid"
         try:
             if ph == "X":
-                args = ev.get("args") or {}
+                pid = _ident(ev.get("pid"))
+                field_name = "tid"
+                tid = _ident(ev.get("tid"))
+                field_name = "ts"
+                ts = us_to_ns(ev["ts"])
+                field_name = "dur"
+                dur = us_to_ns(ev.get("dur", 0))
+                if dur < 0:
+                    raise ValueError("a duration is not negative")
+                args = ev.get("args")
+                cat = ev.get("cat")
                 events.append(TraceEvent(
-                    name=str(ev.get("name", "")), pid=ev.get("pid"), tid=ev.get("tid"), ts=us_to_ns(ev["ts"]),
-                    dur=us_to_ns(ev.get("dur", 0)), cat=ev.get("cat"),
+                    name=str(ev.get("name", "")), pid=pid, tid=tid, ts=ts, dur=dur,
+                    cat=cat if isinstance(cat, str) else None,
                     args=_plain(args) if isinstance(args, dict) else {}, index=len(events)))
             elif ph == "M":
-                name = (ev.get("args") or {}).get("name")
-                if ev.get("name") == "process_name" and name is not None:
-                    process_names[ev.get("pid")] = str(name)
-                elif ev.get("name") == "thread_name" and name is not None:
-                    thread_names[(ev.get("pid"), ev.get("tid"))] = str(name)
+                args = ev.get("args")
+                name = args.get("name") if isinstance(args, dict) else None
+                if name is None:
+                    continue
+                if ev.get("name") == "process_name":
+                    process_names[_ident(ev.get("pid"))] = str(name)
+                elif ev.get("name") == "thread_name":
+                    field_name = "tid"
+                    key = (_ident(ev.get("pid")), _ident(ev.get("tid")))
+                    thread_names[key] = str(name)
             elif ph in ("s", "f"):
+                if ev.get("id") is None:  # a flow without an id cannot be matched: not a launch link
+                    continue
                 key = (str(ev.get("cat")), str(ev.get("id")))
-                point = FlowPoint(pid=ev.get("pid"), tid=ev.get("tid"), ts=us_to_ns(ev["ts"]))
+                pid = _ident(ev.get("pid"))
+                field_name = "tid"
+                tid = _ident(ev.get("tid"))
+                field_name = "ts"
+                point = FlowPoint(pid=pid, tid=tid, ts=us_to_ns(ev["ts"]))
                 if ph == "s":
                     starts.setdefault(key, (str(ev.get("name", "")), point))
                 else:
@@ -236,10 +281,13 @@ def read_trace_view(path: str | Path) -> TraceView:
             raise ProfileFormatError(
                 f"{p}: event {i} ({ev.get('name')!r}, ph {ph!r}) has no {exc.args[0]!r} field; give an "
                 f"unmodified trace_view.json") from None
-        except (InvalidOperation, ValueError, TypeError):
+        except RecursionError:
+            raise ProfileFormatError(f"{p}: event {i}: args nested too deeply; give an unmodified trace_view.json") \
+                from None
+        except (ValueError, TypeError) as exc:
             raise ProfileFormatError(
-                f"{p}: event {i} ({ev.get('name')!r}): ts/dur is not a number (ts={ev.get('ts')!r}, "
-                f"dur={ev.get('dur')!r}); give an unmodified trace_view.json") from None
+                f"{p}: event {i} ({str(ev.get('name'))[:80]!r}, ph {ph!r}), field {field_name!r}: {exc} (got "
+                f"{str(ev.get(field_name))[:80]!r}); give an unmodified trace_view.json") from None
     flows = [FlowPair(cat=k[0], id=k[1], name=starts[k][0], start=starts[k][1], end=ends[k])
              for k in starts if k in ends]
     return TraceView(path=p, events=events, flows=flows, process_names=process_names, thread_names=thread_names)

@@ -49,10 +49,10 @@ def test_calibrate_writes_yaml_and_validates(tmp_path):
 
 def test_calibrate_bad_profile_exits_2_and_writes_nothing(tmp_path):
     bad = tmp_path / "kernel_details.csv"
-    bad.write_text("Type,Accelerator Core\nAdd,AI_CORE\n")
+    bad.write_text("Type,Core\nAdd,AI_CORE\n")
     target = tmp_path / "cal.yaml"
     code, out, err = cli("calibrate", bad, "-o", target)
-    assert code == EXIT_BAD_INPUT and "missing column(s) 'Block Dim'" in err and "Traceback" not in err
+    assert code == EXIT_BAD_INPUT and "missing column(s) 'Accelerator Core'" in err and "Traceback" not in err
     assert not target.exists()
 
 

@@ -3,7 +3,7 @@
 The convention (also in docs/architecture.md, "Docs examples"):
 
 - fenced blocks tagged ``sh``, ``bash`` or ``shell`` are commands: each line runs with bash in a fresh
-  directory holding a copy of ``scenarios/`` (``opsim`` is this checkout) and must exit with status 0;
+  directory holding a copy of ``scenarios/`` and ``tests/data/real/`` (``opsim`` is this checkout) and must exit with status 0;
   ``pip install ...`` parts are dropped (the environment is installed already) and ``python -m pytest`` lines
   are not run (they are this test suite);
 - fenced blocks tagged ``python`` run in order, per file, in one namespace (like notebook cells), in that
@@ -64,6 +64,7 @@ def workdir(tmp_path_factory):
     """A directory with the scenarios and an `opsim` command that runs this checkout."""
     root = tmp_path_factory.mktemp("docs")
     shutil.copytree(ROOT / "scenarios", root / "scenarios")
+    shutil.copytree(ROOT / "tests" / "data" / "real", root / "tests" / "data" / "real")  # the bundled real profile
     bin_dir = root / ".bin"
     bin_dir.mkdir()
     shim = bin_dir / "opsim"

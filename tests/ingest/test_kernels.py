@@ -114,8 +114,13 @@ def test_missing_column_names_file_and_column(tmp_path):
 @pytest.mark.parametrize("cells, column", [
     ('1,5,2,A,Add,AI_CORE,1,1,0,eight,0,"""4""",FLOAT,ND,"""4""",FLOAT,ND', "Block Dim"),
     ('1,5,2,A,Add,AI_CORE,1,1,0,8,0,"""4,x""",FLOAT,ND,"""4""",FLOAT,ND', "Input Shapes"),
-    ('1,5,2,A,Add,AI_CORE,1,1,0,8,0,"""4""",FLOAT,ND,"""4""",FLOATX,ND', "Output Data Types"),
     ('1,5,2,A,Add,AI_CORE,1,slow,0,8,0,"""4""",FLOAT,ND,"""4""",FLOAT,ND', "Duration(us)"),
+    ('1,5,2,A,Add,AI_CORE,1,NaN,0,8,0,"""4""",FLOAT,ND,"""4""",FLOAT,ND', "Duration(us)"),
+    ('1,5,2,A,Add,AI_CORE,1,1e400,0,8,0,"""4""",FLOAT,ND,"""4""",FLOAT,ND', "Duration(us)"),
+    ('1,5,2,A,Add,AI_CORE,inf,1,0,8,0,"""4""",FLOAT,ND,"""4""",FLOAT,ND', "Start Time(us)"),
+    ('1,5,2,A,Add,AI_CORE,1,1,0,-Infinity,0,"""4""",FLOAT,ND,"""4""",FLOAT,ND', "Block Dim"),
+    ('1,5,2,A,Add,AI_CORE,1,1,0,8,0,"""4,4000000000,4000000000,4000000000""",FLOAT,ND,"""4""",FLOAT,ND',
+     "Input Shapes"),
 ])
 def test_unreadable_cell_names_file_row_and_column(tmp_path, cells, column):
     p = _write(tmp_path, '1,4,2,A,Add,AI_CORE,1,1,0,8,0,"""4""",FLOAT,ND,"""4""",FLOAT,ND', cells)
@@ -123,6 +128,15 @@ def test_unreadable_cell_names_file_row_and_column(tmp_path, cells, column):
         read_kernels(p)
     msg = str(info.value)
     assert str(p) in msg and "row 3" in msg and repr(column) in msg
+
+
+def test_unknown_dtype_skips_the_row_and_counts_it(tmp_path):
+    """A dtype a newer CANN adds must not make the whole table unreadable."""
+    p = _write(tmp_path, '1,4,2,A,Add,AI_CORE,1,1,0,8,0,"""4""",FLOAT,ND,"""4""",FLOAT,ND',
+               '1,5,2,A,Add,AI_CORE,1,1,0,8,0,"""4""",FLOAT,ND,"""4""",FLOATX,ND')
+    table = read_kernels(p)
+    assert [r.row for r in table.rows] == [2]
+    assert table.skipped == {"unknown data type 'FLOATX'": 1}
 
 
 def test_missing_and_empty_file(tmp_path):

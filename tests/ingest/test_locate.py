@@ -47,3 +47,14 @@ def test_errors(tmp_path):
     (tmp_path / "a.txt").write_text("x")
     with pytest.raises(ProfileFormatError, match="not a profiler file"):
         locate_profile(tmp_path / "a.txt")
+
+
+def test_msprof_directory_finds_its_timeline_but_not_slices(tmp_path):
+    out = tmp_path / "PROF_000001_20240101_abc" / "mindstudio_profiler_output"
+    out.mkdir(parents=True)
+    (out / "op_summary_20240101.csv").write_text("x\n")
+    (out / "msprof_slice_0_20240101000000.json").write_text("[]")
+    found = locate_profile(tmp_path)
+    assert found.trace_view is None and len(found.op_summary) == 1
+    (out / "msprof_20240101000000.json").write_text("[]")
+    assert locate_profile(tmp_path).trace_view == out / "msprof_20240101000000.json"

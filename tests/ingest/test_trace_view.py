@@ -88,6 +88,30 @@ def test_trace_events_wrapper_and_flows(tmp_path):
     assert tv.stream_id(link.kernels[0]) == 5
 
 
+def test_deeply_nested_json_is_a_format_error(tmp_path):
+    p = _trace(tmp_path, "[" * 100000 + "]" * 100000)
+    with pytest.raises(ProfileFormatError, match="nested too deeply"):
+        read_trace_view(p)
+
+
+def test_damaged_metadata_and_flows_are_ignored(tmp_path):
+    """Metadata whose args are not an object and flows without an id carry nothing usable: skipped."""
+    events = [{"ph": "M", "name": "process_name", "pid": 1, "args": "x"},
+              {"ph": "M", "name": "thread_name", "pid": 1, "tid": 2, "args": [1]},
+              {"ph": "s", "cat": "HostToDevice", "name": "f", "pid": 1, "tid": 2, "ts": 1},
+              {"ph": "X", "name": "a", "pid": 1, "tid": 2, "ts": "1.5", "dur": 1, "args": [1, 2], "cat": 7}]
+    view = read_trace_view(_trace(tmp_path, events))
+    assert view.process_names == {} and view.thread_names == {} and view.flows == []
+    assert [(e.ts, e.args, e.cat) for e in view.events] == [(1500, {}, None)]
+
+
+def test_non_utf8_names_line_and_byte(tmp_path):
+    p = tmp_path / "trace_view.json"
+    p.write_bytes(b'[\n{"ph": "X", "name": "caf\xe9"}]')
+    with pytest.raises(ProfileFormatError, match=r"trace_view\.json: line 2, byte 26: not UTF-8"):
+        read_trace_view(p)
+
+
 def test_truncated_json_names_position(tmp_path):
     text = REAL.read_text()[:5000]
     p = _trace(tmp_path, text)
@@ -98,7 +122,12 @@ def test_truncated_json_names_position(tmp_path):
 @pytest.mark.parametrize("payload, match", [
     ({"foo": 1}, "not a Chrome trace"),
     ([{"ph": "X", "name": "a", "pid": 1, "tid": 1}], "no 'ts' field"),
-    ([{"ph": "X", "name": "a", "pid": 1, "tid": 1, "ts": "soon"}], "ts/dur is not a number"),
+    ([{"ph": "X", "name": "a", "pid": 1, "tid": 1, "ts": "soon"}], "field 'ts': 'soon' is not a number"),
+    ([{"ph": "X", "name": "a", "pid": 1, "tid": 1, "ts": "1e99999999"}], "field 'ts': .* not a finite time"),
+    ([{"ph": "X", "name": "a", "pid": 1, "tid": 1, "ts": 1, "dur": "Infinity"}], "field 'dur': .* not a finite"),
+    ([{"ph": "X", "name": "a", "pid": 1, "tid": 1, "ts": 1, "dur": -3}], "field 'dur': a duration is not negative"),
+    ([{"ph": "X", "name": "a", "pid": [1], "tid": 1, "ts": 1}], "field 'pid': .* not a process or thread id"),
+    ([{"ph": "M", "name": "thread_name", "pid": 1, "tid": {}, "args": {"name": "x"}}], "field 'tid'"),
     ([3], "event 0 is not a JSON object"),
 ])
 def test_not_a_trace(tmp_path, payload, match):
