@@ -46,7 +46,7 @@ def build() -> Calibration:
 
 def main() -> int:
     cal = build()
-    from opsim.atomic_write import write_text_atomic
+    from opsim.outputs import write_text_atomic
     write_text_atomic(TARGET, HEADER + cal.to_yaml())
     print(f"{TARGET.relative_to(ROOT)}: {len(cal.timing.op_types)} op-type fits, {len(cal.timing.cores)} core fits")
     return 0

@@ -191,10 +191,21 @@ class Result:
     # --- persistence ---------------------------------------------------------------------------------------
     def save(self, out_dir: str | os.PathLike) -> Path:
         """Write the trace columns, summary and metadata to ``out_dir/records.json.gz`` (deterministic bytes:
-        the same run gives the same file). Returns the path."""
+        the same run gives the same file) and list it in the directory's output manifest. Returns the path."""
+        from opsim.outputs import record_output
         out = Path(out_dir)
         out.mkdir(parents=True, exist_ok=True)
-        path = out / RECORDS_FILE
+        path = self.write_records(out / RECORDS_FILE, relative_to=out)
+        record_output(out, RECORDS_FILE)  # an opsim output: replaced or removed by the next run into `out`
+        self.outputs["records"] = path
+        if self.out_dir is None:
+            self.out_dir = out
+        return path
+
+    def write_records(self, path: str | os.PathLike, *, relative_to: str | os.PathLike) -> Path:
+        """The records file itself, written atomically at `path`; the outputs it lists are given relative to
+        `relative_to` (the run's directory, which `path` may not be in yet while the run's outputs are staged)."""
+        out = Path(relative_to)
         outputs = {}
         for name, p in self.outputs.items():
             try:
@@ -208,14 +219,12 @@ class Result:
         doc = {"format": _FORMAT, "version": _VERSION, "meta": self.meta, "summary": summary,
                "outputs": outputs, "stdout_text": self.stdout_text, "records": self._columns}
         text = json.dumps(doc, separators=(",", ":"), default=_json_default, allow_nan=True)
+        from opsim.outputs import atomic_file
         # level 6: nearly level 9's size, several times faster to write for a large traced run
-        with open(path, "wb") as fh, gzip.GzipFile(fileobj=fh, mode="wb", mtime=0, filename="",
-                                                   compresslevel=6) as gz:
+        with atomic_file(path, "wb") as fh, gzip.GzipFile(fileobj=fh, mode="wb", mtime=0, filename="",
+                                                          compresslevel=6) as gz:
             gz.write(text.encode("utf-8"))
-        self.outputs["records"] = path
-        if self.out_dir is None:
-            self.out_dir = out
-        return path
+        return Path(path)
 
     def __repr__(self) -> str:
         name = self.meta.get("scenario") or ""

@@ -58,6 +58,7 @@ def build_parser() -> argparse.ArgumentParser:
                           "databases the cluster recipes need) or both")
     run.add_argument("--calibration", metavar="FILE",
                      help="calibration YAML from `opsim calibrate` (replaces the scenario's calibration key)")
+    _add_budgets(run)
     run.add_argument("--no-progress", action="store_true", help="no progress bar")
     run.add_argument("--no-fast-path", action="store_true",
                      help="run the simulator's reference path (same outputs, slower; for debugging)")
@@ -68,6 +69,7 @@ def build_parser() -> argparse.ArgumentParser:
     val = sub.add_parser("validate", help="check a scenario or a sweep file without running it")
     val.add_argument("scenario")
     val.add_argument("--set", metavar="KEY=VALUE", action="append", default=[], dest="overrides")
+    _add_budgets(val)
 
     _add_sweep_parser(sub)
     ops = sub.add_parser("list-ops", help="the ops a scenario can call, with inputs, dtypes and attributes")
@@ -81,6 +83,30 @@ def build_parser() -> argparse.ArgumentParser:
     rep.add_argument("outdir", help="the output directory of a run")
     _add_import_parser(sub)
     return p
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text.replace("_", ""))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be >= 1, got {value}")
+    return value
+
+
+def _add_budgets(p: argparse.ArgumentParser) -> None:
+    from opsim.scenario.limits import DEFAULT_MAX_CALLS, DEFAULT_NUMERICS_BYTES
+    p.add_argument("--max-calls", type=_positive_int, default=DEFAULT_MAX_CALLS, metavar="N",
+                   help=f"refuse scenarios estimated above N calls, each loop iteration counting at least one "
+                        f"(default {DEFAULT_MAX_CALLS:_})")
+    p.add_argument("--max-numerics-mib", type=_positive_int, default=DEFAULT_NUMERICS_BYTES >> 20, metavar="MIB",
+                   help=f"host memory numerics: true may use for tensor data (default {DEFAULT_NUMERICS_BYTES >> 20})")
+
+
+def _limits(args: argparse.Namespace):
+    from opsim.scenario.limits import Limits
+    return Limits(max_calls=args.max_calls, numerics_bytes=args.max_numerics_mib << 20)
 
 
 def _add_import_parser(sub: Any) -> None:
@@ -125,10 +151,10 @@ def cmd_validate(args: argparse.Namespace, out: TextIO) -> int:
             from opsim.errors import InvalidArgumentError
             raise InvalidArgumentError(f"{args.scenario} is a sweep file; --set applies to scenarios (put fixed "
                                        "values under the sweep's `overrides`)")
-        from opsim.sweeps.command import validate
-        return validate(args.scenario, out)
-    from opsim.scenario.loader import load_scenario
-    cfg = load_scenario(args.scenario, _overrides(args.overrides))
+        from opsim.sweeps.command import validate as validate_sweep
+        return validate_sweep(args.scenario, out)
+    from opsim.scenario.loader import validate
+    cfg = validate(args.scenario, _overrides(args.overrides), limits=_limits(args))
     calls = cfg.planned_calls()
     out.write(f"{args.scenario}: ok ({cfg.name}: {len(cfg.threads)} thread(s), "
               f"{sum(len(t.streams) for t in cfg.threads)} stream(s), {calls} op call(s))\n")
@@ -136,16 +162,16 @@ def cmd_validate(args: argparse.Namespace, out: TextIO) -> int:
 
 
 def cmd_run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
-    from opsim.errors import CalibrationError, OpsimError, ScenarioError
+    from opsim.errors import CalibrationError, OpsimError, OutputPathError, ScenarioError
     from opsim.scenario.loader import load_scenario
-    cfg = load_scenario(args.scenario, _overrides(args.overrides))
+    cfg = load_scenario(args.scenario, _overrides(args.overrides), limits=_limits(args))
     from opsim.scenario.runner import run_scenario
     from opsim.trace.summary import render_table
     try:
         result = run_scenario(cfg, out_dir=args.out, progress=not args.no_progress,
                               profiler_output=args.profiler_output, calibration=args.calibration,
-                              fast_path=False if args.no_fast_path else None)
-    except (ScenarioError, CalibrationError):
+                              fast_path=False if args.no_fast_path else None, limits=_limits(args))
+    except (ScenarioError, CalibrationError, OutputPathError):
         raise
     except OpsimError as exc:
         _print_error(exc, err)
@@ -228,14 +254,17 @@ def cmd_report(args: argparse.Namespace, out: TextIO) -> int:
     if not path.is_file():
         raise InvalidArgumentError(f"{args.outdir}: no summary.json here; give the output directory of a "
                                    "finished `opsim run`")
+    from opsim.trace.summary import summary_problem
     try:
         summary = json.loads(path.read_text(encoding="utf-8"))
-    except ValueError as exc:
+    except (ValueError, OSError, RecursionError) as exc:
         raise InvalidArgumentError(f"{path}: not valid JSON ({exc})") from None
-    if not isinstance(summary, dict):
-        raise InvalidArgumentError(f"{path}: not an opsim summary")
+    problem = summary_problem(summary)
+    if problem:
+        raise InvalidArgumentError(f"{path}: not an opsim summary: {problem}; rerun `opsim run` to rewrite it")
     out.write(render_table(summary))
-    files = sorted(p.name for p in outdir.iterdir() if p.is_file())
+    from opsim.outputs import read_manifest
+    files = sorted(read_manifest(outdir)) or sorted(p.name for p in outdir.iterdir() if p.is_file())
     out.write(f"\nfiles in {outdir}: {', '.join(files)}\n")
     if "trace.json" in files:
         out.write(f"trace.json: {PERFETTO_HINT}\n")

@@ -23,6 +23,10 @@ class UseAfterDestroyError(OpsimError, RuntimeError):
     """A framework object was used after it was destroyed: a lifetime bug the simulator detects."""
 
 
+class OutputPathError(InvalidArgumentError):
+    """An output directory opsim cannot use (a file in the way, no permission, a user's file it would replace)."""
+
+
 class ScenarioError(OpsimError):
     """A scenario file is invalid: the message names the file, the line, the field and what is allowed."""
 

@@ -60,7 +60,7 @@ class Calibration:
 
     def save(self, path: str | Path) -> Path:
         """Write the YAML atomically (a temporary file renamed over `path`)."""
-        from opsim.atomic_write import write_text_atomic
+        from opsim.outputs import write_text_atomic
         return write_text_atomic(path, self.to_yaml())
 
     @classmethod

@@ -36,5 +36,5 @@ def render_predictions(table: KernelTable, predicted: dict[int, float]) -> str:
 
 
 def write_predictions(table: KernelTable, predicted: dict[int, float], out: str | Path) -> Path:
-    from opsim.atomic_write import write_text_atomic
+    from opsim.outputs import write_text_atomic
     return write_text_atomic(out, render_predictions(table, predicted))

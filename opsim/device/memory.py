@@ -90,6 +90,9 @@ class DeviceMemory:
         self.in_use = 0
         self.peak = 0
         self.last_error = ""
+        self.host_budget: int | None = None
+        """With numerics on, the most host bytes the backing buffers may take (None: no bound); an allocation
+        beyond it fails like an out-of-memory one instead of asking the host for more."""
 
     # --- allocation -----------------------------------------------------------------------------------------
     def malloc(self, size: int, at: float | None = None) -> tuple[AclnnStatus, int]:
@@ -110,6 +113,12 @@ class DeviceMemory:
             self.last_error = f"malloc size must be > 0 bytes, got {size}"
             return _INVALID, 0
         need = (size + ALIGNMENT - 1) // ALIGNMENT * ALIGNMENT
+        if self.numerics and self.host_budget is not None and self.in_use + need > self.host_budget:
+            self.last_error = (f"out of device memory: requested {size} bytes, but numerics keeps a host copy of "
+                               f"device memory and {self.in_use} of the {self.host_budget} bytes of its budget are "
+                               "in use (raise --max-numerics-mib or use numerics: false)")
+            self.recorder.memory_event(time, "oom", 0, need, self.in_use, self.device_id)
+            return _OOM, 0
         addrs = self._free_addr
         sizes = self._free_size
         idx = -1

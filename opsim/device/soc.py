@@ -12,6 +12,7 @@ Units: sizes in bytes, clock in MHz, FLOP/s for peak, bandwidths in GB/s (1 GB/s
 from __future__ import annotations
 
 import dataclasses
+import math
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, Mapping
@@ -200,9 +201,24 @@ SOC_PRESETS: Mapping[str, SocSpec] = MappingProxyType(_build_presets())
 DEFAULT_SOC = "Ascend910B2"
 
 
+SOC_FIELD_MAX: Mapping[str, float] = MappingProxyType({
+    "aicore_count": 4096, "vector_core_count": 4096, "aicpu_count": 4096, "memcpy_engines": 4096,
+    "max_streams": 65536, "stream_depth": 1 << 20, "hbm_bytes": 1 << 50, "l2_bytes": 1 << 40,
+    "clock_mhz": 1e5, "peak_fp16_flops": 1e18, "hbm_bandwidth_gbps": 1e6, "h2d_bandwidth_gbps": 1e6,
+    "d2h_bandwidth_gbps": 1e6, "memcpy_latency_us": 1e6,
+})
+"""Largest value an override may give each SoC number: opsim's sanity bounds (not hardware facts), 50x or
+more above every preset, so that counts stay small integers and rates and times stay far from float overflow."""
+
+
 def _check_value(name: str, value: Any) -> Any:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise InvalidArgumentError(f"SoC field {name!r} must be a number, got {value!r}")
+    if not math.isfinite(value):
+        raise InvalidArgumentError(f"SoC field {name!r} must be a finite number, got {value!r}")
+    if value > SOC_FIELD_MAX[name]:
+        raise InvalidArgumentError(f"SoC field {name!r} must be <= {SOC_FIELD_MAX[name]:g} (opsim's bound), "
+                                   f"got {value!r}")
     if name in _INT_FIELDS:
         if value != int(value):
             raise InvalidArgumentError(f"SoC field {name!r} must be a whole number, got {value!r}")

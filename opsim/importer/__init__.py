@@ -87,7 +87,7 @@ def write_import(result: ImportResult, out: str | Path) -> ImportResult:
     header = ("# Imported by `opsim import` from a real profile. Replay: opsim run " + out.name +
               " --profiler-output\n# Profiled ops (profiled_ops) carry the recorded launch lists and host times; "
               "sleeps are the recorded host gaps.\n")
-    from opsim.atomic_write import write_text_atomic
+    from opsim.outputs import write_text_atomic
     text = yaml.safe_dump(result.scenario, sort_keys=False, width=120, default_flow_style=None)
     write_text_atomic(out, header + text)
     result.scenario_path = out

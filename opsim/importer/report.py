@@ -35,7 +35,7 @@ class ImportReport:
                 "notes": [{"reason": r, "count": n} for r, n in sorted(self.notes.items())]}
 
     def write(self, path: str | Path) -> Path:
-        from opsim.atomic_write import write_text_atomic
+        from opsim.outputs import write_text_atomic
         return Path(write_text_atomic(path, json.dumps(self.as_dict(), indent=2, sort_keys=False) + "\n"))
 
     def summary_lines(self) -> list[str]:

@@ -20,6 +20,7 @@ from opsim.acl.tensor import Tensor
 from opsim.opdev.op_args import OpArgContext, flatten_tensors
 from opsim.opdev.op_def import CoreType
 from opsim.opdev.thread_local import OpLogInfo, ProfilingInfoId, ThreadLocalContext, current
+from opsim.outputs import atomic_file
 
 log = logging.getLogger("opsim.opdev")
 
@@ -83,7 +84,8 @@ def _dump(ctx: ThreadLocalContext, name: str, op_type: str, kind: str, tensors: 
             if not t.has_data():
                 continue
             path = os.path.join(p.dump_dir, dump_file_name(op_type, name, dump_id, k, i))
-            np.save(path, np.array(t.numpy()))
+            with atomic_file(path, "wb") as fh:
+                np.save(fh, np.array(t.numpy()))
             rec.files.append(path)
     p.dumps.append(rec)
     return rec

@@ -54,6 +54,9 @@ class OpSpec:
     """Output dtype from (input dtype, attrs); None: same as the input."""
     attr_types: Mapping[str, type | tuple[type, ...]] = field(default_factory=dict)
     """Accepted Python types of each attribute (validation)."""
+    attr_ranges: Mapping[str, tuple[int, int]] = field(default_factory=dict)
+    """Inclusive (low, high) of an integer attribute narrower than int64, as its ACLNN signature types it;
+    every other integer attribute (and list element) is an int64 like opbase's OpArg."""
     output_shape_from_device: bool = False
     """The run overwrites the output shapes with what the device computed (DEPEND_SHAPE_RANGE ops such as
     NonZero); a caller reusing its output tensors restores their shapes before the next call."""
@@ -186,12 +189,16 @@ _NUM = (int, float)
 
 
 def _builtin(name: str, api: str, module: str, fn: str, dtypes, inputs, infer, build, attrs=None,
-             attr_types=None, description="", out_dtype=None) -> OpSpec:
+             attr_types=None, description="", out_dtype=None, attr_ranges=None) -> OpSpec:
     return OpSpec(name=name, api=api, launchers=("AI_CORE",), dtypes=tuple(dtypes), inputs=tuple(inputs),
                   attrs=MappingProxyType(dict(attrs or {})), infer=infer, build=build,
                   get_workspace_size=f"opsim.ops.{module}:{fn}_get_workspace_size", run=f"opsim.ops.{module}:{fn}",
-                  description=description, out_dtype=out_dtype, attr_types=MappingProxyType(dict(attr_types or {})))
+                  description=description, out_dtype=out_dtype, attr_types=MappingProxyType(dict(attr_types or {})),
+                  attr_ranges=MappingProxyType(dict(attr_ranges or {})))
 
+
+_INT8 = (-128, 127)
+"""cubeMathType is an int8_t in aclnnMatmul's and aclnnAddmm's signatures."""
 
 _BUILTIN: tuple[OpSpec, ...] = (
     _builtin("Add", "aclnnAdd", "elementwise", "aclnn_add", _NUMERIC, ("self", "other"), _infer_binary,
@@ -211,11 +218,13 @@ _BUILTIN: tuple[OpSpec, ...] = (
     _builtin("Softmax", "aclnnSoftmax", "softmax", "aclnn_softmax", _FLOATS, ("self",), _infer_softmax,
              _build_softmax, {"dim": -1}, {"dim": int}, "softmax along attrs.dim (explicit OP_WORKSPACE scratch)"),
     _builtin("Matmul", "aclnnMatmul", "matmul", "aclnn_matmul", _FLOATS, ("self", "mat2"), _infer_matmul,
-             _build_matmul, {"cube_math_type": 0}, {"cube_math_type": int}, "out = self @ mat2 (2-D)"),
+             _build_matmul, {"cube_math_type": 0}, {"cube_math_type": int}, "out = self @ mat2 (2-D)",
+             attr_ranges={"cube_math_type": _INT8}),
     _builtin("Addmm", "aclnnAddmm", "matmul", "aclnn_addmm", _FLOATS, ("self", "mat1", "mat2"), _infer_addmm,
              _build_addmm, {"beta": 1.0, "alpha": 1.0, "cube_math_type": 0},
              {"beta": _NUM, "alpha": _NUM, "cube_math_type": int},
-             "out = beta * self + alpha * (mat1 @ mat2): MatMul, Muls, Muls, Add with planned intermediates"),
+             "out = beta * self + alpha * (mat1 @ mat2): MatMul, Muls, Muls, Add with planned intermediates",
+             attr_ranges={"cube_math_type": _INT8}),
 )
 
 

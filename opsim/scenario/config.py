@@ -179,7 +179,12 @@ class ScenarioConfig:
 
     def planned_calls(self) -> int:
         """ACLNN calls the program makes (a `choose` counts its largest option): the progress bar's total."""
-        return sum(_calls(th.program) for th in self.threads)
+        return sum(program_calls(th.program) for th in self.threads)
+
+    def estimated_calls(self) -> int:
+        """The call budget's measure: ACLNN calls, with every loop iteration counting at least one (a loop
+        of 10**12 iterations over an empty body or a sleep costs as much to simulate as one of calls)."""
+        return sum(program_calls(th.program, 1) for th in self.threads)
 
 
 def _any_pta(program: tuple[Step, ...]) -> bool:
@@ -192,19 +197,46 @@ def _any_pta(program: tuple[Step, ...]) -> bool:
     return False
 
 
-def _calls(program: tuple[Step, ...]) -> int:
+def program_calls(program: tuple[Step, ...], per_iteration: int = 0) -> int:
+    """ACLNN calls of the program; each loop iteration counts at least `per_iteration` (0: exact calls)."""
     n = 0
     for step in program:
         if isinstance(step, OpStep):
             n += step.repeat
         elif isinstance(step, LoopStep):
-            n += step.count * _calls(step.body)
+            n += step.count * max(program_calls(step.body, per_iteration), per_iteration)
         elif isinstance(step, ChooseStep):
-            n += max(_calls((o,)) for o in step.options)
+            n += max(program_calls((o,), per_iteration) for o in step.options)
     return n
 
 
+def sleep_us(program: tuple[Step, ...]) -> float:
+    """Simulated time the program spends in `sleep` steps (a `choose` counts its longest option): a lower
+    bound of its horizon, known before simulating."""
+    t = 0.0
+    for step in program:
+        if isinstance(step, SleepStep):
+            t += step.us
+        elif isinstance(step, LoopStep):
+            t += step.count * sleep_us(step.body)
+        elif isinstance(step, ChooseStep):
+            t += max(sleep_us((o,)) for o in step.options)
+    return t
+
+
+def op_steps(program: tuple[Step, ...]) -> list[OpStep]:
+    """Every op step of the program, once each (loop bodies and choose options included)."""
+    out: list[OpStep] = []
+    for step in program:
+        if isinstance(step, OpStep):
+            out.append(step)
+        elif isinstance(step, LoopStep):
+            out.extend(op_steps(step.body))
+        elif isinstance(step, ChooseStep):
+            out.extend(op_steps(step.options))
+    return out
+
+
 __all__ = ["OpStep", "LoopStep", "ChooseStep", "SyncStep", "SyncDeviceStep", "EventStep", "SleepStep", "ProfilingStep",
-           "DeterministicStep",
-           "Step",
-           "ThreadConfig", "OutputsConfig", "DumpConfig", "ScenarioConfig"]
+           "DeterministicStep", "Step", "ThreadConfig", "OutputsConfig", "DumpConfig", "ScenarioConfig",
+           "sleep_us", "op_steps", "program_calls"]

@@ -17,6 +17,8 @@ import yaml
 from opsim.errors import InvalidArgumentError, OpsimError, ScenarioError
 from opsim.scenario import config as C
 from opsim.scenario.environment import resolve_env, shell_values
+from opsim.scenario.limits import (INT64_MAX, MAX_FILE_BYTES, MAX_HORIZON_US, LimitError, Limits, check_data,
+                                   check_yaml_events, non_finite)
 from opsim.scenario.schema import DEFAULT_EPOCH_US, PROFILER_FORMATS, STEP_KEYS, validator
 from opsim.scenario.yaml_core import parse_as_written, parse_core_scalar
 
@@ -128,14 +130,12 @@ def read_yaml(text: str, label: str) -> tuple[Any, dict[Path_, int]]:
     lines: dict[Path_, int] = {}
     errors = _Errors(label, lines, set())
     try:
+        check_yaml_events(text)  # bounded before any node graph is built (see opsim.scenario.limits)
         node = yaml.compose(text, Loader=yaml.SafeLoader)
-    except yaml.MarkedYAMLError as exc:
-        mark = exc.problem_mark or exc.context_mark
-        where = f"{label}:{mark.line + 1}:{mark.column + 1}" if mark else label
-        problem = " ".join(x for x in (exc.context, exc.problem) if x) or str(exc)
-        raise ScenarioError(f"{where}: YAML syntax error: {problem}") from None
+    except LimitError as exc:
+        raise ScenarioError(f"{label}{f':{exc.line}' if exc.line else ''}: {exc}") from None
     except yaml.YAMLError as exc:
-        raise ScenarioError(f"{label}: YAML syntax error: {exc}") from None
+        raise ScenarioError(_yaml_error(exc, label)) from None
     if node is None:
         raise ScenarioError(f"{label}: the scenario is empty; it needs at least `name` and `threads`")
     _walk(node, (), lines, errors)
@@ -146,6 +146,15 @@ def read_yaml(text: str, label: str) -> tuple[Any, dict[Path_, int]]:
         raise ScenarioError(f"{label}: YAML error: {exc}") from None
     _env_as_written(node, data)
     return data, lines
+
+
+def _yaml_error(exc: yaml.YAMLError, label: str) -> str:
+    if isinstance(exc, yaml.MarkedYAMLError):
+        mark = exc.problem_mark or exc.context_mark
+        where = f"{label}:{mark.line + 1}:{mark.column + 1}" if mark else label
+        problem = " ".join(x for x in (exc.context, exc.problem) if x) or str(exc)
+        return f"{where}: YAML syntax error: {problem}"
+    return f"{label}: YAML syntax error: {exc}"
 
 
 def _env_as_written(node: yaml.Node, data: Any) -> None:
@@ -164,6 +173,10 @@ def _env_as_written(node: yaml.Node, data: Any) -> None:
 def read_source(source: str | Path | Mapping[str, Any]) -> tuple[Any, dict[Path_, int], str, Path | None]:
     """(data, lines, label, path) of a scenario file or an in-memory dict."""
     if isinstance(source, Mapping):
+        try:
+            check_data(source)
+        except LimitError as exc:
+            raise ScenarioError(f"<scenario>: {exc}") from None
         return _plain(source), {}, "<scenario>", None
     if not isinstance(source, (str, Path)):
         raise ScenarioError(f"a scenario is a YAML file path or a dict, got {type(source).__name__}")
@@ -175,7 +188,11 @@ def read_source(source: str | Path | Mapping[str, Any]) -> tuple[Any, dict[Path_
     if path.is_dir():
         raise ScenarioError(f"{label}: is a directory; give the path of a scenario .yaml file")
     try:
-        text = path.read_bytes().decode("utf-8")
+        with open(path, "rb") as fh:
+            raw = fh.read(MAX_FILE_BYTES + 1)
+        if len(raw) > MAX_FILE_BYTES:
+            raise ScenarioError(f"{label}: larger than the limit of {MAX_FILE_BYTES >> 20} MiB for a scenario file")
+        text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise ScenarioError(f"{label}: not UTF-8 text (byte {exc.start}); scenarios are UTF-8 YAML") from None
     except OSError as exc:
@@ -215,6 +232,12 @@ def parse_override(text: str) -> tuple[str, Any]:
     if not sep or not key:
         raise ScenarioError(f"--set {text!r}: expected key=value, e.g. --set seed=3 or "
                             "--set env.GE_PROFILING_TO_STD_OUT=1")
+    try:
+        check_yaml_events(value)  # the same depth and alias limits as a scenario file
+    except LimitError as exc:
+        raise ScenarioError(f"--set {key}: {exc}") from None
+    except yaml.YAMLError:
+        pass
     if key.startswith("env.") or key.startswith("env["):
         return key, value
     return key, parse_as_written(value) if key == "env" else parse_core_scalar(value)
@@ -227,6 +250,10 @@ def apply_overrides(data: Any, overrides: Mapping[str, Any]) -> set[Path_]:
         return done
     for key, value in overrides.items():
         path = parse_key(key) if isinstance(key, str) else tuple(key)
+        try:
+            check_data(value)
+        except LimitError as exc:
+            raise ScenarioError(f"--set {key}: {exc}") from None
         node: Any = data
         for i, part in enumerate(path[:-1]):
             if isinstance(node, dict):
@@ -252,10 +279,12 @@ def apply_overrides(data: Any, overrides: Mapping[str, Any]) -> set[Path_]:
 
 # ---- schema errors -----------------------------------------------------------------------------------
 
-def _schema_errors(data: Any, errors: _Errors) -> None:
+def _schema_errors(data: Any, errors: _Errors, skip: set[Path_] = frozenset()) -> None:
+    """Report schema violations, except at `skip` (paths already reported)."""
     from jsonschema.exceptions import best_match
     for err in validator().iter_errors(data):
-        _report(err, errors, best_match)
+        if tuple(err.absolute_path) not in skip:
+            _report(err, errors, best_match)
 
 
 def _allowed_props(schema: Mapping[str, Any]) -> list[str]:
@@ -354,11 +383,15 @@ def _dtype_name(name: str) -> str | None:
 class _Builder:
     """Checks what the schema cannot (ops, dtypes, shapes, stream and event names) and builds the config."""
 
-    def __init__(self, data: dict[str, Any], errors: _Errors, extra_ops: Mapping[str, Any], label: str):
+    def __init__(self, data: dict[str, Any], errors: _Errors, extra_ops: Mapping[str, Any], label: str,
+                 deferred_module: str | None = None):
         self.data = data
         self.errors = errors
         self.extra_ops = extra_ops
         self.label = label
+        self.deferred_module = deferred_module
+        """The direct_invoke_module found but not imported (validation): ops it may define are not checked."""
+        self.deferred: list[str] = []
         events = data.get("events")  # a malformed value is reported by the schema; build with what is usable
         self.events = tuple(e for e in events if isinstance(e, str)) if isinstance(events, list) else ()
         shared = data.get("streams")
@@ -430,6 +463,9 @@ class _Builder:
         try:
             spec = get_op(str(name), self.extra_ops)
         except InvalidArgumentError:
+            if self.deferred_module is not None and isinstance(name, str):
+                self.deferred.append(name)  # may come from the module; checked when `run` imports it
+                return None
             known = sorted(set(op_names()) | set(self.extra_ops))
             self.errors.add(path + ("op",), f"unknown op {name!r}{_suggest(name, known)}; known ops: "
                                             f"{', '.join(known)} (opsim list-ops shows their inputs and dtypes)")
@@ -535,12 +571,27 @@ class _Builder:
                 self.errors.add(path + (k,), f"attribute {k!r} of {spec.name} must be {names}, got {_describe(v)}")
                 ok = False
                 continue
+            bad = _int_out_of_range(v, spec.attr_ranges.get(k, (-INT64_MAX - 1, INT64_MAX)))
+            if bad is not None:
+                self.errors.add(path + (k,), f"attribute {k!r} of {spec.name}: {bad}")
+                ok = False
+                continue
             if k == "dtype" and isinstance(v, str) and _dtype_name(v) is None:
                 self.errors.add(path + (k,), f"unknown dtype {v!r}")
                 ok = False
                 continue
             out[k] = v
         return out if ok else None
+
+
+def _int_out_of_range(value: Any, bounds: tuple[int, int]) -> str | None:
+    """Why an integer attribute (or an integer in a list attribute) does not fit its opbase type, or None."""
+    lo, hi = bounds
+    for v in (value if isinstance(value, list) else [value]):
+        if isinstance(v, int) and not isinstance(v, bool) and not lo <= v <= hi:
+            kind = "int64" if (lo, hi) == (-INT64_MAX - 1, INT64_MAX) else f"[{lo}, {hi}]"
+            return f"{v} does not fit its type ({kind}); use a value in [{lo}, {hi}]"
+    return None
 
 
 def _valid_dims(shapes: tuple) -> tuple | None:
@@ -580,27 +631,66 @@ def _load_extra_ops(module: str, errors: _Errors) -> dict[str, Any]:
     return {}
 
 
+def module_findable(name: str) -> bool:
+    """True when `import name` would find the module, decided without running it or its parent packages
+    (importlib.util.find_spec of a dotted name would import the parents)."""
+    import importlib.util
+    import sys
+    parts = name.split(".")
+    try:
+        spec = importlib.util.find_spec(parts[0])  # a top-level name: found, not executed
+        for i in range(1, len(parts)):
+            if spec is None or spec.submodule_search_locations is None:
+                return False
+            full = ".".join(parts[:i + 1])
+            module = sys.modules.get(full)
+            if module is not None:
+                spec = module.__spec__
+                continue
+            spec = next((found for finder in sys.meta_path if hasattr(finder, "find_spec")
+                         for found in [finder.find_spec(full, list(spec.submodule_search_locations))]
+                         if found is not None), None)
+    except (ImportError, ValueError):
+        return False
+    return spec is not None
+
+
 def load_scenario(source: str | Path | Mapping[str, Any], overrides: Mapping[str, Any] | None = None, *,
-                  environ: Mapping[str, str] | None = None) -> C.ScenarioConfig:
+                  environ: Mapping[str, str] | None = None, limits: Limits | None = None,
+                  import_modules: bool = True) -> C.ScenarioConfig:
     """Read, override and validate a scenario; raise `ScenarioError` listing every problem found.
 
     The documented opbase variables set in `environ` (default: this process's environment) apply under the
-    scenario's `env` and the overrides (see opsim.scenario.environment)."""
+    scenario's `env` and the overrides (see opsim.scenario.environment). `limits` holds the call and numerics budgets (defaults: `opsim.scenario.limits`). With
+    `import_modules=False` (validation) `direct_invoke_module` is only looked up, never imported, and the ops
+    it may define are checked when a run imports it."""
     data, lines, label, path = read_source(source)
     if not isinstance(data, dict):
         raise ScenarioError(f"{label}:1: the scenario must be a mapping of fields (name, threads, ...), got "
                             f"{_describe(data)}")
     overridden = apply_overrides(data, dict(overrides or {}))
     errors = _Errors(label, lines, overridden)
-    _schema_errors(data, errors)
+    bad_numbers = set()
+    for where, value in non_finite(data):
+        errors.add(where, f"{value!r} is not a finite number; give a finite value")
+        bad_numbers.add(where)
+    _schema_errors(data, errors, bad_numbers)
     extra_ops: dict[str, Any] = {}
-    if isinstance(data.get("direct_invoke_module"), str) and not errors.items:
-        extra_ops = _load_extra_ops(data["direct_invoke_module"], errors)
+    deferred = None
+    module = data.get("direct_invoke_module")
+    if isinstance(module, str) and not errors.items:
+        if import_modules:
+            extra_ops = _load_extra_ops(module, errors)
+        elif module_findable(module):
+            deferred = module
+        else:
+            errors.add(("direct_invoke_module",), f"module {module!r} not found; it must be importable "
+                                                  "(installed or on PYTHONPATH)")
     if isinstance(data.get("profiled_ops"), dict) and not errors.items:
         from opsim.ops.profiled import profiled_specs
         extra_ops.update(profiled_specs(data["profiled_ops"]))
     threads: list[C.ThreadConfig] = []
-    builder = _Builder(data, errors, extra_ops, label)
+    builder = _Builder(data, errors, extra_ops, label, deferred)
     raw_threads = data.get("threads") if isinstance(data.get("threads"), list) else []
     names: dict[str, int] = {}
     for i, th in enumerate(raw_threads):
@@ -614,7 +704,7 @@ def load_scenario(source: str | Path | Mapping[str, Any], overrides: Mapping[str
             names.setdefault(name, i)
         try:
             threads.append(builder.thread(i, th))
-        except (TypeError, ValueError, AttributeError, KeyError):
+        except (TypeError, ValueError, AttributeError, KeyError, ArithmeticError):
             continue  # malformed parts are already reported by the schema
     step_thread = (data.get("outputs") or {}).get("step_thread") if isinstance(data.get("outputs"), dict) else None
     if isinstance(step_thread, str) and names and step_thread not in names:
@@ -628,6 +718,10 @@ def load_scenario(source: str | Path | Mapping[str, Any], overrides: Mapping[str
         if in_force:  # the copy written next to the outputs reproduces the run without the shell
             data["env"] = {k: v for k, (v, _) in in_force.items()}
     _check_task_queue(data, names, errors)
+    if not errors.items:
+        from opsim.scenario.checks import check_scenario
+        check_scenario(data, threads, errors.add, limits or Limits(), deferred_ops=bool(builder.deferred),
+                       calibration=_relative(data.get("calibration"), path))
     errors.raise_if_any()
     return _config(data, threads, path, extra_ops, {k: src for k, (_, src) in in_force.items()},
                    shell_values(environ))
@@ -696,13 +790,13 @@ def profiler_format(value: bool | str | None) -> str:
 
 
 def validate(source: str | Path | Mapping[str, Any], overrides: Mapping[str, Any] | None = None, *,
-             environ: Mapping[str, str] | None = None) -> C.ScenarioConfig:
-    """`load_scenario` under the name the CLI uses."""
-    return load_scenario(source, overrides, environ=environ)
+             environ: Mapping[str, str] | None = None, limits: Limits | None = None) -> C.ScenarioConfig:
+    """`load_scenario` without running any user code (`direct_invoke_module` is looked up, not imported)."""
+    return load_scenario(source, overrides, environ=environ, limits=limits, import_modules=False)
 
 
-__all__ = ["load_scenario", "validate", "read_yaml", "read_source", "apply_overrides", "parse_override",
-           "parse_key", "format_path", "DEFAULT_STREAM", "profiler_format"]
+__all__ = ["load_scenario", "validate", "module_findable", "read_yaml", "read_source", "apply_overrides",
+           "parse_override", "parse_key", "format_path", "DEFAULT_STREAM", "profiler_format"]
 
 
 def _profiling_step(spec: dict) -> C.ProfilingStep | None:

@@ -7,13 +7,16 @@ in constant memory and still get every summary figure.
 """
 from __future__ import annotations
 
+import os
 import sys
 import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable, Generator, Mapping
 
+from opsim.outputs import OutputDir
 from opsim.scenario.config import OpStep, ScenarioConfig
+from opsim.scenario.limits import Limits
 from opsim.scenario.loader import load_scenario
 
 DEFAULT_OUT_ROOT = "opsim-out"
@@ -57,7 +60,8 @@ class RunResult:
 class _Run:
     """The state of one scenario run shared by its threads (error list, counters, call tagging)."""
 
-    def __init__(self, config: ScenarioConfig, progress: Callable[[int], None] | None, calibration: Any = None):
+    def __init__(self, config: ScenarioConfig, progress: Callable[[int], None] | None, calibration: Any = None,
+                 dump_dir: str | None = None):
         from opsim.runtime.simulation import Simulation
         from opsim.trace.ge_profiling import StdoutCapture
         from opsim.trace.summary import SummaryStats
@@ -68,7 +72,7 @@ class _Run:
         self.sim = Simulation(
             soc=config.soc, soc_overrides=config.soc_overrides, env=config.env, profile=config.profile,
             numerics=config.numerics, trace=True, cost_overrides=config.cost_overrides, stdout=self.capture,
-            dump_dir=config.dump.dir, op_dump=config.dump.op_dump, overflow_dump=config.dump.overflow_dump,
+            dump_dir=dump_dir, op_dump=config.dump.op_dump, overflow_dump=config.dump.overflow_dump,
             memory_strategy=config.memory_strategy, calibration=calibration or config.calibration,
             deterministic_level=config.deterministic_level, strong_consistency=config.strong_consistency,
             fast_path=config.fast_path)
@@ -302,8 +306,8 @@ def _progress_bar(total: int, enabled: bool) -> tuple[Callable[[int], None] | No
 
 def run_scenario(source: str | Path | Mapping[str, Any] | ScenarioConfig, *, out_dir: str | Path | None = None,
                  overrides: Mapping[str, Any] | None = None, progress: bool = False,
-                 profiler_output: bool | str | None = None, write: bool = True,
-                 calibration: Any = None, fast_path: bool | None = None) -> RunResult:
+                 profiler_output: bool | str | None = None, write: bool = True, calibration: Any = None,
+                 fast_path: bool | None = None, limits: Limits | None = None) -> RunResult:
     """Load (unless given a ScenarioConfig), run and write the outputs of one scenario.
 
     `out_dir` overrides the scenario's `outputs.dir` (default `opsim-out/<name>`); `profiler_output` overrides
@@ -311,18 +315,25 @@ def run_scenario(source: str | Path | Mapping[str, Any] | ScenarioConfig, *, out
     memory, else `records.json.gz` is written too (unless `outputs.records` is false), so
     `opsim.load_result(out_dir)` reads the run back. `calibration` (a calibration YAML path or a loaded
     Calibration) replaces the scenario's `calibration` key. `fast_path=False` runs the reference path whatever
-    the scenario says (the outputs are the same either way). Raises `ScenarioError` for a bad scenario and
-    `CalibrationError` for a bad calibration file; failed calls (e.g. out of memory) are reported in
-    `summary["errors"]`, not raised."""
-    config = source if isinstance(source, ScenarioConfig) else load_scenario(source, overrides)
+    the scenario says (the outputs are the same either way). Raises `ScenarioError` for a bad scenario,
+    `CalibrationError` for a bad calibration file and `OutputPathError` for an unusable output directory, all
+    before simulating; failed calls (e.g. out of memory) are reported in `summary["errors"]`, not raised.
+    Outputs are staged and committed atomically (`opsim.outputs`): an interrupted run leaves the previous
+    outputs in place."""
+    config = source if isinstance(source, ScenarioConfig) else load_scenario(source, overrides, limits=limits)
     if fast_path is not None and fast_path != config.fast_path:
         config = replace(config, fast_path=fast_path)
     from opsim.scenario.loader import profiler_format
     want_profiler = config.outputs.profiler if profiler_output is None else profiler_format(profiler_output)
+    target = Path(out_dir) if out_dir is not None else Path(config.outputs.dir) if config.outputs.dir \
+        else Path(DEFAULT_OUT_ROOT) / config.name
+    staged = OutputDir(target, _output_names(config, want_profiler)) if write else None
+    dump_dir = _dump_dir(config, staged, target)
     update, close = _progress_bar(config.planned_calls(), progress)
     t0 = time.perf_counter()
     try:
-        run = _Run(config, update, calibration)
+        run = _Run(config, update, calibration, dump_dir)
+        run.sim.device.memory.host_budget = (limits or Limits()).numerics_bytes
         if not config.trace:
             skipped = [n for n, on in (("trace.json", config.outputs.trace), ("the msprof CSVs", config.outputs.csv),
                                        ("the profiler output", want_profiler)) if on]
@@ -330,23 +341,61 @@ def run_scenario(source: str | Path | Mapping[str, Any] | ScenarioConfig, *, out
                 run.warnings.append(f"trace: false keeps no records, so {', '.join(skipped)} cannot be written "
                                     "(set outputs.trace/csv/profiler to false, or trace: true)")
         run.sim.run()
+        wall = time.perf_counter() - t0
+        from opsim.trace.summary import build_summary
+        stats = run.stats if not config.trace else run.stats.feed_recorder(run.sim.recorder)
+        summary = build_summary(run, stats, wall)
+        stdout_text = _stdout_text(run)
+        result = RunResult(scenario=config, sim=run.sim, summary=summary, wall_seconds=wall,
+                           stdout_text=stdout_text)
+        if staged is not None:
+            result.out_dir = target
+            write_outputs(run, summary, stdout_text, staged, profiler=want_profiler)
+            if config.outputs.records:
+                from opsim.api import Result
+                result.outputs = _keyed(staged.planned())
+                Result.from_run(result).write_records(staged.path(OUTPUT_FILES["records"]), relative_to=target)
+            result.outputs = _keyed(staged.commit())
     finally:
         close()
-    wall = time.perf_counter() - t0
-    from opsim.trace.summary import build_summary
-    stats = run.stats if not config.trace else run.stats.feed_recorder(run.sim.recorder)
-    summary = build_summary(run, stats, wall)
-    stdout_text = _stdout_text(run)
-    result = RunResult(scenario=config, sim=run.sim, summary=summary, wall_seconds=wall, stdout_text=stdout_text)
-    if write:
-        target = Path(out_dir) if out_dir is not None else Path(config.outputs.dir) if config.outputs.dir \
-            else Path(DEFAULT_OUT_ROOT) / config.name
-        result.out_dir = target
-        result.outputs = write_outputs(run, summary, stdout_text, target, profiler=want_profiler)
-        if config.outputs.records:
-            from opsim.api import Result
-            result.outputs["records"] = Result.from_run(result).save(target)
+        if staged is not None:
+            staged.discard()
     return result
+
+
+def _top(rel: str) -> str:
+    """The first component of a relative path ("dump/a" -> "dump")."""
+    return Path(os.path.normpath(rel)).parts[0]
+
+
+def _output_names(config: ScenarioConfig, profiler: str) -> list[str]:
+    """Every entry the run may write directly in its output directory (checked against user files first)."""
+    names = list(OUTPUT_FILES.values())
+    if profiler:
+        from opsim.trace.ascend_profiler import profiler_dir_name
+        names.append(profiler_dir_name(config.name, config.epoch_us))
+    if config.dump.dir and not os.path.isabs(config.dump.dir):
+        names.append(_top(config.dump.dir))
+    return names
+
+
+def _dump_dir(config: ScenarioConfig, staged: OutputDir | None, target: Path) -> str | None:
+    """Where tensor dumps go: a relative dump.dir inside the output directory (staged with the other outputs),
+    an absolute one as given."""
+    d = config.dump.dir
+    if not d or os.path.isabs(d):
+        return d
+    if staged is None:
+        return str(target / d)
+    staged.path(_top(d))
+    return str(staged.staging / os.path.normpath(d))
+
+
+def _keyed(written: Mapping[str, Path]) -> dict[str, Path]:
+    """The written outputs by OUTPUT_FILES key ("profiler" for the profiler directory; dumps are not listed)."""
+    by_name = {v: k for k, v in OUTPUT_FILES.items()}
+    return {by_name.get(name, "profiler"): path for name, path in written.items()
+            if name in by_name or name.endswith("_ascend_pt")}
 
 
 def _stdout_text(run: _Run) -> str:
@@ -357,53 +406,39 @@ def _stdout_text(run: _Run) -> str:
     return merge_text(run.capture.writes, blocks)
 
 
-def write_outputs(run: _Run, summary: dict[str, Any], stdout_text: str, out_dir: Path, *,
-                  profiler: str = "") -> dict[str, Path]:
-    """Write every output the scenario asks for into `out_dir`; returns name -> path."""
+def write_outputs(run: _Run, summary: dict[str, Any], stdout_text: str, out: OutputDir, *,
+                  profiler: str = "") -> None:
+    """Write every output the scenario asks for into the staged output directory `out`."""
     import yaml
 
     from opsim.trace.summary import summary_json
     cfg = run.config
     sim = run.sim
-    out_dir.mkdir(parents=True, exist_ok=True)
-    outputs: dict[str, Path] = {}
-
-    def path(key: str) -> Path:
-        p = out_dir / OUTPUT_FILES[key]
-        outputs[key] = p
-        return p
-
-    with open(path("scenario"), "w", encoding="utf-8") as fh:
+    with out.open(OUTPUT_FILES["scenario"], encoding="utf-8") as fh:
         fh.write(yaml.safe_dump(_plain_data(cfg.data), sort_keys=False, allow_unicode=True))
     if cfg.trace and cfg.outputs.trace:
         from opsim.trace.chrome_trace import write_chrome_trace
-        with open(path("trace"), "w", encoding="utf-8") as fh:
+        with out.open(OUTPUT_FILES["trace"], encoding="utf-8") as fh:
             write_chrome_trace(sim, fh)
     if cfg.trace and cfg.outputs.csv:
         from opsim.trace.msprof_csv import write_op_summary, write_task_time
-        with open(path("op_summary"), "w", encoding="utf-8", newline="") as fh:
+        with out.open(OUTPUT_FILES["op_summary"], encoding="utf-8", newline="") as fh:
             write_op_summary(sim.recorder, fh, epoch_us=cfg.epoch_us, clock_mhz=sim.soc.clock_mhz,
                              tensor_info=run.tensor_info, device_id=sim.device.device_id)
-        with open(path("task_time"), "w", encoding="utf-8", newline="") as fh:
+        with out.open(OUTPUT_FILES["task_time"], encoding="utf-8", newline="") as fh:
             write_task_time(sim.recorder, fh, epoch_us=cfg.epoch_us, device_id=sim.device.device_id)
     if cfg.outputs.timestamps and stdout_text:
-        with open(path("timestamps"), "w", encoding="utf-8", newline="") as fh:
+        with out.open(OUTPUT_FILES["timestamps"], encoding="utf-8", newline="") as fh:
             fh.write(stdout_text)
     if profiler and cfg.trace:
-        from opsim.trace.ascend_profiler import write_profiler_output
-        produced = write_profiler_output(sim, out_dir, name=cfg.name, epoch_us=cfg.epoch_us, rank=0,
-                                         text=profiler in ("text", "both"), db=profiler in ("db", "both"),
-                                         step_thread=cfg.outputs.step_thread)
-        if isinstance(produced, (str, Path)):
-            outputs["profiler"] = Path(produced)
-        elif isinstance(produced, Mapping):
-            outputs.update({f"profiler.{k}": Path(v) for k, v in produced.items()})
-        else:
-            outputs["profiler"] = out_dir
+        from opsim.trace.ascend_profiler import profiler_dir_name, write_profiler_output
+        out.path(profiler_dir_name(cfg.name, cfg.epoch_us))
+        write_profiler_output(sim, str(out.staging), name=cfg.name, epoch_us=cfg.epoch_us, rank=0,
+                              text=profiler in ("text", "both"), db=profiler in ("db", "both"),
+                              step_thread=cfg.outputs.step_thread)
     if cfg.outputs.summary:
-        with open(path("summary"), "w", encoding="utf-8") as fh:
+        with out.open(OUTPUT_FILES["summary"], encoding="utf-8") as fh:
             fh.write(summary_json(summary))
-    return outputs
 
 
 def _plain_data(obj: Any) -> Any:

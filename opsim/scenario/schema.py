@@ -15,6 +15,7 @@ from opsim.device.soc import SOC_PRESETS
 from opsim.opdev.profiles import PROFILES
 from opsim.ops.profiled import profiled_ops_schema
 from opsim.opdev.profiling import MASK_NAMES
+from opsim.scenario.limits import INT64_MAX, MAX_EPOCH_US, MAX_HORIZON_US
 
 ENV_VARS: dict[str, str] = {
     "ACLNN_CACHE_LIMIT": "OpExecCache capacity per thread (default 10000, clamped to 10000000)",
@@ -41,6 +42,7 @@ NAME = {"type": "string", "pattern": r"^[A-Za-z_][A-Za-z0-9_.\-]*$", "maxLength"
 DIM = {"type": "integer", "minimum": 0, "maximum": 1 << 40}
 SHAPE = {"type": "array", "items": DIM, "maxItems": MAX_DIMS}
 NUMBER = {"type": "number", "minimum": 0}
+COUNT = {"type": "integer", "minimum": 0, "maximum": INT64_MAX}
 CACHE_MODES = ("ordinary", "pta")
 """`cache_mode`: opbase's own OpExecCache key (ordinary) or torch_npu's hash-keyed PTA path (pta)."""
 STEP_KEYS = ("op", "loop", "choose", "sync", "sync_device", "record_event", "wait_event", "sleep", "profiling",
@@ -77,10 +79,10 @@ def build_schema() -> dict[str, Any]:
         "dtype": {"type": "string"},
         "dtype_choices": {"type": "array", "items": {"type": "string"}, "minItems": 1},
         "attrs": {"type": "object"},
-        "repeat": {"type": "integer", "minimum": 1},
+        "repeat": {**COUNT, "minimum": 1},
         "cache_mode": {"enum": list(CACHE_MODES)},
     }, ("op",))
-    loop = _obj({"loop": _obj({"count": {"type": "integer", "minimum": 0},
+    loop = _obj({"loop": _obj({"count": COUNT,
                                 "body": {"$ref": "#/$defs/program"}}, ("count", "body"))}, ("loop",))
     choose = _obj({"choose": {"type": "array", "minItems": 1, "items": {"$ref": "#/$defs/step"}}}, ("choose",))
     event_ref = _obj({"event": NAME, "stream": NAME}, ("event",))
@@ -92,7 +94,7 @@ def build_schema() -> dict[str, Any]:
         "sync_device": _obj({"sync_device": {"const": True}}, ("sync_device",)),
         "record_event": _obj({"record_event": event_ref}, ("record_event",)),
         "wait_event": _obj({"wait_event": event_ref}, ("wait_event",)),
-        "sleep": _obj({"sleep": NUMBER}, ("sleep",)),
+        "sleep": _obj({"sleep": {**NUMBER, "maximum": MAX_HORIZON_US}}, ("sleep",)),
         "profiling": _obj({"profiling": {**_obj({"start": PROFILING_MASK, "stop": {"const": True}}),
                                          "minProperties": 1, "maxProperties": 1}}, ("profiling",)),
         "deterministic": _obj({"deterministic": {**_deterministic(), "minProperties": 1}}, ("deterministic",)),
@@ -130,7 +132,7 @@ def build_schema() -> dict[str, Any]:
             "trace": {"type": "boolean"},
             "fast_path": {"type": "boolean"},
             "memory_strategy": {"enum": list(STRATEGIES)},
-            "epoch_us": {"type": "integer", "minimum": 0, "maximum": (1 << 62)},
+            "epoch_us": {"type": "integer", "minimum": 0, "maximum": MAX_EPOCH_US},
             "on_error": {"enum": ["stop", "continue"]},
             "dump": _obj({"op_dump": {"type": "boolean"}, "overflow_dump": {"type": "boolean"},
                           "dir": {"type": "string", "minLength": 1}}),
@@ -163,9 +165,12 @@ def validator():
     if _VALIDATOR is None:
         import jsonschema
         schema = build_schema()
-        cls = jsonschema.validators.validator_for(schema)
-        cls.check_schema(schema)
-        _VALIDATOR = cls(schema)
+        base = jsonschema.validators.validator_for(schema)
+        base.check_schema(schema)
+        # An integer is an int: YAML's 1.0e+308 or .inf is a float and never stands in for a count.
+        checker = base.TYPE_CHECKER.redefine(
+            "integer", lambda _c, v: isinstance(v, int) and not isinstance(v, bool))
+        _VALIDATOR = jsonschema.validators.extend(base, type_checker=checker)(schema)
     return _VALIDATOR
 
 

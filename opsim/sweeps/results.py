@@ -110,10 +110,11 @@ class ResultsDir:
     def start(self) -> None:
         """Create the directory, write what is run (sweep.yaml, scenario.yaml) and open the journal."""
         self.path.mkdir(parents=True, exist_ok=True)
+        from opsim.outputs import write_text_atomic
         if self.sweep.source_text is not None:
-            (self.path / "sweep.yaml").write_text(self.sweep.source_text, encoding="utf-8")
+            write_text_atomic(self.path / "sweep.yaml", self.sweep.source_text)
         if isinstance(self.sweep.scenario, str):
-            (self.path / "scenario.yaml").write_text(self.sweep.scenario, encoding="utf-8")
+            write_text_atomic(self.path / "scenario.yaml", self.sweep.scenario)
         self._journal = open(self.path / JOURNAL, "a", encoding="utf-8")
 
     @property
@@ -133,10 +134,10 @@ class ResultsDir:
     def write_tables(self, df: Any) -> None:
         """Rewrite results.csv and results.parquet from the table (each replaced whole, never half-written)."""
         t0 = time.monotonic()
+        from opsim.outputs import atomic_path
         for name, write in ((CSV, lambda p: df.to_csv(p)), (PARQUET, lambda p: df.to_parquet(p, index=True))):
-            tmp = self.path / f".{name}.tmp"
-            write(tmp)
-            os.replace(tmp, self.path / name)
+            with atomic_path(self.path / name) as tmp:
+                write(tmp)
         self._last_flush = time.monotonic()
         self._flush_cost = self._last_flush - t0
 

@@ -164,11 +164,13 @@ def is_sweep(data: Any) -> bool:
 
 
 def is_sweep_file(path: str | Path) -> bool:
-    """True when `path` is a readable YAML file whose top level is a sweep (False for scenarios and bad files)."""
-    import yaml
+    """True when `path` is a readable YAML file whose top level is a sweep (False for scenarios and bad files).
+    Read like a scenario (size, depth and alias limits), so a hostile file costs no more here."""
+    from opsim.errors import ScenarioError
+    from opsim.scenario.loader import read_source
     try:
-        data = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, yaml.YAMLError):
+        data = read_source(Path(path))[0]
+    except ScenarioError:
         return False
     return is_sweep(data)
 
@@ -259,15 +261,24 @@ def _base_scenario(value: Any, base_dir: Path, errors: _Errors) -> tuple[str, st
     import yaml
     if isinstance(value, Mapping):
         return yaml.safe_dump(dict(value), sort_keys=False, allow_unicode=True), "<inline scenario>", None
+    from opsim.scenario.limits import MAX_FILE_BYTES, LimitError, check_yaml_events
     path = Path(value)
     full = path if path.is_absolute() else base_dir / path
     try:
+        if full.stat().st_size > MAX_FILE_BYTES:
+            raise LimitError(f"larger than the limit of {MAX_FILE_BYTES >> 20} MiB for a scenario file")
         text = full.read_bytes().decode("utf-8")
+        check_yaml_events(text)  # the scenario reader's depth and alias limits, before any YAML is built
     except (OSError, UnicodeDecodeError) as exc:
         why = "not found" if isinstance(exc, FileNotFoundError) else f"cannot be read ({exc})"
         errors.add(("scenario",), f"the scenario file {str(full)!r} is {why}; give a path relative to the sweep "
                                   "file, or the scenario inline")
         return "", value, None
+    except LimitError as exc:
+        errors.add(("scenario",), f"the scenario file {str(full)!r}: {exc}")
+        return "", value, None
+    except yaml.YAMLError:
+        pass  # a syntax error is reported with its line when the points are validated
     return text, path.name, full
 
 

@@ -814,7 +814,8 @@ def _mkdir(path: str) -> None:
 
 
 def _write(path: str, text: str) -> None:
-    with open(path, "w", encoding="utf-8", newline="") as f:
+    from opsim.outputs import atomic_file
+    with atomic_file(path, encoding="utf-8", newline="") as f:
         f.write(text)
     os.chmod(path, FILE_MODE)
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 import sqlite3
-from typing import Iterable
+from typing import Callable, Iterable
 
 from opsim.trace.ascend_profiler import FILE_MODE, MODEL_ID_NONE, AscendProfile, KernelPmu, _quoted
 
@@ -107,15 +107,16 @@ def _insert(conn: sqlite3.Connection, table: str, ncols: int, rows: Iterable[tup
     conn.executemany(f"INSERT INTO {table} VALUES ({', '.join('?' * ncols)})", list(rows))
 
 
-def _fresh(path: str) -> sqlite3.Connection:
-    if os.path.exists(path):
-        os.remove(path)
-    return sqlite3.connect(path)
-
-
-def _finish(conn: sqlite3.Connection, path: str) -> None:
-    conn.commit()
-    conn.close()
+def _write_db(path: str, fill: Callable[[sqlite3.Connection], None]) -> None:
+    """A fresh database at `path`, filled by `fill` and renamed into place only when complete."""
+    from opsim.outputs import atomic_path
+    with atomic_path(path) as tmp:
+        conn = sqlite3.connect(tmp)
+        try:
+            fill(conn)
+            conn.commit()
+        finally:
+            conn.close()
     os.chmod(path, FILE_MODE)
 
 
@@ -169,14 +170,17 @@ def analysis_db_rows(p: AscendProfile) -> list[tuple]:
 def write_profiler_db(p: AscendProfile, out_dir: str, *, rank: int = 0) -> tuple[str, str]:
     """Write ``ascend_pytorch_profiler_<rank>.db`` and ``analysis.db`` into ``out_dir`` (ASCEND_PROFILER_OUTPUT)."""
     db_path = os.path.join(out_dir, f"ascend_pytorch_profiler_{rank}.db")
-    conn = _fresh(db_path)
-    _create(conn, PROFILER_DB_TABLES)
-    for table, rows in profiler_db_rows(p, rank).items():
-        _insert(conn, table, len(PROFILER_DB_TABLES[table]), rows)
-    _finish(conn, db_path)
+
+    def profiler_db(conn: sqlite3.Connection) -> None:
+        _create(conn, PROFILER_DB_TABLES)
+        for table, rows in profiler_db_rows(p, rank).items():
+            _insert(conn, table, len(PROFILER_DB_TABLES[table]), rows)
+
+    def analysis_db(conn: sqlite3.Connection) -> None:
+        _create(conn, ANALYSIS_DB_TABLES)
+        _insert(conn, "StepTraceTime", len(ANALYSIS_DB_TABLES["StepTraceTime"]), analysis_db_rows(p))
+
+    _write_db(db_path, profiler_db)
     analysis_path = os.path.join(out_dir, "analysis.db")
-    conn = _fresh(analysis_path)
-    _create(conn, ANALYSIS_DB_TABLES)
-    _insert(conn, "StepTraceTime", len(ANALYSIS_DB_TABLES["StepTraceTime"]), analysis_db_rows(p))
-    _finish(conn, analysis_path)
+    _write_db(analysis_path, analysis_db)
     return db_path, analysis_path

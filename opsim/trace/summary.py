@@ -254,6 +254,47 @@ def _pct(rate: float | None) -> str:
     return "n/a (no lookups)" if rate is None else f"{100.0 * rate:.1f}%"
 
 
+_NUM = {"type": "number"}
+_OPT_NUM = {"type": ["number", "null"]}
+
+
+def _table(required: tuple[str, ...], **props: Any) -> dict[str, Any]:
+    """A JSON object of objects (name -> row), each row with these number fields."""
+    return {"type": "object", "additionalProperties": {"type": "object", "required": list(required),
+                                                       "properties": {k: _NUM for k in required} | props}}
+
+
+SUMMARY_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "wall": {"type": ["object", "null"], "properties": {"wall_seconds": _OPT_NUM,
+                                                           "simulated_calls_per_wall_second": _OPT_NUM}},
+        "simulated_makespan_us": _NUM,
+        "threads": _table(("host_busy_us", "host_busy_pct")),
+        "streams": _table(("busy_us", "busy_pct")),
+        "units": _table(("utilization_pct",)),
+        "exec_cache": {"type": ["object", "null"], "properties": {"hit_rate": _OPT_NUM}},
+        "aicpu_cache": {"type": ["object", "null"], "properties": {"hit_rate": _OPT_NUM}},
+        "memory": {"type": ["object", "null"], "properties": {"peak_hbm_bytes": _NUM, "peak_workspace_bytes": _NUM}},
+        "leaks": {"type": ["object", "null"], "properties": {"count": _NUM, "bytes": _NUM}},
+        "errors": {"type": ["array", "null"], "items": {"type": "object"}},
+        "warnings": {"type": ["array", "null"]},
+    },
+}
+"""The types `render_table` relies on (what `opsim report` checks before reading a summary.json)."""
+
+
+def summary_problem(summary: Any) -> str | None:
+    """Why `summary` (parsed JSON) cannot be rendered as a run summary, or None."""
+    import jsonschema
+    from jsonschema.exceptions import best_match
+    err = best_match(jsonschema.Draft202012Validator(SUMMARY_SCHEMA).iter_errors(summary))
+    if err is None:
+        return None
+    where = ".".join(str(p) for p in err.absolute_path) or "(top level)"
+    return f"{where}: {err.message}"
+
+
 def render_table(summary: Mapping[str, Any]) -> str:
     """The closing table the CLI prints (plain text, fixed layout)."""
     rows: list[tuple[str, str]] = []
@@ -311,4 +352,4 @@ def render_table(summary: Mapping[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
-__all__ = ["SummaryStats", "build_summary", "render_table", "summary_json"]
+__all__ = ["SummaryStats", "build_summary", "render_table", "summary_json", "summary_problem", "SUMMARY_SCHEMA"]

@@ -452,3 +452,16 @@ def test_executor_api_sequence_through_create_executor(proc):
     size = unique.get().get_workspace_size()
     ex = unique.release_to()
     assert common_op_executor_run(0, size, ex, None) == S.ACLNN_SUCCESS
+
+
+@pytest.mark.parametrize("op, fault", [(OP, "aicpu.load_json"), ("NoSuchAicpuKernelAnywhere", None)])
+def test_failed_task_creation_consumes_the_args_once(proc, op, fault):
+    """Every early return of CreatAicpuKernelLauncher destroys the args it was given (exactly once): a failed
+    kernel-description load, an unknown kernel."""
+    if fault is not None:
+        proc.faults[fault] = lambda *a: True
+    ex = AclOpExecutor()
+    args = make_op_arg_context(op_input(dev(2)), op_output(dev(2)), op_attr(np.int64(1)))
+    status = creat_aicpu_kernel_launcher(op, get_task_space(op), ex, ["n"], args)
+    assert status != S.ACLNN_SUCCESS and ex.kernel_launch_obj_list == []
+    assert args.destroy_count == 1

@@ -15,7 +15,7 @@ from opsim.acl.status import AclnnStatus
 from opsim.opdev.aicpu.task import AicpuTask
 from opsim.opdev.aicpu.task_space import AicpuTaskSpace, take_pending_overflow_task
 from opsim.opdev.launchers import KernelLauncher, graph_lists, register_launcher
-from opsim.opdev.op_args import OpArgContext, make_op_arg_context
+from opsim.opdev.op_args import OpArgContext, destroy_op_arg_context, make_op_arg_context
 from opsim.opdev.op_def import CoreType
 from opsim.opdev.op_types import register_op_type
 from opsim.opdev.thread_local import current
@@ -114,7 +114,11 @@ class AiCpuOneShotKernelLauncher(KernelLauncher):
 
 def creat_aicpu_kernel_launcher(op_type: int | str, space: AicpuTaskSpace, executor: Any,
                                 attr_names: list[str] | tuple[str, ...], args: OpArgContext | None) -> AclnnStatus:
-    """CreatAicpuKernelLauncher: find or create the task, wrap it in a cached or one-shot launcher."""
+    """CreatAicpuKernelLauncher: find or create the task, wrap it in a cached or one-shot launcher.
+
+    The args are consumed on every path: by the launcher (destroyed with the executor) or, when no task can
+    be had (a failed kernel-description load, an Init failure, an oversized key), destroyed here, as
+    AddDirectInvokeTask does."""
     if args is None:
         log.error("AI CPU registration with null args (ACLNN_ERR_PARAM_INVALID)")
         return S.ACLNN_ERR_PARAM_INVALID
@@ -122,6 +126,7 @@ def creat_aicpu_kernel_launcher(op_type: int | str, space: AicpuTaskSpace, execu
     op_id = register_op_type(op_type) if isinstance(op_type, str) else op_type
     task, status = space.get_or_create(ctx, executor, attr_names, args)
     if task is None:
+        destroy_op_arg_context(args)
         log.error("AI CPU task of %s could not be created (%d)", space.op_type, int(status))
         return S.ACLNN_ERR_PARAM_INVALID if status == S.ACLNN_ERR_PARAM_INVALID else S.ACLNN_ERR_INNER
     overflow = take_pending_overflow_task(ctx, task)

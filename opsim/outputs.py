@@ -1,0 +1,237 @@
+"""Atomic outputs: the one way opsim writes files, so an interrupted write never leaves a truncated file.
+
+- `atomic_file(path)`: one file, written into a temporary sibling and renamed over `path` when complete
+  (`atomic_path(path)` gives the temporary path itself, for writers that need a path, such as sqlite3;
+  `write_text_atomic(path, text)` writes a whole text at once).
+- `OutputDir(root, names)`: a command's set of outputs. Writers write into a hidden staging directory inside
+  `root` (same file system, so renames are atomic); `commit()` renames every entry into place, removes the
+  entries the previous run listed that this run did not write (stale outputs), and records the names in
+  `root/.opsim-manifest.json`. SIGINT and SIGTERM are held back during the commit (a few renames), so an
+  interrupted command leaves either the previous complete outputs or the new complete ones. Files opsim did
+  not write are never touched: a name the command would write that exists in `root` but is not in the
+  manifest is refused before any work (`claim`), and only manifest names are ever removed.
+
+Usage, for any command that writes a directory of results::
+
+    out = OutputDir(target, names=("result.json", "table.csv"))   # checks the target, refuses user files
+    with out.open("result.json") as fh: ...
+    out.commit()                                                    # or out.discard() on failure
+"""
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shutil
+import signal
+import tempfile
+import threading
+from pathlib import Path
+from typing import IO, Any, Iterable, Iterator
+
+from opsim.errors import OutputPathError
+
+MANIFEST = ".opsim-manifest.json"
+"""The list of the entries (files and directories directly in the output directory) opsim wrote there."""
+STAGING_PREFIX = ".opsim-staging-"
+_FORMAT = "opsim-outputs"
+
+
+def output_dir_problem(path: str | os.PathLike) -> str | None:
+    """Why `path` cannot be an output directory (a file is in the way, a parent is not writable), or None."""
+    p = Path(path)
+    if p.exists() and not p.is_dir():
+        return f"{p} exists and is not a directory; give a directory (it is created if missing)"
+    probe = p
+    while not probe.exists():
+        if probe.parent == probe:
+            break
+        probe = probe.parent
+    if probe.exists() and not probe.is_dir():
+        return f"{p} cannot be created: {probe} is a file"
+    target = p if p.exists() else probe
+    if not os.access(target, os.W_OK | os.X_OK):
+        return f"{p} is not writable (no write permission on {target}); choose another directory"
+    return None
+
+
+@contextlib.contextmanager
+def atomic_path(path: str | os.PathLike) -> Iterator[Path]:
+    """A temporary sibling of `path` to write (by any means, e.g. sqlite3); renamed over `path` when the block
+    completes, removed if it raises. Readers see the old complete file or the new one, never a partial one."""
+    path = Path(path)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    os.close(fd)
+    try:
+        yield Path(tmp)
+        os.chmod(tmp, 0o644 & ~_umask())
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+
+
+@contextlib.contextmanager
+def atomic_file(path: str | os.PathLike, mode: str = "w", **open_kw: Any) -> Iterator[IO[Any]]:
+    """`open(path, mode)` through `atomic_path`: the file appears complete when the block ends, or not at all."""
+    with atomic_path(path) as tmp, open(tmp, mode, **open_kw) as fh:
+        yield fh
+
+
+def write_text_atomic(path: str | os.PathLike, text: str, encoding: str = "utf-8") -> Path:
+    """Write `text` to `path` (creating its directory) through `atomic_file`, newlines as given; returns the path."""
+    p = Path(path)
+    p.parent.mkdir(parents=True, exist_ok=True)
+    with atomic_file(p, encoding=encoding, newline="") as fh:
+        fh.write(text)
+    return p
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+@contextlib.contextmanager
+def signals_deferred() -> Iterator[None]:
+    """Hold SIGINT and SIGTERM until the block ends (main thread only; elsewhere signals go to the main
+    thread anyway)."""
+    if threading.current_thread() is not threading.main_thread() or not hasattr(signal, "pthread_sigmask"):
+        yield
+        return
+    old = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, old)
+
+
+def _safe_name(name: Any) -> bool:
+    return isinstance(name, str) and name not in ("", ".", "..") and Path(name).name == name and \
+        "\\" not in name and not name.startswith(STAGING_PREFIX) and name != MANIFEST
+
+
+def read_manifest(root: str | os.PathLike) -> list[str]:
+    """The entry names opsim recorded in `root` (empty when there is no readable manifest)."""
+    try:
+        doc = json.loads((Path(root) / MANIFEST).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return []
+    names = doc.get("files") if isinstance(doc, dict) and doc.get("format") == _FORMAT else None
+    return [n for n in names if _safe_name(n)] if isinstance(names, list) else []
+
+
+def _write_manifest(root: Path, names: Iterable[str]) -> None:
+    doc = {"format": _FORMAT, "version": 1, "files": sorted(set(names))}
+    with atomic_file(root / MANIFEST, encoding="utf-8") as fh:
+        fh.write(json.dumps(doc, indent=1) + "\n")
+
+
+def record_output(root: str | os.PathLike, name: str) -> None:
+    """Add `name` (an entry just written atomically into `root`) to the manifest."""
+    if not _safe_name(name):
+        raise OutputPathError(f"output name {name!r} must be a plain file or directory name")
+    root = Path(root)
+    with signals_deferred():
+        _write_manifest(root, [*read_manifest(root), name])
+
+
+def _remove(path: Path) -> None:
+    if path.is_dir() and not path.is_symlink():
+        shutil.rmtree(path, ignore_errors=True)
+    else:
+        with contextlib.suppress(FileNotFoundError):
+            path.unlink()
+
+
+def _remove_dead_staging(root: Path) -> None:
+    """Remove staging directories left by killed processes (their pid no longer runs)."""
+    for p in root.glob(STAGING_PREFIX + "*"):
+        pid = p.name[len(STAGING_PREFIX):].split("-", 1)[0]
+        if not pid.isdigit() or int(pid) == os.getpid():
+            continue
+        try:
+            os.kill(int(pid), 0)
+        except ProcessLookupError:
+            _remove(p)
+        except OSError:
+            continue
+
+
+class OutputDir:
+    """One command's outputs in `root`, staged and committed atomically (see the module docstring)."""
+
+    def __init__(self, root: str | os.PathLike, names: Iterable[str] = ()):
+        self.root = Path(root)
+        problem = output_dir_problem(self.root)
+        if problem:
+            raise OutputPathError(problem)
+        try:
+            self.root.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise OutputPathError(f"{self.root}: cannot create the output directory: "
+                                       f"{exc.strerror or exc}") from None
+        self.claim(names)
+        _remove_dead_staging(self.root)
+        self.staging = Path(tempfile.mkdtemp(prefix=f"{STAGING_PREFIX}{os.getpid()}-", dir=self.root))
+        self.entries: dict[str, None] = {}
+
+    def claim(self, names: Iterable[str]) -> None:
+        """Refuse names that exist in `root` but were not written by opsim (a user's own file)."""
+        owned = set(read_manifest(self.root))
+        for name in names:
+            if not _safe_name(name):
+                raise OutputPathError(f"output name {name!r} must be a plain file or directory name")
+            p = self.root / name
+            if (p.exists() or p.is_symlink()) and name not in owned:
+                raise OutputPathError(
+                    f"{p} exists and was not written by opsim (not in {MANIFEST}); move it away or choose another "
+                    "output directory (opsim replaces only its own previous outputs)")
+
+    def path(self, name: str) -> Path:
+        """Where to write entry `name` (a file or a directory) now; it appears in `root` at commit."""
+        self.claim([name])
+        self.entries[name] = None
+        return self.staging / name
+
+    def open(self, name: str, mode: str = "w", **open_kw: Any) -> IO[Any]:
+        """Open entry `name` for writing in the staging directory."""
+        return open(self.path(name), mode, **open_kw)
+
+    def final(self, name: str) -> Path:
+        """Where entry `name` will be after the commit."""
+        return self.root / name
+
+    def planned(self) -> dict[str, Path]:
+        """Name -> final path of the entries written so far (where they will be after the commit)."""
+        return {n: self.root / n for n in self.entries if (self.staging / n).exists()}
+
+    def commit(self) -> dict[str, Path]:
+        """Move every written entry into place, drop the previous run's stale entries, write the manifest.
+        Returns name -> final path of the entries written."""
+        written = list(self.planned())
+        old = read_manifest(self.root)
+        trash = self.staging / ".previous"
+        with signals_deferred():
+            trash.mkdir(exist_ok=True)
+            for name in written:
+                dst, src = self.root / name, self.staging / name
+                if (dst.is_dir() and not dst.is_symlink()) or (src.is_dir() and (dst.exists() or dst.is_symlink())):
+                    os.replace(dst, trash / name)  # a directory cannot be renamed over: set the old entry aside
+                os.replace(src, dst)
+            for name in old:
+                if name not in written:
+                    _remove(self.root / name)
+            _write_manifest(self.root, written)
+        _remove(self.staging)
+        return {n: self.root / n for n in written}
+
+    def discard(self) -> None:
+        """Drop everything staged; `root` keeps the previous outputs."""
+        _remove(self.staging)
+
+
+__all__ = ["OutputDir", "atomic_file", "atomic_path", "write_text_atomic", "record_output", "read_manifest", "output_dir_problem", "signals_deferred",
+           "MANIFEST"]

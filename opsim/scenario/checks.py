@@ -1,0 +1,168 @@
+"""The checks of a scenario that need more than its schema: every value a run would refuse is refused here,
+before anything is simulated, so `opsim validate` and `opsim run` refuse the same inputs.
+
+They reuse the simulator's own validation (`get_soc` for SoC overrides, `CostModel` for cost overrides,
+`load_calibration` for the calibration file), so a bound lives in one place, and add the scenario-wide
+budgets of `opsim.scenario.limits`: stream count, call count, simulated horizon, numerics host memory, and
+where outputs and dumps may be written.
+"""
+from __future__ import annotations
+
+import os
+from typing import Any, Callable, Mapping
+
+from opsim.errors import InvalidArgumentError
+from opsim.scenario import config as C
+from opsim.scenario.limits import MAX_HORIZON_US, Limits
+
+Add = Callable[[tuple, str], None]
+
+
+def check_scenario(data: Mapping[str, Any], threads: list[C.ThreadConfig], add: Add, limits: Limits, *,
+                   deferred_ops: bool = False, calibration: str | None = None) -> None:
+    """Report (through `add(field path, message)`) every bound the scenario exceeds. `calibration` is the
+    resolved path of its calibration file, read as a run would read it."""
+    if calibration is not None:
+        _check_calibration(calibration, add)
+    soc = _check_soc(data, add)
+    _check_cost(data, soc, add)
+    if soc is not None:
+        _check_streams(data, threads, soc, add)
+    _check_paths(data, add)
+    _check_calls(threads, add, limits)
+    _check_horizon(threads, add)
+    if data.get("numerics") and not deferred_ops:
+        _check_numerics(threads, add, limits)
+
+
+def _check_calibration(path: str, add: Add) -> None:
+    from opsim.calibration import load_calibration
+    from opsim.errors import CalibrationError
+    try:
+        load_calibration(path)
+    except CalibrationError as exc:
+        add(("calibration",), str(exc))
+
+
+def _check_soc(data: Mapping[str, Any], add: Add) -> Any:
+    from opsim.device.soc import get_soc
+    name = data.get("soc", "Ascend910B2")
+    overrides = dict(data.get("soc_overrides") or {})
+    ok = True
+    for k, v in overrides.items():
+        try:
+            get_soc(name, **{k: v})
+        except InvalidArgumentError as exc:
+            add(("soc_overrides", k), str(exc))
+            ok = False
+    if not ok:
+        return None
+    try:
+        return get_soc(name, **overrides)
+    except InvalidArgumentError as exc:
+        add(("soc_overrides",), str(exc))
+        return None
+
+
+def _check_cost(data: Mapping[str, Any], soc: Any, add: Add) -> None:
+    from opsim.device.cost import CostModel
+    for k, v in dict(data.get("cost_overrides") or {}).items():
+        try:
+            CostModel(soc, {k: v})
+        except InvalidArgumentError as exc:
+            add(("cost_overrides", k), str(exc))
+
+
+def _check_streams(data: Mapping[str, Any], threads: list[C.ThreadConfig], soc: Any, add: Add) -> None:
+    """The run creates each top-level (shared) stream once and each thread's other streams per thread."""
+    shared = set(s for s in (data.get("streams") or ()) if isinstance(s, str))
+    total = len(shared)
+    counts = [len([s for s in th.streams if s not in shared]) for th in threads]
+    for i, n in enumerate(counts):
+        total += n
+        if total > soc.max_streams:
+            add(("threads", i, "streams"), f"the scenario creates {len(shared) + sum(counts)} streams; {soc.name} "
+                                           f"supports {soc.max_streams} (max_streams): use fewer streams or raise "
+                                           "soc_overrides.max_streams")
+            return
+    if total > soc.max_streams:
+        add(("streams",), f"the scenario creates {total} streams; {soc.name} supports {soc.max_streams} "
+                          "(max_streams): use fewer streams or raise soc_overrides.max_streams")
+
+
+def _check_paths(data: Mapping[str, Any], add: Add) -> None:
+    from opsim.outputs import output_dir_problem
+    dump_dir = (data.get("dump") or {}).get("dir")
+    if isinstance(dump_dir, str) and not os.path.isabs(dump_dir):
+        norm = os.path.normpath(dump_dir)
+        if norm == ".." or norm.startswith(".." + os.sep) or norm == ".":
+            add(("dump", "dir"), f"{dump_dir!r} leaves the output directory; a relative dump.dir names a "
+                                 "directory inside it (e.g. dump), an absolute path any other place")
+    out_dir = (data.get("outputs") or {}).get("dir")
+    if isinstance(out_dir, str):
+        problem = output_dir_problem(out_dir)
+        if problem:
+            add(("outputs", "dir"), problem)
+
+
+def _check_calls(threads: list[C.ThreadConfig], add: Add, limits: Limits) -> None:
+    per_thread = [C.program_calls(th.program, 1) for th in threads]
+    total = sum(per_thread)
+    if total <= limits.max_calls:
+        return
+    i = max(range(len(threads)), key=per_thread.__getitem__)
+    program = threads[i].program
+    j = max(range(len(program)), key=lambda k: C.program_calls(program[k:k + 1], 1))
+    where = ("threads", i, "program", j) + (("loop", "count") if isinstance(program[j], C.LoopStep) else
+                                            ("repeat",) if isinstance(program[j], C.OpStep) else ())
+    add(where, f"an estimated {total:.4g} calls ({total} counting each loop iteration at least "
+                                   f"once, loops x bodies) exceed the call budget of {limits.max_calls:.4g}; lower "
+                                   "the loop counts or raise --max-calls")
+
+
+def _check_horizon(threads: list[C.ThreadConfig], add: Add) -> None:
+    for i, th in enumerate(threads):
+        t = C.sleep_us(th.program)
+        if t > MAX_HORIZON_US:
+            add(("threads", i, "program"), f"the sleeps alone last {t:.4g} us, beyond the longest simulated time "
+                                           f"of {MAX_HORIZON_US} us (2**53 ns); shorten the sleeps or the loops")
+
+
+def numerics_bytes(threads: list[C.ThreadConfig]) -> int:
+    """Host bytes `numerics: true` needs for tensor data: every variant's inputs and outputs of every thread
+    (each is created once and kept), plus the largest input's random-number scratch (float64 + float32)."""
+    from opsim.acl.dtypes import DataType
+    total = 0
+    scratch = 0
+    for th in threads:
+        for step in C.op_steps(th.program):
+            for shapes in step.shape_sets:
+                for dtype in step.dtypes:
+                    dt = DataType.parse(dtype)
+                    out = step.spec.infer(list(shapes), step.attrs)
+                    out_dt = DataType.parse(step.spec.output_dtype(dtype, step.attrs))
+                    for s in shapes:
+                        n = _numel(s)
+                        total += n * dt.numpy_dtype.itemsize
+                        scratch = max(scratch, 12 * n)
+                    for s in (out if isinstance(out, list) else []):
+                        total += _numel(s) * out_dt.numpy_dtype.itemsize
+    return total + scratch
+
+
+def _numel(shape: Any) -> int:
+    n = 1
+    for d in shape:
+        n *= int(d)
+    return n
+
+
+def _check_numerics(threads: list[C.ThreadConfig], add: Add, limits: Limits) -> None:
+    need = numerics_bytes(threads)
+    if need > limits.numerics_bytes:
+        add(("numerics",), f"true needs an estimated {need / 2**20:.1f} MiB of host memory for tensor data, "
+                           f"above the budget of {limits.numerics_bytes / 2**20:.0f} MiB; use smaller shapes, "
+                           "numerics: false (timing only) or raise --max-numerics-mib")
+
+
+__all__ = ["check_scenario", "numerics_bytes"]

@@ -1,0 +1,169 @@
+"""The bounds a scenario must stay within, and the checks that enforce them before anything is built.
+
+Every bound here is an opsim limit (a protection against hostile or mistaken input), not a hardware number:
+it is chosen so that a valid scenario never exhausts the host or overflows a time or count, while leaving
+one to three orders of magnitude of headroom over the largest bundled scenario. docs/scenarios.md
+("Limits") lists them.
+
+YAML is checked as an event stream (`yaml.parse`, which is not recursive) before any node graph is built:
+nesting depth, alias count, the node count after alias expansion (computed per anchor, so an alias bomb is
+measured without being expanded) and aliases that refer to their own unfinished collection. Values that
+arrive as Python data (`--set`, a dict passed to the API) get the same checks from `check_data`.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any, Iterator
+
+import yaml
+
+MAX_FILE_BYTES = 4 << 20
+"""Largest scenario file read (4 MiB; the largest bundled scenario is a few KiB)."""
+MAX_DEPTH = 64
+"""Deepest nesting of YAML collections (a loop inside a loop adds 4 levels: 14 nested loops fit)."""
+MAX_ALIASES = 1_000
+"""Most YAML aliases (`*name`) in one file or `--set` value."""
+MAX_NODES = 200_000
+"""Most YAML nodes (scalars and collections) after every alias is expanded."""
+
+INT64_MAX = (1 << 63) - 1
+NS_PER_US = 1000
+MAX_HORIZON_US = (1 << 53) // NS_PER_US
+"""Longest simulated time (us, about 104 days): below 2**53 ns a float64 time in microseconds keeps 1 ns
+resolution, and with `epoch_us` added it still fits int64 nanoseconds."""
+MAX_EPOCH_US = INT64_MAX // NS_PER_US - MAX_HORIZON_US
+"""Largest `epoch_us`: epoch plus the longest horizon, in nanoseconds, fits int64."""
+DEFAULT_MAX_CALLS = 10 ** 8
+"""Default call budget (`--max-calls`): about an hour of simulation at the measured ~30k calls/s."""
+DEFAULT_NUMERICS_BYTES = 2 << 30
+"""Default host-memory budget for tensor data when `numerics: true` (2 GiB; `--max-numerics-mib`)."""
+
+
+@dataclass(frozen=True)
+class Limits:
+    """The budgets a caller may change (the CLI's --max-calls and --max-numerics-mib)."""
+
+    max_calls: int = DEFAULT_MAX_CALLS
+    numerics_bytes: int = DEFAULT_NUMERICS_BYTES
+
+
+class LimitError(ValueError):
+    """Input beyond a bound: the message names the bound and how to stay within it."""
+
+    def __init__(self, message: str, line: int | None = None):
+        super().__init__(message)
+        self.line = line
+
+
+# ---- YAML text --------------------------------------------------------------------------------------------
+
+def check_yaml_events(text: str) -> None:
+    """Raise LimitError when the YAML text nests too deep, uses too many aliases, expands to too many nodes
+    or has an alias inside the collection it names. YAML syntax errors propagate as yaml.YAMLError."""
+    if len(text) > MAX_FILE_BYTES:
+        raise LimitError(f"{len(text)} characters, above the limit of {MAX_FILE_BYTES} ({MAX_FILE_BYTES >> 20} MiB)")
+    _count(yaml.parse(text, Loader=yaml.SafeLoader))
+
+
+def _count(events: Iterator[yaml.Event]) -> None:
+    # One frame per open collection: [nodes so far, anchor]. Sizes of finished anchors, for aliases.
+    stack: list[list[Any]] = [[0, None]]
+    sizes: dict[str, int] = {}
+    open_anchors: set[str] = set()
+    aliases = 0
+    for ev in events:
+        if isinstance(ev, (yaml.SequenceStartEvent, yaml.MappingStartEvent)):
+            if len(stack) > MAX_DEPTH:
+                raise LimitError(f"collections nested {len(stack)} deep, above the limit of {MAX_DEPTH}; "
+                                 "flatten the scenario", ev.start_mark.line + 1)
+            stack.append([1, ev.anchor])
+            if ev.anchor is not None:
+                open_anchors.add(ev.anchor)
+        elif isinstance(ev, (yaml.SequenceEndEvent, yaml.MappingEndEvent)):
+            n, anchor = stack.pop()
+            if anchor is not None:
+                sizes[anchor] = n
+                open_anchors.discard(anchor)
+            _add(stack, n, ev)
+        elif isinstance(ev, yaml.ScalarEvent):
+            if ev.anchor is not None:
+                sizes[ev.anchor] = 1
+            _add(stack, 1, ev)
+        elif isinstance(ev, yaml.AliasEvent):
+            aliases += 1
+            line = ev.start_mark.line + 1
+            if aliases > MAX_ALIASES:
+                raise LimitError(f"more than {MAX_ALIASES} aliases, above the limit; write the values out", line)
+            if ev.anchor in open_anchors:
+                raise LimitError(f"the alias *{ev.anchor} is inside the collection &{ev.anchor} it refers to "
+                                 "(a self-referencing value has no end); remove the alias", line)
+            if ev.anchor not in sizes:
+                continue  # an undefined alias: yaml.compose reports it with its position
+            _add(stack, sizes[ev.anchor], ev)
+
+
+def _add(stack: list[list[Any]], n: int, ev: yaml.Event) -> None:
+    stack[-1][0] += n
+    if stack[-1][0] > MAX_NODES:
+        raise LimitError(f"more than {MAX_NODES} values once aliases are expanded, above the limit (an alias "
+                         "expanding to copies of copies?); write the values out or make the scenario smaller",
+                         ev.start_mark.line + 1)
+
+
+# ---- Python data (--set values, dict sources) -----------------------------------------------------------
+
+def check_data(value: Any) -> None:
+    """Raise LimitError when `value` (lists, dicts, scalars) nests too deep, contains itself or expands to
+    more than MAX_NODES values; shared sub-objects are counted once per reference, without expanding them."""
+    memo: dict[int, int] = {}
+    onpath: set[int] = set()
+    # Iterative post-order walk: (object, depth, children visited?)
+    work: list[tuple[Any, int, bool]] = [(value, 0, False)]
+    while work:
+        obj, depth, done = work.pop()
+        if not isinstance(obj, (dict, list, tuple)):
+            continue
+        key = id(obj)
+        children = list(obj.values()) if isinstance(obj, dict) else list(obj)
+        if done:
+            onpath.discard(key)
+            total = 1 + sum(memo.get(id(c), 1) for c in children)
+            if total > MAX_NODES:
+                raise LimitError(f"more than {MAX_NODES} values once shared parts are expanded, above the limit")
+            memo[key] = total
+            continue
+        if key in memo:
+            continue
+        if key in onpath:
+            raise LimitError("the value contains itself (a self-referencing alias such as `&a [*a]`); remove the "
+                             "alias")
+        if depth >= MAX_DEPTH:
+            raise LimitError(f"values nested more than {MAX_DEPTH} deep, above the limit; flatten the value")
+        onpath.add(key)
+        work.append((obj, depth, True))
+        for c in children:
+            if isinstance(c, (dict, list, tuple)):
+                if id(c) in onpath:
+                    raise LimitError("the value contains itself (a self-referencing alias such as `&a [*a]`); "
+                                     "remove the alias")
+                work.append((c, depth + 1, False))
+
+
+def non_finite(data: Any) -> Iterator[tuple[tuple, float]]:
+    """(field path, value) of every NaN or infinite float in a checked (finite, acyclic) tree."""
+    work: list[tuple[tuple, Any]] = [((), data)]
+    while work:
+        path, obj = work.pop()
+        if isinstance(obj, float):
+            if not math.isfinite(obj):
+                yield path, obj
+        elif isinstance(obj, dict):
+            work.extend((path + (k,), v) for k, v in obj.items())
+        elif isinstance(obj, (list, tuple)):
+            work.extend((path + (i,), v) for i, v in enumerate(obj))
+
+
+__all__ = ["Limits", "LimitError", "check_yaml_events", "check_data", "non_finite", "MAX_FILE_BYTES",
+           "MAX_DEPTH", "MAX_ALIASES", "MAX_NODES", "MAX_HORIZON_US", "MAX_EPOCH_US", "INT64_MAX",
+           "DEFAULT_MAX_CALLS", "DEFAULT_NUMERICS_BYTES"]
