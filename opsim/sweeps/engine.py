@@ -62,9 +62,14 @@ def connect(workers: int | None, scheduler: Any) -> tuple[Any, Callable[[], None
                                        "`dask scheduler` and give its tcp://host:port") from None
         return client, client.close, f"the Dask cluster at {scheduler}"
     n = workers or default_workers()
-    with _workers_ignore_ctrl_c():
-        cluster = distributed.LocalCluster(n_workers=n, threads_per_worker=1, processes=True, host="127.0.0.1",
-                                           dashboard_address=None, silence_logs=logging.CRITICAL)
+    try:
+        with _workers_ignore_ctrl_c():
+            cluster = distributed.LocalCluster(n_workers=n, threads_per_worker=1, processes=True,
+                                               host="127.0.0.1", dashboard_address=None,
+                                               silence_logs=logging.CRITICAL)
+    except (RuntimeError, OSError, TimeoutError) as exc:  # a worker process that did not come up in time
+        raise OpsimError(f"could not start a local Dask cluster of {n} worker process(es) ({exc}); run again, "
+                         "or use --workers 0 to run the points in this process") from None
     client = distributed.Client(cluster)
 
     def close() -> None:

@@ -119,6 +119,18 @@ def test_unreachable_scheduler_is_bad_input(small_sweep, tmp_path, monkeypatch):
     code, _, err = _sweep_cli(str(small_sweep), "--scheduler", f"tcp://127.0.0.1:{port}", "-o", str(tmp_path / "r"))
     assert code == 2 and "cannot reach the Dask scheduler" in err and "Traceback" not in err
 
+def test_local_cluster_that_does_not_start_is_a_one_line_error(small_sweep, tmp_path, monkeypatch):
+    import distributed
+
+    def no_cluster(*args, **kwargs):
+        raise RuntimeError("Nanny failed to start.")
+
+    monkeypatch.setattr(distributed, "LocalCluster", no_cluster)
+    code, _, err = _sweep_cli(str(small_sweep), "--workers", "2", "-o", str(tmp_path / "r"))
+    assert code == 2 and "Traceback" not in err
+    assert "could not start a local Dask cluster of 2 worker process(es)" in err and "--workers 0" in err
+
+
 
 def test_ctrl_c_stops_cleanly_and_keeps_finished_rows(tmp_path):
     path = write_sweep(tmp_path, """\
