@@ -32,7 +32,7 @@ def test_reports_only_between_start_and_stop(tmp_path):
     """Given start/stop around one call (a new shape: a cache miss), then exactly that call reports host exec for
     both phases, a kernel launch, basic and tensor info; the summary counts them by kind and the trace has the
     instants."""
-    res = run_scenario(write(tmp_path, PROGRAM))
+    res = run_scenario(write(tmp_path, PROGRAM), out_dir=tmp_path / "out")
     assert res.ok
     assert res.summary["profiling_reports"] == {"basic_info": 1, "host_exec": 2, "kernel_launch": 1,
                                                 "tensor_info": 1}
