@@ -24,7 +24,7 @@ MAX_DEPTH = 64
 """Deepest nesting of YAML collections (a loop inside a loop adds 4 levels: 14 nested loops fit)."""
 MAX_ALIASES = 1_000
 """Most YAML aliases (`*name`) in one file or `--set` value."""
-MAX_NODES = 200_000
+MAX_NODES = 1_000_000
 """Most YAML nodes (scalars and collections) after every alias is expanded."""
 
 INT64_MAX = (1 << 63) - 1
@@ -63,7 +63,7 @@ def check_yaml_events(text: str) -> None:
     or has an alias inside the collection it names. YAML syntax errors propagate as yaml.YAMLError."""
     if len(text) > MAX_FILE_BYTES:
         raise LimitError(f"{len(text)} characters, above the limit of {MAX_FILE_BYTES} ({MAX_FILE_BYTES >> 20} MiB)")
-    _count(yaml.parse(text, Loader=yaml.SafeLoader))
+    _count(yaml.parse(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader)))  # libyaml: not recursive either
 
 
 def _count(events: Iterator[yaml.Event]) -> None:

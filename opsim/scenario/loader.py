@@ -129,23 +129,44 @@ def read_yaml(text: str, label: str) -> tuple[Any, dict[Path_, int]]:
     """Parse scenario text: (data, field path -> line). Raises ScenarioError on syntax errors and bad tags."""
     lines: dict[Path_, int] = {}
     errors = _Errors(label, lines, set())
+    loader = _LOADER(text)
     try:
-        check_yaml_events(text)  # bounded before any node graph is built (see opsim.scenario.limits)
-        node = yaml.compose(text, Loader=yaml.SafeLoader)
-    except LimitError as exc:
-        raise ScenarioError(f"{label}{f':{exc.line}' if exc.line else ''}: {exc}") from None
-    except yaml.YAMLError as exc:
-        raise ScenarioError(_yaml_error(exc, label)) from None
-    if node is None:
-        raise ScenarioError(f"{label}: the scenario is empty; it needs at least `name` and `threads`")
-    _walk(node, (), lines, errors)
-    errors.raise_if_any()
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as exc:  # pragma: no cover - compose accepted it
-        raise ScenarioError(f"{label}: YAML error: {exc}") from None
+        try:
+            check_yaml_events(text)  # bounded before any node graph is built (see opsim.scenario.limits)
+            node = loader.get_single_node()
+        except LimitError as exc:
+            raise ScenarioError(f"{label}{f':{exc.line}' if exc.line else ''}: {exc}") from None
+        except yaml.YAMLError as exc:
+            raise ScenarioError(_yaml_error(_python_parser_error(text, exc), label)) from None
+        if node is None:
+            raise ScenarioError(f"{label}: the scenario is empty; it needs at least `name` and `threads`")
+        _walk(node, (), lines, errors)
+        errors.raise_if_any()
+        try:
+            data = loader.construct_document(node)  # the node graph read once, as yaml.safe_load would build it
+        except yaml.YAMLError as exc:  # pragma: no cover - compose accepted it
+            raise ScenarioError(f"{label}: YAML error: {exc}") from None
+    finally:
+        loader.dispose()
     _env_as_written(node, data)
     return data, lines
+
+
+_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+"""libyaml's parser when PyYAML was built with it (about 10x faster), else PyYAML's own; both compose the same
+node graph with the same line marks and construct the same data."""
+
+
+def _python_parser_error(text: str, exc: yaml.YAMLError) -> yaml.YAMLError:
+    """The error PyYAML's own parser reports for `text`: libyaml words syntax errors differently, and opsim's
+    messages (and their tests) follow PyYAML's wording. Falls back to `exc` if that parser accepts the text."""
+    if _LOADER is yaml.SafeLoader:
+        return exc
+    try:
+        yaml.compose(text, Loader=yaml.SafeLoader)
+    except yaml.YAMLError as py_exc:
+        return py_exc
+    return exc
 
 
 def _yaml_error(exc: yaml.YAMLError, label: str) -> str:
