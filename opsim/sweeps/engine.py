@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import math
 import os
 import signal
 import sys
@@ -18,7 +19,7 @@ from typing import Any, Callable, Iterator, TextIO
 
 from opsim.errors import InvalidArgumentError, OpsimError
 
-from opsim.sweeps.point import FAILED, Outcome, PointTask, run_point
+from opsim.sweeps.point import FAILED, Outcome, PointTask, run_point, run_points
 from opsim.sweeps.results import ResultsDir, frame, make_row
 from opsim.sweeps.spec import Sweep
 
@@ -140,18 +141,54 @@ def _inline(tasks: list[PointTask], on_result: Callable[[int, Any], None] | None
         yield outcome
 
 
+BATCH_SECONDS = 0.5
+"""About how long one Dask task should run: short points travel in batches so that the scheduler's per-task
+cost (a few milliseconds, and on a small machine a share of the workers' cores) stays small beside the work."""
+
+
+def batch_size(point_seconds: float, remaining: int, workers: int) -> int:
+    """Points per Dask task, from how long a first point took: enough for BATCH_SECONDS of work, one for points
+    that long or longer, and never so many that a worker is left idle (at least two batches per worker)."""
+    by_time = int(BATCH_SECONDS / point_seconds) if point_seconds > 0 else remaining
+    most = max(1, math.ceil(remaining / (2 * max(1, workers))))
+    return max(1, min(by_time, most))
+
+
+def _workers(client: Any) -> int:
+    try:
+        return max(1, len(client.scheduler_info().get("workers", {})))
+    except Exception:  # pragma: no cover - an old or unusual client
+        return 1
+
+
 def _on_dask(client: Any, tasks: list[PointTask]) -> Iterator[Outcome]:
-    """Submit every point, yield outcomes as they finish; on any exit (Ctrl-C included) cancel what is left."""
+    """Submit one point per worker, then the rest in batches sized by how long the first point took (see
+    `batch_size`); yield outcomes as they finish; on any exit (Ctrl-C included) cancel what is left."""
     from distributed import as_completed
     token = uuid.uuid4().hex[:8]
-    futures = {client.submit(run_point, t, key=f"opsim-point-{t.index}-{token}", pure=False): t for t in tasks}
+    n = _workers(client)
+    futures: dict[Any, list[PointTask]] = {}
+
+    def submit(batch: list[PointTask]) -> Any:
+        future = client.submit(run_points, batch, key=f"opsim-points-{batch[0].index}-{token}", pure=False)
+        futures[future] = batch
+        return future
+
+    first, rest = tasks[:n], tasks[n:]
+    queue = as_completed([submit([t]) for t in first])
     try:
-        for future in as_completed(futures):
-            task = futures[future]
+        for future in queue:
+            batch = futures[future]
             try:
-                yield future.result()
-            except Exception as exc:  # the worker died or the task could not travel: a failed point
-                yield Outcome(task.index, task.key, {}, FAILED, f"{type(exc).__name__}: {exc}", 0.0)
+                outcomes = future.result()
+            except Exception as exc:  # the worker died or the task could not travel: failed points
+                outcomes = [Outcome(t.index, t.key, {}, FAILED, f"{type(exc).__name__}: {exc}", 0.0) for t in batch]
+            if rest:
+                size = batch_size(max(o.wall_seconds for o in outcomes), len(rest), n)
+                for i in range(0, len(rest), size):
+                    queue.add(submit(rest[i:i + size]))
+                rest = []
+            yield from outcomes
     finally:
         client.cancel(list(futures))
 

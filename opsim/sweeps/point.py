@@ -130,4 +130,9 @@ def run_point(task: PointTask, keep: list | None = None) -> Outcome:
     return Outcome(task.index, task.key, figures, status, error, time.perf_counter() - t0)
 
 
-__all__ = ["PointTask", "Outcome", "run_point", "collect", "OK", "SIM_ERRORS", "FAILED"]
+def run_points(tasks: list[PointTask]) -> list[Outcome]:
+    """Run a batch of points one after another (one Dask task for several short points)."""
+    return [run_point(t) for t in tasks]
+
+
+__all__ = ["PointTask", "Outcome", "run_point", "run_points", "collect", "OK", "SIM_ERRORS", "FAILED"]

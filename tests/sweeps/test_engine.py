@@ -12,7 +12,9 @@ from opsim.sweeps import load_sweep, sweep
 from opsim.sweeps.engine import run_sweep
 from opsim.sweeps.results import CSV, JOURNAL, PARQUET
 
-from .conftest import write_sweep, without_wall
+from opsim.sweeps.point import PointTask
+
+from .conftest import SMALL, write_sweep, without_wall
 
 FIGURES = ["summary.simulated_makespan_us", "summary.exec_cache.hit_rate", "summary.memory.capacity_bytes",
            "summary.memory.peak_hbm_bytes", "summary.memory.peak_workspace_bytes",
@@ -199,3 +201,23 @@ def test_calibration_file_travels_as_content(tmp_path, monkeypatch):
     assert list(df["status"]) == ["ok", "ok"]
     assert list(df["device_busy_us"]) == [expected.figures["device_busy_us"]] * 2
     assert df.loc[0, "summary.calibration"] == expected.summary["calibration"]
+
+
+def test_batch_size_follows_the_first_point():
+    from opsim.sweeps.engine import BATCH_SECONDS, batch_size
+    # 30 ms points: enough per task for BATCH_SECONDS, capped so every worker gets at least two batches
+    assert batch_size(0.03, 198, 2) == int(BATCH_SECONDS / 0.03)
+    assert batch_size(0.001, 198, 2) == 50
+    # points as long as a batch or longer travel alone; so does a sweep with one point left per worker
+    assert batch_size(BATCH_SECONDS, 198, 2) == 1 and batch_size(5.0, 198, 2) == 1
+    assert batch_size(0.01, 3, 2) == 1 and batch_size(0.0, 10, 1) == 5
+
+
+def test_run_points_runs_a_batch_in_order(tmp_path):
+    from opsim.sweeps.point import run_point, run_points
+    spec = load_sweep(write_sweep(tmp_path, SMALL))
+    tasks = [PointTask(p.index, spec.point_key(p), spec.scenario, spec.label, p.overrides, spec.figures)
+             for p in spec.points()[:3]]
+    batch = run_points(tasks)
+    assert [o.index for o in batch] == [t.index for t in tasks]
+    assert [o.figures for o in batch] == [run_point(t).figures for t in tasks]
