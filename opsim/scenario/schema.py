@@ -7,7 +7,8 @@ reports both kinds of error together.
 """
 from __future__ import annotations
 
-from typing import Any
+import json
+from typing import Any, Callable, Iterator
 
 from opsim.device.cost import DEVICE_PARAMS, HOST_PHASES
 from opsim.device.memory import STRATEGIES
@@ -170,8 +171,40 @@ def validator():
         # An integer is an int: YAML's 1.0e+308 or .inf is a float and never stands in for a count.
         checker = base.TYPE_CHECKER.redefine(
             "integer", lambda _c, v: isinstance(v, int) and not isinstance(v, bool))
-        _VALIDATOR = jsonschema.validators.extend(base, type_checker=checker)(schema)
+        _VALIDATOR = jsonschema.validators.extend(base, {"$ref": _memo_ref(base.VALIDATORS["$ref"])},
+                                                  type_checker=checker)(schema)
     return _VALIDATOR
+
+
+_STEP_REF = "#/$defs/step"
+_VALID_STEPS: set[str] = set()
+_MAX_MEMO = 100_000
+
+
+def _memo_ref(ref: Callable[..., Iterator[Any]]) -> Callable[..., Iterator[Any]]:
+    """`$ref` that validates each distinct leaf step (an op, sync, event or sleep step: no loop or choose
+    inside) once per process. Large scenarios, imported ones above all, repeat the same steps thousands of
+    times; a step's validity depends on nothing but its own value, so a step seen valid before is valid again.
+    Invalid steps are never memoised: they are validated again, so every error keeps its full path."""
+    def memo_ref(validator: Any, target: str, instance: Any, schema: Any) -> Iterator[Any]:
+        key = None
+        if target == _STEP_REF and isinstance(instance, dict) and "loop" not in instance \
+                and "choose" not in instance:
+            try:
+                key = json.dumps(instance, sort_keys=True, allow_nan=False)
+            except (TypeError, ValueError):
+                key = None
+            if key is not None and key in _VALID_STEPS:
+                return
+        valid = True
+        for error in ref(validator, target, instance, schema):
+            valid = False
+            yield error
+        if valid and key is not None:
+            if len(_VALID_STEPS) >= _MAX_MEMO:
+                _VALID_STEPS.clear()
+            _VALID_STEPS.add(key)
+    return memo_ref
 
 
 __all__ = ["build_schema", "validator", "ENV_VARS", "CACHE_MODES", "DEFAULT_EPOCH_US", "PROFILER_FORMATS", "STEP_KEYS",

@@ -201,3 +201,18 @@ def test_direct_invoke_module_is_the_only_user_code(tmp_path, monkeypatch):
     assert step.spec.name == "MyBiasRelu" and step.spec.launchers == ("DIRECT_INVOKE",)
     msg, _ = error_of(tmp_path, text.replace("my_producers", "no_such_module_here"))
     assert "direct_invoke_module: cannot import 'no_such_module_here'" in msg
+
+
+def test_repeated_steps_are_validated_once_and_errors_keep_their_paths(tmp_path):
+    from opsim.scenario import schema
+    step = {"op": "Add", "shape": [4, 8], "dtype": "float16"}
+    doc = {"name": "memo", "threads": [{"name": "t", "program": [dict(step) for _ in range(50)]}]}
+    assert list(schema.validator().iter_errors(doc)) == []
+    key = schema.json.dumps(step, sort_keys=True, allow_nan=False)
+    assert key in schema._VALID_STEPS  # the one distinct step was memoised as valid
+    # the same valid step stays valid; a broken copy further on is still reported, with its own path
+    bad = dict(step, shape=[4, "eight"])
+    doc["threads"][0]["program"].append(bad)
+    errors = list(schema.validator().iter_errors(doc))
+    assert [tuple(e.absolute_path) for e in errors] == [("threads", 0, "program", 50, "shape", 1)]
+    assert schema.json.dumps(bad, sort_keys=True) not in schema._VALID_STEPS
