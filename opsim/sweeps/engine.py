@@ -74,8 +74,16 @@ def connect(workers: int | None, scheduler: Any) -> tuple[Any, Callable[[], None
     client = distributed.Client(cluster)
 
     def close() -> None:
-        client.close()
-        cluster.close()
+        # Closing under cancelled tasks (Ctrl-C) makes the in-process scheduler log tracebacks about comms that
+        # close under it; they are our own shutdown, not a failure, so Dask's logs are off until it is done.
+        log = logging.getLogger("distributed")
+        level = log.level
+        log.setLevel(logging.CRITICAL + 1)
+        try:
+            client.close()
+            cluster.close()
+        finally:
+            log.setLevel(level)
 
     return client, close, f"a local Dask cluster of {n} worker process{'es' if n != 1 else ''}"
 
