@@ -59,6 +59,15 @@ _NUMERIC: dict[str, frozenset[str]] = {
     "counter": frozenset({"time", "value"}),
 }
 """Columns folded into typed arrays when all their values are plain floats or plain 64-bit ints."""
+_CODED: dict[str, frozenset[str]] = {
+    "host": frozenset({"thread", "phase", "op"}),
+    "device": frozenset({"unit_kind", "op", "task_type"}),
+    "memory": frozenset({"kind"}),
+    "cache": frozenset({"thread", "cache", "kind", "op", "detail"}),
+    "instant": frozenset({"name", "track"}),
+    "counter": frozenset({"name"}),
+}
+"""Columns of names (threads, phases, ops, ...): stored as codes into the recorder's table of distinct values."""
 CHUNK_ROWS = 1 << 16
 """Records of one kind kept as growing lists before they are folded into a compact chunk."""
 
@@ -70,11 +79,35 @@ def _compact(col: list) -> Any:
     if types == {float}:
         return array("d", col)
     if types == {int}:
-        try:
-            return array("q", col)
-        except OverflowError:
-            return col
+        for typecode in ("i", "q"):  # 4 bytes a value when they fit
+            try:
+                return array(typecode, col)
+            except OverflowError:
+                pass
     return col
+
+
+class _Key:
+    """The table key of a value that is not a str: its type and the value (so 1, 1.0 and True stay apart)."""
+
+    __slots__ = ("kind", "value", "_hash")
+
+    def __init__(self, value: Any) -> None:
+        self.kind, self.value, self._hash = type(value), value, hash(value)
+
+    def __hash__(self) -> int:
+        return self._hash
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, _Key) and self.kind is other.kind and self.value == other.value
+
+
+def _hashable(value: Any) -> bool:
+    try:
+        hash(value)
+    except TypeError:
+        return False
+    return True
 
 
 def _noop(*_args: Any, **_kwargs: Any) -> None:
@@ -87,8 +120,9 @@ class Recorder:
     def __init__(self, enabled: bool = True) -> None:
         self._chunks: dict[str, list[tuple]] = {k: [] for k in COLUMNS}
         self._folded: dict[str, int] = {k: 0 for k in COLUMNS}
-        self._strings: dict[str, str] = {}
-        self._intern = self._strings.setdefault
+        self._values: list = []  # code -> value, for every coded column (see _CODED)
+        self._code_of: dict[Any, int] = {}  # a str, or the _Key of another value -> its code
+        self._code = self._code_of.get
         self._new_columns()
         self._corr = 0
         self.tensor_infos: list[tuple[int, str, dict]] = []
@@ -122,7 +156,11 @@ class Recorder:
             n = len(cols[COLUMNS[kind][0]])
             if n >= CHUNK_ROWS or (force and n):
                 numeric = _NUMERIC[kind]
-                self._chunks[kind].append(tuple(_compact(col) if c in numeric else col for c, col in cols.items()))
+                coded = _CODED[kind]
+                codes = "H" if len(self._values) <= 0xFFFF else "i"
+                self._chunks[kind].append(tuple(
+                    _compact(col) if c in numeric else array(codes, col) if c in coded else col
+                    for c, col in cols.items()))
                 self._folded[kind] += n
                 full.append(kind)
         if full:
@@ -148,14 +186,26 @@ class Recorder:
             self._fold()
         return self._corr
 
+    def _new_code(self, value: Any) -> int:
+        """The code of a value seen for the first time as a str, or of any value that is not a str (keyed by
+        its type too); an unhashable value gets a code of its own each time."""
+        key = value if type(value) is str else _Key(value) if _hashable(value) else None
+        code = self._code_of.get(key) if key is not None else None
+        if code is None:
+            code = len(self._values)
+            self._values.append(value)
+            if key is not None:
+                self._code_of[key] = code
+        return code
+
     # --- record kinds --------------------------------------------------------------------------------------
     def host_span(self, thread: Any, phase: str, op: str, start: float, dur: float, corr: int = -1) -> None:
         """A host-side phase (``phase`` as named by the cost model) that ``thread`` spent on ``op``."""
         a_thread, a_phase, a_op, a_start, a_dur, a_corr = self._host_app
-        intern = self._intern
-        a_thread(thread)
-        a_phase(intern(phase, phase))
-        a_op(intern(op, op))
+        code = self._code
+        a_thread(_c if (_c := code(thread)) is not None else self._new_code(thread))
+        a_phase(_c if (_c := code(phase)) is not None else self._new_code(phase))
+        a_op(_c if (_c := code(op)) is not None else self._new_code(op))
         a_start(start)
         a_dur(dur)
         a_corr(corr)
@@ -171,14 +221,14 @@ class Recorder:
         """A finished device task: which stream and units ran it, and when it was queued, started and ended."""
         (a_dev, a_stream, a_kind, a_units, a_tid, a_op, a_type, a_bd, a_q, a_start, a_end,
          a_corr) = self._device_app
-        intern = self._intern
+        code = self._code
         a_dev(device)
         a_stream(stream)
-        a_kind(intern(unit_kind, unit_kind))
+        a_kind(_c if (_c := code(unit_kind)) is not None else self._new_code(unit_kind))
         a_units(units)
         a_tid(task_id)
-        a_op(intern(op, op))
-        a_type(intern(task_type, task_type))
+        a_op(_c if (_c := code(op)) is not None else self._new_code(op))
+        a_type(_c if (_c := code(task_type)) is not None else self._new_code(task_type))
         a_bd(block_dim)
         a_q(queued)
         a_start(start)
@@ -189,9 +239,10 @@ class Recorder:
                      device: int = 0) -> None:
         """A device-memory event (``kind`` is "alloc", "free" or "oom"); ``in_use`` is the total after it."""
         a_time, a_dev, a_kind, a_addr, a_size, a_in_use = self._memory_app
+        code = self._code
         a_time(time)
         a_dev(device)
-        a_kind(self._intern(kind, kind))
+        a_kind(_c if (_c := code(kind)) is not None else self._new_code(kind))
         a_addr(address)
         a_size(size)
         a_in_use(in_use)
@@ -201,29 +252,30 @@ class Recorder:
         """A cache lookup outcome: ``cache`` such as "exec" or "aicpu", ``kind`` such as "hit", "miss",
         "oneshot" or "evict"."""
         a_time, a_thread, a_cache, a_kind, a_op, a_hash, a_detail = self._cache_app
-        intern = self._intern
+        code = self._code
         a_time(time)
-        a_thread(thread)
-        a_cache(intern(cache, cache))
-        a_kind(intern(kind, kind))
-        a_op(intern(op, op))
+        a_thread(_c if (_c := code(thread)) is not None else self._new_code(thread))
+        a_cache(_c if (_c := code(cache)) is not None else self._new_code(cache))
+        a_kind(_c if (_c := code(kind)) is not None else self._new_code(kind))
+        a_op(_c if (_c := code(op)) is not None else self._new_code(op))
         a_hash(key_hash)
-        a_detail(intern(detail, detail))
+        a_detail(_c if (_c := code(detail)) is not None else self._new_code(detail))
 
     def instant(self, time: float, name: str, track: str, args: dict | None = None) -> None:
         """A point-in-time marker on ``track`` (for example a dump or an overflow detection)."""
         a_time, a_name, a_track, a_args = self._instant_app
-        intern = self._intern
+        code = self._code
         a_time(time)
-        a_name(intern(name, name))
-        a_track(intern(track, track))
+        a_name(_c if (_c := code(name)) is not None else self._new_code(name))
+        a_track(_c if (_c := code(track)) is not None else self._new_code(track))
         a_args(args)
 
     def counter(self, time: float, name: str, value: float) -> None:
         """A sampled value (for example a queue length) at ``time``."""
         a_time, a_name, a_value = self._counter_app
+        code = self._code
         a_time(time)
-        a_name(self._intern(name, name))
+        a_name(_c if (_c := code(name)) is not None else self._new_code(name))
         a_value(value)
 
     # --- reading -------------------------------------------------------------------------------------------
@@ -237,6 +289,13 @@ class Recorder:
     def iter_chunks(self, kind: str) -> Iterator[dict[str, Any]]:
         """The records of ``kind`` chunk by chunk (column name -> a sequence of values: a list or a typed
         array), in record order: a streaming read of a large trace without building whole-column lists."""
+        coded = _CODED[kind] if kind in _CODED else ()
+        decode = self._values.__getitem__
+        for chunk in self._raw_chunks(kind):
+            yield {c: list(map(decode, col)) if c in coded else col for c, col in chunk.items()}
+
+    def _raw_chunks(self, kind: str) -> Iterator[dict[str, Any]]:
+        """`iter_chunks` with the coded columns left as codes into ``self._values``."""
         cols = self._check_kind(kind)
         for chunk in self._chunks[kind]:
             yield dict(zip(COLUMNS[kind], chunk))
@@ -244,19 +303,54 @@ class Recorder:
             yield dict(cols)
 
     def records(self, kind: str) -> dict[str, list]:
-        """Columnar access: column name -> a list of the column's values in record order (read it, do not
-        modify it; it is the live list while no record of ``kind`` has been folded)."""
-        cols = self._check_kind(kind)
-        chunks = self._chunks[kind]
-        if not chunks:
-            return dict(cols)
+        """Columnar access: column name -> a list of the column's values in record order (a copy)."""
+        self._check_kind(kind)
         out: dict[str, list] = {c: [] for c in COLUMNS[kind]}
-        for chunk in chunks:
-            for c, part in zip(COLUMNS[kind], chunk):
+        for chunk in self.iter_chunks(kind):
+            for c, part in chunk.items():
                 out[c].extend(part)
-        for c, col in cols.items():
-            out[c].extend(col)
         return out
+
+    def coded(self, kind: str, name: str) -> tuple[Any, list]:
+        """Column ``name`` of ``kind`` (a column of names, see _CODED) as codes (a numpy int64 array, one per
+        record) and the values they stand for (``values[code]``): readers format each distinct value once."""
+        import numpy as np
+        self._check_kind(kind)
+        parts = [np.asarray(chunk[name], dtype=np.int64) for chunk in self._raw_chunks(kind)]
+        return (np.concatenate(parts) if parts else np.empty(0, np.int64)), list(self._values)
+
+    def numeric(self, kind: str, name: str, typecode: str) -> tuple[Any, dict[int, Any]]:
+        """Column ``name`` of ``kind`` as one numpy array (typecode "d": float64, "q": int64), and the records
+        whose value is not of that exact Python type ({index: value}; their slot holds the value converted when
+        it is a plain int or float, else 0)."""
+        import numpy as np
+        self._check_kind(kind)
+        dtype = np.float64 if typecode == "d" else np.int64
+        want = float if typecode == "d" else int
+        parts = []
+        odd: dict[int, Any] = {}
+        base = 0
+        for chunk in self._raw_chunks(kind):
+            col = chunk[name]
+            if isinstance(col, array) and col.typecode == typecode:
+                parts.append(np.frombuffer(col, dtype=dtype))
+            elif isinstance(col, array):
+                parts.append(np.frombuffer(col, dtype=np.dtype(col.typecode)).astype(dtype))
+                if col.typecode in "dq":
+                    odd.update((base + i, v) for i, v in enumerate(col))
+            else:
+                out = np.zeros(len(col), dtype=dtype)
+                for i, v in enumerate(col):
+                    t = type(v)
+                    if t is want and (t is float or -(1 << 63) <= v < (1 << 63)):
+                        out[i] = v
+                        continue
+                    odd[base + i] = v
+                    if t in (int, float) and -(1 << 53) <= v <= (1 << 53):
+                        out[i] = v
+                parts.append(out)
+            base += len(col)
+        return (np.concatenate(parts) if parts else np.empty(0, dtype)), odd
 
     def count(self, kind: str) -> int:
         """How many records of ``kind`` were taken."""

@@ -18,8 +18,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scenario"))
 from scenario_helpers import SCENARIOS, TESTED  # noqa: E402
 
 from opsim.scenario.runner import run_scenario  # noqa: E402
-from opsim.trace.chrome_trace import _nest, check_nesting  # noqa: E402
-from opsim.trace.timefmt import dur_float, json_ts, us_text  # noqa: E402
+from opsim.trace.chrome_trace import check_nesting  # noqa: E402
+from opsim.trace.timefmt import dur_float, json_ts, nest_durations, us_text  # noqa: E402
 
 _OUT: dict[str, Path] = {}
 
@@ -118,8 +118,9 @@ def test_dur_float_never_ends_past_the_end(a, b):
 
 @given(st.lists(st.tuples(st.integers(0, 10**9), st.integers(0, 10**9)), min_size=1, max_size=40))
 def test_placed_slices_nest_exactly_as_a_reader_adds_them(pairs):
-    items = [[min(a, b), max(a, b), i] for i, (a, b) in enumerate(pairs)]
-    durs = _nest(items)
+    items = sorted(([min(a, b), max(a, b), i] for i, (a, b) in enumerate(pairs)), key=lambda x: (x[0], -x[1], x[2]))
+    _ends, durs = nest_durations([it[0] for it in items], [it[1] for it in items])
+    durs = durs.tolist()
     events = [{"ph": "X", "pid": 1, "tid": 1, "ts": float(json_ts(it[0])), "dur": float(repr(d)), "name": str(it[2])}
               for it, d in zip(items, durs)]
     assert check_nesting(events) == []
