@@ -14,7 +14,9 @@ from typing import Any, Sequence
 import numpy as np
 from numba import njit
 
-from opsim.trace.timefmt import put_json_us
+from opsim.trace.timefmt import compiled
+
+put_json_us = compiled().put_json_us
 
 _CONST, _INT, _US, _PIECE, _ROW, _SKIP_NEG, _SKIP_NONNEG, _STOP_NONNEG = range(8)
 _INT_WIDTH = 20

@@ -19,8 +19,9 @@ from __future__ import annotations
 
 import math
 
+from types import SimpleNamespace
+
 import numpy as np
-from numba import njit
 
 NS_PER_US = 1000
 
@@ -59,11 +60,10 @@ def dur_float(start_ns: int, end_ns: int, cap: float = math.inf) -> float:
     below it when the rounding of the sum cannot land on it (a tie); never past it. start and end are the
     nearest doubles to start_ns / 1000 and end_ns / 1000. The plain quotient (e - s) / 1000 is used when it
     already lands (it prints shortest: ``0.3``), else the difference of the two doubles."""
-    return _dur_float(start_ns, end_ns, cap)
+    return float(_dur_float(start_ns, end_ns, cap))
 
 
-@njit(cache=True)
-def _dur_float(start_ns, end_ns, cap):
+def _dur_float(start_ns, end_ns, cap):  # plain Python, and compiled by `compiled()`
     ts = start_ns / 1000.0
     te = min(end_ns / 1000.0, cap)
     d = (end_ns - start_ns) / 1000.0
@@ -87,12 +87,11 @@ def nest_durations(starts, ends):
     s = np.ascontiguousarray(starts, dtype=np.int64)
     e = np.array(ends, dtype=np.int64)  # a copy: clamped in place
     durs = np.empty(len(s), dtype=np.float64)
-    _nest(s, e, durs)
+    compiled().nest(s, e, durs)
     return e, durs
 
 
-@njit(cache=True)
-def _nest(s, e, durs):
+def _nest(s, e, durs):  # compiled by `compiled()`
     n = len(s)
     stack_end = np.empty(n + 1, dtype=np.int64)
     stack_fend = np.empty(n + 1, dtype=np.float64)
@@ -107,7 +106,7 @@ def _nest(s, e, durs):
             if en > stack_end[top - 1]:
                 en = stack_end[top - 1]
             cap = stack_fend[top - 1]
-        d = _dur_float(st, en, cap)
+        d = _dur_float_compiled(st, en, cap)
         e[i] = en
         durs[i] = d
         stack_end[top] = en
@@ -123,9 +122,9 @@ zeros dropped (a decimal of at most 15 significant digits is the shortest text o
 `put_json_us` writes without a float."""
 
 
-@njit(cache=True, inline="always")
 def put_json_us(buf, pos, ns):
-    """Write ``json_ts(ns)`` into the uint8 array `buf` at `pos` (|ns| < JSON_US_MAX); returns the end."""
+    """Write ``json_ts(ns)`` into the uint8 array `buf` at `pos` (|ns| < JSON_US_MAX); returns the end (plain
+    Python, and compiled by `compiled()` for code that formats at scale)."""
     if ns < 0:
         buf[pos] = 45  # "-"
         pos += 1
@@ -157,6 +156,24 @@ def put_json_us(buf, pos, ns):
     return pos + digits
 
 
+_COMPILED: SimpleNamespace | None = None
+
+
+def compiled() -> SimpleNamespace:
+    """The compiled forms of `put_json_us` and the nesting loop (Numba is imported on first use only, so that
+    reading a scenario never loads it)."""
+    global _COMPILED, _dur_float_compiled
+    if _COMPILED is None:
+        from numba import njit
+        _dur_float_compiled = njit(cache=True)(_dur_float)
+        _COMPILED = SimpleNamespace(nest=njit(cache=True)(_nest),
+                                    put_json_us=njit(cache=True, inline="always")(put_json_us))
+    return _COMPILED
+
+
+_dur_float_compiled = None
+
+
 def round3_ns(values):
     """``round(x, 3)`` over a float64 array as integer thousandths (so that ``json_ts(k)`` is
     ``repr(round(x, 3))``), and a mask of the values where that holds without doubt: non-negative, below
@@ -170,4 +187,4 @@ def round3_ns(values):
 
 
 __all__ = ["to_ns", "to_ns_array", "us_text", "json_ts", "dur_float", "ts_float", "nest_durations",
-           "put_json_us", "round3_ns", "JSON_US_MAX", "NS_PER_US"]
+           "put_json_us", "compiled", "round3_ns", "JSON_US_MAX", "NS_PER_US"]

@@ -130,3 +130,24 @@ def test_placed_slices_nest_exactly_as_a_reader_adds_them(pairs):
 def test_us_text_is_exact(ns):
     assert Decimal(us_text(ns)) * 1000 == ns
     assert Decimal(us_text(ns, 6)) * 1000 == ns and len(us_text(ns, 6).partition(".")[2]) == 6
+
+
+@given(st.integers(-(10**15) + 1, 10**15 - 1))
+def test_compiled_json_us_is_json_ts(ns):
+    import numpy as np
+
+    from opsim.trace.timefmt import compiled
+    buf = np.zeros(32, dtype=np.uint8)
+    end = compiled().put_json_us(buf, 0, ns)
+    assert buf[:end].tobytes().decode() == json_ts(ns) == repr(ns / 1000.0)
+
+
+@given(st.one_of(st.floats(0, 1e13), st.integers(0, 10**12).map(lambda k: k / 1000 + 0.0005),
+                 st.integers(0, 10**9).map(lambda k: k / 1000)))
+def test_round3_ns_is_pythons_round_where_it_claims_so(x):
+    import numpy as np
+
+    from opsim.trace.timefmt import round3_ns
+    k, ok = round3_ns(np.array([x]))
+    if ok[0]:
+        assert json_ts(int(k[0])) == repr(round(x, 3))
