@@ -217,7 +217,9 @@ def _dur_texts(own: Pieces, starts: Any, ends: Any, durs: Any) -> tuple[Any, Any
     diff = ends - starts
     alt = np.full(len(durs), -1, dtype=np.int64)
     inexact = np.flatnonzero(durs != diff / 1000.0)
-    alt[inexact] = own.add(list(map(repr, durs[inexact].tolist())))
+    if len(inexact):  # few distinct values: each is formatted once
+        distinct, which = np.unique(durs[inexact], return_inverse=True)
+        alt[inexact] = own.add(list(map(repr, distinct.tolist())))[which]
     return diff, alt
 
 
@@ -272,8 +274,11 @@ def _host_slices(rec: Any, tids: dict[str, int], w: _Writer) -> tuple[tuple, lis
     op, _ = rec.coded("host", "op")
     start = _times(rec, "host", "start")
     s_all = to_ns_array(start)
-    e_all = to_ns_array(start + _times(rec, "host", "dur"))
+    end = _times(rec, "host", "dur")  # a fresh array: the end is computed in place
+    np.add(start, end, out=end)
     del start
+    e_all = to_ns_array(end)
+    del end
     corr, odd_corr = rec.numeric("host", "corr", "q")
     _check_us(s_all, e_all)
     steps, other_instants = _split_instants(rec, tids)
@@ -289,16 +294,22 @@ def _host_slices(rec: Any, tids: dict[str, int], w: _Writer) -> tuple[tuple, lis
     host_mid = w.lookup(values, op, lambda v: ',"cat":"host","args":{"op":' + json_value(v))
     call_mid = shared.code(',"cat":"op_call","args":{"corr":')
     corr_key = shared.code(',"corr":')
-    is_call = ph == op_call
+    is_call = ph == op_call if op_call >= 0 else np.zeros(len(ph), dtype=bool)
     # launch spans (flow arrows start at their middles): host phases other than op_call with a correlation id
-    tid_of = np.array([tids.get(v, 0) if _hashable(v) else 0 for v in values] or [0], dtype=np.int64)
-    lmask = (corr >= 0) & ~is_call
+    tid_of = np.array([tids.get(v, 0) if _hashable(v) else 0 for v in values] or [0], dtype=np.int32)
+    lmask = corr >= 0
+    lmask &= ~is_call
     if odd_corr:
         lmask[list(odd_corr)] = False
     l_corr, l_e, l_s, l_tid = corr[lmask], e_all[lmask], s_all[lmask], tid_of[th[lmask]]
+    del lmask
     perm = np.lexsort((l_tid, l_s, l_e, l_corr))
-    launch = (l_corr[perm], l_e[perm], l_s[perm], l_tid[perm])
-    del lmask, perm
+    l_corr = l_corr[perm]
+    l_e = l_e[perm]
+    l_s = l_s[perm]
+    l_tid = l_tid[perm]
+    launch = (l_corr, l_e, l_s, l_tid)
+    del perm
     if not len(th):  # only steps: every row is formatted by Python, the columns are placeholders
         op, ph, corr, is_call = (np.zeros(1, np.int64),) * 3 + (np.zeros(1, bool),)
     for code, thread in order:
@@ -387,7 +398,9 @@ def _device_slices(rec: Any, device_id: int, dev_pid: int, launch: tuple, w: _Wr
     _check_us(d_s, d_e)
     # flows: the launch span of each task (the last one of its correlation id ending by the time it was queued)
     host_func = next((c for c, v in enumerate(values) if type(v) is str and v == HOST_FUNC), -1)
-    fmask = (corr >= 0) & (ttype != host_func)
+    fmask = corr >= 0
+    if host_func >= 0:
+        fmask &= ttype != host_func
     if odd_rows:
         fmask &= ~np.isin(keep, list(odd_rows))
     q_corr = corr[fmask]
@@ -551,7 +564,7 @@ def _cache_instants(rec: Any, tids: dict[str, int], dev_pid: int, w: _Writer) ->
     track = w.lookup(values, th, lambda v: (f'"pid":{HOST_PID},"tid":{tids[v]}' if _hashable(v) and v in tids
                                             else f'"pid":{dev_pid},"tid":0'))[th]
     n_kinds = len(values) + 1
-    pair = cache * n_kinds + kind
+    pair = cache.astype(np.int64) * n_kinds + kind
     name = np.full(len(pair), -1, dtype=np.int64)
     for p in np.unique(pair).tolist():
         name[pair == p] = w.shared.code(json_value(f"{values[p // n_kinds]} cache {values[p % n_kinds]}"))

@@ -152,7 +152,7 @@ class Template:
 _EMPTY = Pieces()
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _copy(out, pos, src, lo, hi):
     for k in range(lo, hi):
         out[pos] = src[k]

@@ -312,12 +312,13 @@ class Recorder:
         return out
 
     def coded(self, kind: str, name: str) -> tuple[Any, list]:
-        """Column ``name`` of ``kind`` (a column of names, see _CODED) as codes (a numpy int64 array, one per
+        """Column ``name`` of ``kind`` (a column of names, see _CODED) as codes (a numpy int array, one per
         record) and the values they stand for (``values[code]``): readers format each distinct value once."""
         import numpy as np
         self._check_kind(kind)
-        parts = [np.asarray(chunk[name], dtype=np.int64) for chunk in self._raw_chunks(kind)]
-        return (np.concatenate(parts) if parts else np.empty(0, np.int64)), list(self._values)
+        dtype = np.uint16 if len(self._values) <= 0x10000 else np.int32
+        parts = [np.asarray(chunk[name]).astype(dtype, copy=False) for chunk in self._raw_chunks(kind)]
+        return (np.concatenate(parts) if parts else np.empty(0, dtype)), list(self._values)
 
     def numeric(self, kind: str, name: str, typecode: str) -> tuple[Any, dict[int, Any]]:
         """Column ``name`` of ``kind`` as one numpy array (typecode "d": float64, "q": int64), and the records

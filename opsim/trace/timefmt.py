@@ -33,8 +33,9 @@ def to_ns(t_us: float) -> int:
 
 def to_ns_array(t_us):  # numpy array in, int64 array out
     """`to_ns` over a numpy array (bit-identical results)."""
-    import numpy as np
-    return np.rint(t_us * 1000.0).astype(np.int64)
+    x = np.multiply(t_us, 1000.0)
+    np.rint(x, out=x)
+    return x.astype(np.int64)
 
 
 def us_text(ns: int, decimals: int = 3) -> str:
