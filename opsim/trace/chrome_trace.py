@@ -237,7 +237,8 @@ def write_chrome_trace(sim: Any, fh: TextIO, *, process_name: str = "Host") -> i
 
     Events are rows of `Template`s filled from the recorder's columns (numpy arrays, names as codes) by one
     compiled loop, a block at a time, so a million-call trace never holds a Python object per event; the few
-    events of other shapes (metadata, instants, values of unusual types) are formatted by `json_value`."""
+    events of other shapes (metadata, instants, values of unusual types) are formatted by `json_value`. Host
+    records are gathered one thread at a time, so only one track's working arrays exist at once."""
     rec = sim.recorder
     rec.compact()
     w = _Writer(fh)
@@ -245,13 +246,73 @@ def write_chrome_trace(sim: Any, fh: TextIO, *, process_name: str = "Host") -> i
     w.events(_metadata_events(sim, process_name))
     tids = thread_tids(sim)
     dev_pid = DEVICE_PID_BASE + sim.device.device_id
-    launch, other_instants = _host_slices(rec, tids, w)
-    pools = _device_slices(rec, sim.device.device_id, dev_pid, launch, w)
+    dev = _DeviceColumns(rec, sim.device.device_id)
+    flows = _FlowSources(dev.q_corr, dev.q_ns)
+    other_instants = _host_slices(rec, tids, w, flows)
+    pools = _device_slices(dev, dev_pid, flows, w)
+    del dev, flows
     _counters(rec, sim.device.device_id, dev_pid, pools, w)
     _cache_instants(rec, tids, dev_pid, w)
     w.events([_instant_event(t, name, track, args, tids, dev_pid) for t, name, track, args in other_instants])
     w.text("\n]}\n")
     return w.n
+
+
+class _FlowSources:
+    """The launch span each flow arrow starts from: for a device task queued at q with correlation id c, the
+    last host span of c (by end, start, tid) ending by q, else the first span of c. Fed one thread's launch
+    spans at a time."""
+
+    def __init__(self, q_corr: Any, q_ns: Any) -> None:
+        self.q_corr, self.q_ns = q_corr, q_ns
+        n = len(q_corr)
+        self.le = [np.full(n, -1, dtype=np.int64), np.zeros(n, np.int64), np.zeros(n, np.int64)]  # e, s, tid
+        self.first = [np.full(n, -1, dtype=np.int64), np.zeros(n, np.int64), np.zeros(n, np.int64)]
+        self.has_le = np.zeros(n, dtype=bool)
+        self.has_any = np.zeros(n, dtype=bool)
+
+    @staticmethod
+    def _after(a: list, b: list) -> Any:
+        """Where (e, s, tid) of `a` sorts after `b`'s."""
+        return (a[0] > b[0]) | ((a[0] == b[0]) & ((a[1] > b[1]) | ((a[1] == b[1]) & (a[2] > b[2]))))
+
+    def feed(self, corr: Any, e: Any, s: Any, tid: int) -> None:
+        if not len(corr) or not len(self.q_corr):
+            return
+        perm = np.lexsort((s, e, corr))
+        corr, e, s = corr[perm], e[perm], s[perm]
+        del perm
+        q_corr, q_ns = self.q_corr, self.q_ns
+        lo = np.searchsorted(corr, q_corr, "left")
+        hi = np.searchsorted(corr, q_corr, "right")
+        has = hi > lo
+        if int(e.min()) >= 0 and int(q_ns.min()) >= 0 and int(corr.min()) >= 0 \
+                and int(corr.max()) < (1 << 62) // (int(e.max()) + 2):
+            # one sorted key (corr, end): a query past every end compares like end + 1
+            width = int(e.max()) + 2
+            pos = np.searchsorted(corr * width + e, q_corr * width + np.minimum(q_ns, width - 1), "right") - 1
+        else:
+            pos = np.array([lo_i + int(np.searchsorted(e[lo_i:hi_i], q, "right")) - 1
+                            for lo_i, hi_i, q in zip(lo.tolist(), hi.tolist(), q_ns.tolist())], dtype=np.int64)
+        le = has & (pos >= lo)
+        pos = np.where(le, pos, 0)
+        lo = np.where(has, lo, 0)
+        tids = np.full(len(q_corr), tid, dtype=np.int64)
+        cand = [e[pos], s[pos], tids]
+        better = le & (~self.has_le | self._after(cand, self.le))
+        for mine, theirs in zip(self.le, cand):
+            mine[better] = theirs[better]
+        self.has_le |= le
+        cand = [e[lo], s[lo], tids]
+        better = has & (~self.has_any | self._after(self.first, cand))
+        for mine, theirs in zip(self.first, cand):
+            mine[better] = theirs[better]
+        self.has_any |= has
+
+    def result(self) -> tuple[Any, Any, Any]:
+        """(has a source, the middle of the source span, its tid) per query."""
+        src = [np.where(self.has_le, a, b) for a, b in zip(self.le, self.first)]
+        return self.has_any, src[1] + (src[0] - src[1]) // 2, src[2]
 
 
 def _host_event(tid: int, s_ns: int, dur: float, phase: Any, op: Any, corr: Any) -> str:
@@ -266,72 +327,79 @@ def _host_event(tid: int, s_ns: int, dur: float, phase: Any, op: Any, corr: Any)
                   "args": args})
 
 
-def _host_slices(rec: Any, tids: dict[str, int], w: _Writer) -> tuple[tuple, list]:
-    """Every host thread's track (its spans and ProfilerStep slices, nested); returns the launch spans the flow
-    arrows start from, as arrays sorted by (corr, end, start, tid), and the instants that are not steps."""
-    th, values = rec.coded("host", "thread")
-    ph, _ = rec.coded("host", "phase")
-    op, _ = rec.coded("host", "op")
-    start = _times(rec, "host", "start")
-    s_all = to_ns_array(start)
-    end = _times(rec, "host", "dur")  # a fresh array: the end is computed in place
-    np.add(start, end, out=end)
-    del start
-    e_all = to_ns_array(end)
-    del end
-    corr, odd_corr = rec.numeric("host", "corr", "q")
-    _check_us(s_all, e_all)
+def _host_slices(rec: Any, tids: dict[str, int], w: _Writer, flows: _FlowSources) -> list:
+    """Every host thread's track (its spans and ProfilerStep slices, nested), feeding each thread's launch
+    spans to `flows`; returns the instants that are not steps."""
+    names = ("thread", "phase", "op")
+    chunks = list(zip(*(rec.coded_chunks("host", c) for c in names),
+                      *(rec.numeric_chunks("host", c, t) for c, t in (("start", "d"), ("dur", "d"), ("corr", "q")))))
+    values = rec.code_values()
+    odd_corr: dict[int, Any] = {}
+    for *_codes, (_s, odd_s), (_d, odd_d), (_c, odd_c) in chunks:
+        bad = [v for v in (*odd_s.values(), *odd_d.values()) if type(v) not in (int, float)]
+        if bad:
+            raise InvalidArgumentError(f"recorder host records: {bad[0]!r} is not a number of microseconds")
+        odd_corr.update(odd_c)
     steps, other_instants = _split_instants(rec, tids)
     op_call = next((c for c, v in enumerate(values) if type(v) is str and v == OP_CALL), -1)
     # thread order: first appearance in the host records, then tracks that only have steps
-    codes, first = np.unique(th, return_index=True)
-    order = [(c, values[c]) for c in codes[np.argsort(first, kind="stable")].tolist()]
+    first: dict[int, int] = {}
+    base = 0
+    for th_c, *_rest in chunks:
+        codes, at = np.unique(th_c, return_index=True)
+        for c, i in zip(codes.tolist(), at.tolist()):
+            first.setdefault(c, base + i)
+        base += len(th_c)
+    order = [(c, values[c]) for c in sorted(first, key=first.get)]
     seen = {v for _c, v in order if _hashable(v)}
     order += [(-1, track) for track in steps if track not in seen]
     shared = w.shared
-    op_name = w.lookup(values, op)
-    phase_name = w.lookup(values, ph)
-    host_mid = w.lookup(values, op, lambda v: ',"cat":"host","args":{"op":' + json_value(v))
+    every = np.arange(len(values), dtype=np.int64)
+    op_name = w.lookup(values, every)
+    host_mid = w.lookup(values, every, lambda v: ',"cat":"host","args":{"op":' + json_value(v))
     call_mid = shared.code(',"cat":"op_call","args":{"corr":')
     corr_key = shared.code(',"corr":')
-    is_call = ph == op_call if op_call >= 0 else np.zeros(len(ph), dtype=bool)
-    # launch spans (flow arrows start at their middles): host phases other than op_call with a correlation id
-    tid_of = np.array([tids.get(v, 0) if _hashable(v) else 0 for v in values] or [0], dtype=np.int32)
-    lmask = corr >= 0
-    lmask &= ~is_call
-    if odd_corr:
-        lmask[list(odd_corr)] = False
-    l_corr, l_e, l_s, l_tid = corr[lmask], e_all[lmask], s_all[lmask], tid_of[th[lmask]]
-    del lmask
-    perm = np.lexsort((l_tid, l_s, l_e, l_corr))
-    l_corr = l_corr[perm]
-    l_e = l_e[perm]
-    l_s = l_s[perm]
-    l_tid = l_tid[perm]
-    launch = (l_corr, l_e, l_s, l_tid)
-    del perm
-    if not len(th):  # only steps: every row is formatted by Python, the columns are placeholders
-        op, ph, corr, is_call = (np.zeros(1, np.int64),) * 3 + (np.zeros(1, bool),)
+    odd_rows = np.array(sorted(odd_corr), dtype=np.int64)
     for code, thread in order:
         tid = tids.get(thread, 0) if _hashable(thread) else 0
-        idx = np.flatnonzero(th == code) if code >= 0 else np.empty(0, np.int64)
         items = steps.get(thread, []) if _hashable(thread) else []
         n_steps = len(items)
-        s = np.concatenate([np.array([it[0] for it in items], dtype=np.int64), s_all[idx]])
-        e = np.concatenate([np.array([it[1] for it in items], dtype=np.int64), e_all[idx]])
-        rid = np.concatenate([np.arange(n_steps, dtype=np.int64) - n_steps, idx])  # steps first on a tie
-        del idx
+        parts: list[list] = [[np.array([it[0] for it in items], dtype=np.int64)],
+                             [np.array([it[1] for it in items], dtype=np.int64)],
+                             [np.zeros(n_steps, np.int64)], [np.zeros(n_steps, np.int64)],
+                             [np.full(n_steps, -1, np.int64)],
+                             [np.arange(n_steps, dtype=np.int64) - n_steps]]  # steps first on a tie
+        base = 0
+        for th_c, ph_c, op_c, (st_c, _), (du_c, _), (co_c, _) in chunks if code >= 0 else ():
+            sel = np.flatnonzero(th_c == code)
+            if len(sel):
+                st = st_c[sel].astype(np.float64)
+                end = du_c[sel].astype(np.float64)
+                np.add(st, end, out=end)
+                for dst, arr in zip(parts, (to_ns_array(st), to_ns_array(end), ph_c[sel], op_c[sel], co_c[sel],
+                                            sel + base)):
+                    dst.append(arr)
+                del st, end
+            base += len(th_c)
+        s, e, ph, op, corr, rid = (np.concatenate(p, dtype=np.int64) for p in parts)
+        del parts
+        _check_us(s, e)
         perm = np.lexsort((rid, -e, s))
-        s, e, rid = s[perm], e[perm], rid[perm]
+        s, e, ph, op, corr, rid = s[perm], e[perm], ph[perm], op[perm], corr[perm], rid[perm]
         del perm
+        is_call = ph == op_call
+        launch = (corr >= 0) & ~is_call & (rid >= 0)
+        if len(odd_rows):
+            launch &= ~np.isin(rid, odd_rows)
+        flows.feed(corr[launch], e[launch], s[launch], tid)
+        del launch
         e, durs = nest_durations(s, e)
         for b0 in range(0, len(s), BLOCK):
             b1 = min(b0 + BLOCK, len(s))
-            bs, be, bd, brid = s[b0:b1], e[b0:b1], durs[b0:b1], rid[b0:b1]
             n = b1 - b0
+            bs, be, bd, brid = s[b0:b1], e[b0:b1], durs[b0:b1], rid[b0:b1]
             own = Pieces()
             row = np.full(n, -1, dtype=np.int64)
-            r = np.maximum(brid, 0)
             step = np.full(n, -1, dtype=np.int64)
             for k in np.flatnonzero(brid < 0).tolist():
                 st_s, _st_e, _o, name, cat, args = items[int(brid[k]) + n_steps]
@@ -341,22 +409,19 @@ def _host_slices(rec: Any, tids: dict[str, int], w: _Writer) -> tuple[tuple, lis
                 else:
                     row[k] = own.code(_dump({"ph": "X", "pid": HOST_PID, "tid": tid, "ts": _us(st_s),
                                              "dur": float(bd[k]), "name": name, "cat": cat, "args": args}))
-            if odd_corr:
-                for k in np.flatnonzero(np.isin(brid, list(odd_corr))).tolist():
-                    i = int(brid[k])
-                    row[k] = own.code(_host_event(tid, int(bs[k]), float(bd[k]), values[ph[i]], values[op[i]],
-                                                  odd_corr[i]))
+            if len(odd_rows):
+                for k in np.flatnonzero(np.isin(brid, odd_rows)).tolist():
+                    row[k] = own.code(_host_event(tid, int(bs[k]), float(bd[k]), values[ph[b0 + k]],
+                                                  values[op[b0 + k]], odd_corr[int(brid[k])]))
             dur_ns, dur_text = _dur_texts(own, bs, be, bd)
-            call = is_call[r]
-            b_op, b_corr = op[r], corr[r]
-            shown = call | (b_corr >= 0)
+            call, b_op, b_corr = is_call[b0:b1], op[b0:b1], corr[b0:b1]
             w.block(_HOST_ROW, n, {
-                "row": row, "step": step, "tid": np.full(n, tid, dtype=np.int64), "ts": bs, "dur_text": dur_text, "dur": dur_ns,
-                "name": np.where(call, op_name[b_op], phase_name[ph[r]]),
+                "row": row, "step": step, "tid": np.full(n, tid, dtype=np.int64), "ts": bs, "dur_text": dur_text,
+                "dur": dur_ns, "name": np.where(call, op_name[b_op], op_name[ph[b0:b1]]),
                 "mid": np.where(call, call_mid, host_mid[b_op]),
                 "corr_key": np.where(~call & (b_corr >= 0), corr_key, -1),
-                "corr_shown": np.where(shown, 0, -1), "corr": b_corr}, own)
-    return launch, other_instants
+                "corr_shown": np.where(call | (b_corr >= 0), 0, -1), "corr": b_corr}, own)
+    return other_instants
 
 
 def _device_event(dev_pid: int, s_ns: int, dur: float, v: dict[str, Any]) -> str:
@@ -370,69 +435,64 @@ def _device_event(dev_pid: int, s_ns: int, dur: float, v: dict[str, Any]) -> str
                   "name": v["op"] or v["task_type"], "cat": v["task_type"], "args": args})
 
 
-def _device_slices(rec: Any, device_id: int, dev_pid: int, launch: tuple, w: _Writer) -> dict[str, tuple]:
-    """The device's stream tracks (nested per stream) and the flow arrows from each task's launch span;
+class _DeviceColumns:
+    """The device tasks of one device as arrays (in record order), and the flow queries: the correlation id
+    and queued time of every task an arrow points to."""
+
+    def __init__(self, rec: Any, device_id: int) -> None:
+        ints = {name: rec.numeric("device", name, "q") for name in
+                ("device", "stream", "units", "task_id", "block_dim", "corr")}
+        floats = {name: rec.numeric("device", name, "d") for name in ("queued", "start", "end")}
+        for name in ("start", "end"):
+            bad = [v for v in floats[name][1].values() if type(v) not in (int, float)]
+            if bad:
+                raise InvalidArgumentError(f"recorder device records: {name} {bad[0]!r} is not a number of "
+                                           "microseconds")
+        kind_all, self.values = rec.coded("device", "unit_kind")
+        keep = np.flatnonzero(ints["device"][0] == device_id)
+        odd = set()
+        for _arr, o in [*ints.values(), *floats.values()]:
+            odd.update(o)
+        self.odd_rows: dict[int, dict[str, Any]] = {}
+        if odd:
+            recs = rec.records("device")
+            self.odd_rows = {i: {c: recs[c][i] for c in recs} for i in odd}
+            keep = np.array([i for i in np.flatnonzero(np.array([d == device_id for d in recs["device"]],
+                                                                 dtype=bool)).tolist()], dtype=np.int64)
+        self.keep = keep
+        self.kind = kind_all[keep]
+        self.ttype = rec.coded("device", "task_type")[0][keep]
+        self.op = rec.coded("device", "op")[0][keep]
+        self.stream, self.units, self.corr = (ints[n][0][keep] for n in ("stream", "units", "corr"))
+        self.task_id, self.block_dim = ints["task_id"][0][keep], ints["block_dim"][0][keep]
+        self.queued, self.start = floats["queued"][0][keep], floats["start"][0][keep]
+        self.s = to_ns_array(self.start)
+        self.e = to_ns_array(floats["end"][0][keep])
+        _check_us(self.s, self.e)
+        host_func = next((c for c, v in enumerate(self.values) if type(v) is str and v == HOST_FUNC), -1)
+        fmask = self.corr >= 0
+        if host_func >= 0:
+            fmask &= self.ttype != host_func
+        if self.odd_rows:
+            fmask &= ~np.isin(keep, list(self.odd_rows))
+        self.fmask = fmask
+        self.q_corr = self.corr[fmask]
+        self.q_ns = to_ns_array(self.queued[fmask])
+
+
+def _device_slices(dev: _DeviceColumns, dev_pid: int, flows: _FlowSources, w: _Writer) -> dict[str, tuple]:
+    """The device's stream tracks (nested per stream), then the flow arrows from each task's launch span;
     returns, per unit pool, the busy-unit steps (times, units in use) for the counters."""
-    ints = {name: rec.numeric("device", name, "q") for name in
-            ("device", "stream", "units", "task_id", "block_dim", "corr")}
-    floats = {name: rec.numeric("device", name, "d") for name in ("queued", "start", "end")}
-    kind_all, values = rec.coded("device", "unit_kind")
-    keep = np.flatnonzero(ints["device"][0] == device_id)
-    odd = set()
-    for name, (_arr, o) in [*ints.items(), *floats.items()]:
-        odd.update(o)
-    odd_rows: dict[int, dict[str, Any]] = {}
-    if odd:
-        recs = rec.records("device")
-        odd_rows = {i: {c: recs[c][i] for c in recs} for i in odd}
-        keep = np.array([i for i in keep.tolist() if i not in odd_rows or odd_rows[i]["device"] == device_id],
-                        dtype=np.int64)
-    kind = kind_all[keep]
-    ttype = rec.coded("device", "task_type")[0][keep]
-    opc = rec.coded("device", "op")[0][keep]
-    stream, units, corr = (ints[n][0][keep] for n in ("stream", "units", "corr"))
-    task_id, block_dim = ints["task_id"][0][keep], ints["block_dim"][0][keep]
-    queued, start = floats["queued"][0][keep], floats["start"][0][keep]
-    d_s = to_ns_array(_times_of(floats["start"], "start"))[keep]
-    d_e = to_ns_array(_times_of(floats["end"], "end"))[keep]
-    _check_us(d_s, d_e)
-    # flows: the launch span of each task (the last one of its correlation id ending by the time it was queued)
-    host_func = next((c for c, v in enumerate(values) if type(v) is str and v == HOST_FUNC), -1)
-    fmask = corr >= 0
-    if host_func >= 0:
-        fmask &= ttype != host_func
-    if odd_rows:
-        fmask &= ~np.isin(keep, list(odd_rows))
-    q_corr = corr[fmask]
-    q_ns = to_ns_array(queued[fmask])
-    l_corr, l_e, l_s, l_tid = launch
-    lo = np.searchsorted(l_corr, q_corr, "left")
-    hi = np.searchsorted(l_corr, q_corr, "right")
-    has = hi > lo
-    if len(l_e) and len(q_corr) and int(l_e.min()) >= 0 and int(q_ns.min()) >= 0 \
-            and int(l_corr.max()) < (1 << 62) // (int(l_e.max()) + 2):
-        # one sorted key (corr, end): a query past every end compares like end + 1
-        width = int(l_e.max()) + 2
-        q_clip = np.minimum(q_ns, width - 1)
-        pos = np.searchsorted(l_corr * width + l_e, q_corr * width + q_clip, "right") - 1
-    else:
-        pos = np.array([lo_i + int(np.searchsorted(l_e[lo_i:hi_i], q, "right")) - 1
-                        for lo_i, hi_i, q in zip(lo.tolist(), hi.tolist(), q_ns.tolist())], dtype=np.int64)
-    pos = np.where(pos >= lo, pos, lo)
-    pos = np.where(has, pos, 0)
-    f_h = np.where(has, l_s[pos] + (l_e[pos] - l_s[pos]) // 2, 0) if len(l_e) else np.zeros(len(pos), np.int64)
-    f_tid = np.where(has, l_tid[pos], 0) if len(l_e) else np.zeros(len(pos), np.int64)
-    f_d, f_stream = d_s[fmask][has], stream[fmask][has]
-    f_h, f_tid = f_h[has], f_tid[has]
-    del lo, hi, pos, has, q_corr, q_ns
-    # slices, per stream in stream order
-    tt_text = w.lookup(values, ttype)[ttype]
+    values, keep, stream, units, kind, corr = dev.values, dev.keep, dev.stream, dev.units, dev.kind, dev.corr
+    d_s, d_e = dev.s, dev.e
+    tt_text = w.lookup(values, dev.ttype)[dev.ttype]
     no_op = np.array([not v for v in values] or [False])
-    name = np.where(no_op[opc], tt_text, w.lookup(values, opc)[opc])  # a task without an op: its task type
+    name = np.where(no_op[dev.op], tt_text, w.lookup(values, dev.op)[dev.op])  # a task without an op: its type
     pool_text = w.lookup(values, kind)[kind]
     corr_key = w.shared.code(',"corr":')
     template = _device_row(dev_pid)
     rows = np.arange(len(keep), dtype=np.int64)
+    odd = np.array(sorted(dev.odd_rows), dtype=np.int64)
     for st in np.unique(stream).tolist():
         idx = rows[stream == st]
         perm = np.lexsort((idx, -d_e[idx], d_s[idx]))
@@ -445,19 +505,23 @@ def _device_slices(rec: Any, device_id: int, dev_pid: int, launch: tuple, w: _Wr
             own = Pieces()
             bs, be, bd = s_sorted[b0:b0 + BLOCK], e_sorted[b0:b0 + BLOCK], durs[b0:b0 + BLOCK]
             row = np.full(n, -1, dtype=np.int64)
-            if odd_rows:
-                for k in np.flatnonzero(np.isin(keep[sel], list(odd_rows))).tolist():
-                    row[k] = own.code(_device_event(dev_pid, int(bs[k]), float(bd[k]), odd_rows[int(keep[sel[k]])]))
+            if len(odd):
+                for k in np.flatnonzero(np.isin(keep[sel], odd)).tolist():
+                    row[k] = own.code(_device_event(dev_pid, int(bs[k]), float(bd[k]),
+                                                    dev.odd_rows[int(keep[sel[k]])]))
             dur_ns, dur_text = _dur_texts(own, bs, be, bd)
-            q, s = queued[sel], start[sel]
+            q, s = dev.queued[sel], dev.start[sel]
             q_k, q_text = _rounded_texts(own, q)
             w_k, w_text = _rounded_texts(own, s - q)
             c = corr[sel]
             w.block(template, n, {
                 "row": row, "tid": stream[sel] + 1, "ts": bs, "dur_text": dur_text, "dur": dur_ns, "name": name[sel],
-                "task_type": tt_text[sel], "task_id": task_id[sel], "block_dim": block_dim[sel],
+                "task_type": tt_text[sel], "task_id": dev.task_id[sel], "block_dim": dev.block_dim[sel],
                 "pool": pool_text[sel], "units": units[sel], "queued_text": q_text, "queued": q_k,
                 "wait_text": w_text, "wait": w_k, "corr_key": np.where(c >= 0, corr_key, -1), "corr": c}, own)
+    has, f_h, f_tid = flows.result()
+    f_h, f_tid = f_h[has], f_tid[has]
+    f_d, f_stream = d_s[dev.fmask][has], stream[dev.fmask][has]
     for b0 in range(0, len(f_h), BLOCK):
         n = len(f_h[b0:b0 + BLOCK])
         w.block(_FLOW_ROWS, n, {"tid": f_tid[b0:b0 + BLOCK], "host": f_h[b0:b0 + BLOCK],
@@ -479,14 +543,6 @@ def _device_slices(rec: Any, device_id: int, dev_pid: int, launch: tuple, w: _Wr
         last = np.flatnonzero(np.append(t_all[1:] != t_all[:-1], True)) if len(t_all) else t_all
         pools[pool] = (t_all[last], busy[last])
     return pools
-
-
-def _times_of(col: tuple, name: str) -> Any:
-    arr, odd = col
-    bad = [v for v in odd.values() if type(v) not in (int, float)]
-    if bad:
-        raise InvalidArgumentError(f"recorder device records: {name} {bad[0]!r} is not a number of microseconds")
-    return arr
 
 
 def _counters(rec: Any, device_id: int, dev_pid: int, pools: dict[str, tuple], w: _Writer) -> None:

@@ -311,47 +311,65 @@ class Recorder:
                 out[c].extend(part)
         return out
 
-    def coded(self, kind: str, name: str) -> tuple[Any, list]:
-        """Column ``name`` of ``kind`` (a column of names, see _CODED) as codes (a numpy int array, one per
-        record) and the values they stand for (``values[code]``): readers format each distinct value once."""
-        import numpy as np
-        self._check_kind(kind)
-        dtype = np.uint16 if len(self._values) <= 0x10000 else np.int32
-        parts = [np.asarray(chunk[name]).astype(dtype, copy=False) for chunk in self._raw_chunks(kind)]
-        return (np.concatenate(parts) if parts else np.empty(0, dtype)), list(self._values)
+    def code_values(self) -> list:
+        """The values the codes of coded columns stand for (``values[code]``; see `coded_chunks`)."""
+        return list(self._values)
 
-    def numeric(self, kind: str, name: str, typecode: str) -> tuple[Any, dict[int, Any]]:
-        """Column ``name`` of ``kind`` as one numpy array (typecode "d": float64, "q": int64), and the records
-        whose value is not of that exact Python type ({index: value}; their slot holds the value converted when
-        it is a plain int or float, else 0)."""
+    def coded_chunks(self, kind: str, name: str) -> list:
+        """Column ``name`` of ``kind`` (a column of names, see _CODED) chunk by chunk, as numpy arrays of codes
+        into `code_values()`: readers format each distinct value once."""
         import numpy as np
         self._check_kind(kind)
-        dtype = np.float64 if typecode == "d" else np.int64
+        return [np.asarray(chunk[name]) if isinstance(chunk[name], array) else np.array(chunk[name], dtype=np.int64)
+                for chunk in self._raw_chunks(kind)]
+
+    def coded(self, kind: str, name: str) -> tuple[Any, list]:
+        """`coded_chunks` as one array, and `code_values()`."""
+        import numpy as np
+        parts = self.coded_chunks(kind, name)
+        dtype = np.uint16 if len(self._values) <= 0x10000 else np.int32
+        return (np.concatenate(parts, dtype=dtype) if parts else np.empty(0, dtype)), self.code_values()
+
+    def numeric_chunks(self, kind: str, name: str, typecode: str) -> list[tuple[Any, dict[int, Any]]]:
+        """Column ``name`` of ``kind`` chunk by chunk as numpy arrays (views of the typed chunks; typecode "d":
+        floats wanted, "q": ints), each with the records whose value is not of that exact Python type
+        ({record index: value}; their slot holds the value when it is a plain int or float, else 0)."""
+        import numpy as np
+        self._check_kind(kind)
         want = float if typecode == "d" else int
-        parts = []
-        odd: dict[int, Any] = {}
+        out = []
         base = 0
         for chunk in self._raw_chunks(kind):
             col = chunk[name]
-            if isinstance(col, array) and col.typecode == typecode:
-                parts.append(np.frombuffer(col, dtype=dtype))
-            elif isinstance(col, array):
-                parts.append(np.frombuffer(col, dtype=np.dtype(col.typecode)).astype(dtype))
-                if col.typecode in "dq":
-                    odd.update((base + i, v) for i, v in enumerate(col))
+            odd: dict[int, Any] = {}
+            if isinstance(col, array):
+                arr = np.frombuffer(col, dtype=np.dtype(col.typecode)) if len(col) else np.empty(0)
+                if (col.typecode == "d") != (want is float):
+                    odd = {base + i: v for i, v in enumerate(col)}
             else:
-                out = np.zeros(len(col), dtype=dtype)
+                arr = np.zeros(len(col), dtype=np.float64 if typecode == "d" else np.int64)
                 for i, v in enumerate(col):
                     t = type(v)
                     if t is want and (t is float or -(1 << 63) <= v < (1 << 63)):
-                        out[i] = v
+                        arr[i] = v
                         continue
                     odd[base + i] = v
                     if t in (int, float) and -(1 << 53) <= v <= (1 << 53):
-                        out[i] = v
-                parts.append(out)
+                        arr[i] = v
+            out.append((arr, odd))
             base += len(col)
-        return (np.concatenate(parts) if parts else np.empty(0, dtype)), odd
+        return out
+
+    def numeric(self, kind: str, name: str, typecode: str) -> tuple[Any, dict[int, Any]]:
+        """`numeric_chunks` as one array (typecode "d": float64, "q": int64) and one {index: value} of odd
+        records."""
+        import numpy as np
+        dtype = np.float64 if typecode == "d" else np.int64
+        parts, odd = [], {}
+        for arr, o in self.numeric_chunks(kind, name, typecode):
+            parts.append(arr)
+            odd.update(o)
+        return (np.concatenate(parts, dtype=dtype, casting="unsafe") if parts else np.empty(0, dtype)), odd
 
     def count(self, kind: str) -> int:
         """How many records of ``kind`` were taken."""
