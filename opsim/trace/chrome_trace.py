@@ -248,7 +248,9 @@ def write_chrome_trace(sim: Any, fh: TextIO, *, process_name: str = "Host") -> i
     dev_pid = DEVICE_PID_BASE + sim.device.device_id
     dev = _DeviceColumns(rec, sim.device.device_id)
     flows = _FlowSources(dev.q_corr, dev.q_ns)
+    del dev  # read again after the host tracks: only the flow queries are kept meanwhile
     other_instants = _host_slices(rec, tids, w, flows)
+    dev = _DeviceColumns(rec, sim.device.device_id)
     pools = _device_slices(dev, dev_pid, flows, w)
     del dev, flows
     _counters(rec, sim.device.device_id, dev_pid, pools, w)
@@ -364,28 +366,44 @@ def _host_slices(rec: Any, tids: dict[str, int], w: _Writer, flows: _FlowSources
         tid = tids.get(thread, 0) if _hashable(thread) else 0
         items = steps.get(thread, []) if _hashable(thread) else []
         n_steps = len(items)
-        parts: list[list] = [[np.array([it[0] for it in items], dtype=np.int64)],
-                             [np.array([it[1] for it in items], dtype=np.int64)],
-                             [np.zeros(n_steps, np.int64)], [np.zeros(n_steps, np.int64)],
-                             [np.full(n_steps, -1, np.int64)],
-                             [np.arange(n_steps, dtype=np.int64) - n_steps]]  # steps first on a tie
-        base = 0
-        for th_c, ph_c, op_c, (st_c, _), (du_c, _), (co_c, _) in chunks if code >= 0 else ():
-            sel = np.flatnonzero(th_c == code)
-            if len(sel):
+        sels = [np.flatnonzero(th_c == code) if code >= 0 else np.empty(0, np.int64)
+                for th_c, *_rest in chunks]
+        n_rows = n_steps + sum(map(len, sels))
+        # the track's columns, filled in place (steps first: they come first on a tie)
+        s = np.empty(n_rows, np.int64)
+        e = np.empty(n_rows, np.int64)
+        ph = np.zeros(n_rows, np.int32)
+        op = np.zeros(n_rows, np.int32)
+        corr = np.full(n_rows, -1, np.int64)
+        rid = np.empty(n_rows, np.int64)
+        s[:n_steps] = [it[0] for it in items]
+        e[:n_steps] = [it[1] for it in items]
+        rid[:n_steps] = np.arange(n_steps, dtype=np.int64) - n_steps
+        at, base = n_steps, 0
+        for sel, (th_c, ph_c, op_c, (st_c, _), (du_c, _), (co_c, _)) in zip(sels, chunks):
+            k = len(sel)
+            if k:
                 st = st_c[sel].astype(np.float64)
                 end = du_c[sel].astype(np.float64)
                 np.add(st, end, out=end)
-                for dst, arr in zip(parts, (to_ns_array(st), to_ns_array(end), ph_c[sel], op_c[sel], co_c[sel],
-                                            sel + base)):
-                    dst.append(arr)
+                s[at:at + k] = to_ns_array(st)
+                e[at:at + k] = to_ns_array(end)
                 del st, end
+                ph[at:at + k] = ph_c[sel]
+                op[at:at + k] = op_c[sel]
+                corr[at:at + k] = co_c[sel]
+                rid[at:at + k] = sel + base
+                at += k
             base += len(th_c)
-        s, e, ph, op, corr, rid = (np.concatenate(p, dtype=np.int64) for p in parts)
-        del parts
+        del sels
         _check_us(s, e)
         perm = np.lexsort((rid, -e, s))
-        s, e, ph, op, corr, rid = s[perm], e[perm], ph[perm], op[perm], corr[perm], rid[perm]
+        s = s[perm]
+        e = e[perm]
+        ph = ph[perm]
+        op = op[perm]
+        corr = corr[perm]
+        rid = rid[perm]
         del perm
         is_call = ph == op_call
         launch = (corr >= 0) & ~is_call & (rid >= 0)

@@ -102,6 +102,36 @@ class _Key:
         return isinstance(other, _Key) and self.kind is other.kind and self.value == other.value
 
 
+class TensorInfos:
+    """The tensor descriptions of every kernel launch as three columns (correlation id, op, the shared info
+    dict): about 20 bytes a launch instead of a tuple each. Iterates as (corr, op, info) tuples."""
+
+    __slots__ = ("corr", "op", "info", "_values")
+
+    def __init__(self, values: list) -> None:
+        self._values = values  # the recorder's code table: `op` holds codes into it
+        self.clear()
+
+    def add(self, corr: Any, op_code: int, info: Any) -> None:
+        try:
+            self.corr.append(corr)
+        except (TypeError, OverflowError):  # not a plain 64-bit int: kept as it is
+            self.corr = [*self.corr, corr]
+        self.op.append(op_code)
+        self.info.append(info)
+
+    def __iter__(self) -> Iterator[tuple[Any, Any, Any]]:
+        return zip(self.corr, map(self._values.__getitem__, self.op), self.info)
+
+    def __len__(self) -> int:
+        return len(self.info)
+
+    def clear(self) -> None:
+        self.corr: Any = array("q")
+        self.op = array("i")
+        self.info: list = []
+
+
 def _hashable(value: Any) -> bool:
     try:
         hash(value)
@@ -125,7 +155,7 @@ class Recorder:
         self._code = self._code_of.get
         self._new_columns()
         self._corr = 0
-        self.tensor_infos: list[tuple[int, str, dict]] = []
+        self.tensor_infos = TensorInfos(self._values)
         self.enabled = True
         if not enabled:
             self.set_enabled(False)
@@ -213,7 +243,8 @@ class Recorder:
     def tensor_info(self, corr: int, op: str, info: dict) -> None:
         """Shapes, dtypes and formats of one kernel launch (torch_npu strings, `info` shared between launches
         of one signature), matched to its device task by (corr, op) in launch order."""
-        self.tensor_infos.append((corr, op, info))
+        code = self._code(op)
+        self.tensor_infos.add(corr, self._new_code(op) if code is None else code, info)
 
     def device_task(self, stream: int, unit_kind: str, units: int, task_id: int, op: str, task_type: str,
                     block_dim: int, queued: float, start: float, end: float, corr: int = -1,
@@ -395,7 +426,7 @@ class Recorder:
 
     def clear(self) -> None:
         """Drop every record (the correlation counter keeps counting, so ids stay unique)."""
-        self.tensor_infos = []
+        self.tensor_infos.clear()
         for kind in COLUMNS:
             self._chunks[kind] = []
             self._folded[kind] = 0
