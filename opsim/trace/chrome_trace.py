@@ -266,7 +266,7 @@ class _FlowSources:
     spans at a time."""
 
     def __init__(self, q_corr: Any, q_ns: Any) -> None:
-        self.q_corr, self.q_ns = q_corr, q_ns
+        self.q_corr, self.q_ns = q_corr.astype(np.int64), q_ns
         n = len(q_corr)
         self.le = [np.full(n, -1, dtype=np.int64), np.zeros(n, np.int64), np.zeros(n, np.int64)]  # e, s, tid
         self.first = [np.full(n, -1, dtype=np.int64), np.zeros(n, np.int64), np.zeros(n, np.int64)]
@@ -279,33 +279,45 @@ class _FlowSources:
         return (a[0] > b[0]) | ((a[0] == b[0]) & ((a[1] > b[1]) | ((a[1] == b[1]) & (a[2] > b[2]))))
 
     def feed(self, corr: Any, e: Any, s: Any, tid: int) -> None:
+        """One thread's launch spans (correlation ids, ends, starts; int64)."""
         if not len(corr) or not len(self.q_corr):
             return
-        perm = np.lexsort((s, e, corr))
-        corr, e, s = corr[perm], e[perm], s[perm]
-        del perm
         q_corr, q_ns = self.q_corr, self.q_ns
-        lo = np.searchsorted(corr, q_corr, "left")
-        hi = np.searchsorted(corr, q_corr, "right")
-        has = hi > lo
         if int(e.min()) >= 0 and int(q_ns.min()) >= 0 and int(corr.min()) >= 0 \
-                and int(corr.max()) < (1 << 62) // (int(e.max()) + 2):
+                and max(int(corr.max()), int(q_corr.max())) + 1 < (1 << 62) // (int(e.max()) + 2):
             # one sorted key (corr, end): a query past every end compares like end + 1
             width = int(e.max()) + 2
-            pos = np.searchsorted(corr * width + e, q_corr * width + np.minimum(q_ns, width - 1), "right") - 1
+            key = corr * width
+            key += e
+            perm = np.lexsort((s, key))
+            key = key[perm]
+            s = s[perm]
+            del perm
+            lo = np.searchsorted(key, q_corr * width, "left")
+            hi = np.searchsorted(key, (q_corr + 1) * width, "left")
+            pos = np.searchsorted(key, q_corr * width + np.minimum(q_ns, width - 1), "right") - 1
+            e = key  # the end of a span: its key modulo the width
+            e_at = lambda i: e[i] % width  # noqa: E731
         else:
+            perm = np.lexsort((s, e, corr))
+            corr, e, s = corr[perm], e[perm], s[perm]
+            del perm
+            lo = np.searchsorted(corr, q_corr, "left")
+            hi = np.searchsorted(corr, q_corr, "right")
             pos = np.array([lo_i + int(np.searchsorted(e[lo_i:hi_i], q, "right")) - 1
                             for lo_i, hi_i, q in zip(lo.tolist(), hi.tolist(), q_ns.tolist())], dtype=np.int64)
+            e_at = e.__getitem__
+        has = hi > lo
         le = has & (pos >= lo)
         pos = np.where(le, pos, 0)
         lo = np.where(has, lo, 0)
         tids = np.full(len(q_corr), tid, dtype=np.int64)
-        cand = [e[pos], s[pos], tids]
+        cand = [e_at(pos), s[pos], tids]
         better = le & (~self.has_le | self._after(cand, self.le))
         for mine, theirs in zip(self.le, cand):
             mine[better] = theirs[better]
         self.has_le |= le
-        cand = [e[lo], s[lo], tids]
+        cand = [e_at(lo), s[lo], tids]
         better = has & (~self.has_any | self._after(self.first, cand))
         for mine, theirs in zip(self.first, cand):
             mine[better] = theirs[better]
@@ -397,6 +409,11 @@ def _host_slices(rec: Any, tids: dict[str, int], w: _Writer, flows: _FlowSources
             base += len(th_c)
         del sels
         _check_us(s, e)
+        launch = (corr >= 0) & (ph != op_call) & (rid >= 0)
+        if len(odd_rows):
+            launch &= ~np.isin(rid, odd_rows)
+        flows.feed(corr[launch], e[launch], s[launch], tid)
+        del launch
         perm = np.lexsort((rid, -e, s))
         s = s[perm]
         e = e[perm]
@@ -406,11 +423,6 @@ def _host_slices(rec: Any, tids: dict[str, int], w: _Writer, flows: _FlowSources
         rid = rid[perm]
         del perm
         is_call = ph == op_call
-        launch = (corr >= 0) & ~is_call & (rid >= 0)
-        if len(odd_rows):
-            launch &= ~np.isin(rid, odd_rows)
-        flows.feed(corr[launch], e[launch], s[launch], tid)
-        del launch
         e, durs = nest_durations(s, e)
         for b0 in range(0, len(s), BLOCK):
             b1 = min(b0 + BLOCK, len(s))
@@ -475,8 +487,7 @@ class _DeviceColumns:
         if odd:
             recs = rec.records("device")
             self.odd_rows = {i: {c: recs[c][i] for c in recs} for i in odd}
-            keep = np.array([i for i in np.flatnonzero(np.array([d == device_id for d in recs["device"]],
-                                                                 dtype=bool)).tolist()], dtype=np.int64)
+            keep = np.flatnonzero(np.array([d == device_id for d in recs["device"]], dtype=bool))
         self.keep = keep
         self.kind = kind_all[keep]
         self.ttype = rec.coded("device", "task_type")[0][keep]

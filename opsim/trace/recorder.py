@@ -392,14 +392,16 @@ class Recorder:
         return out
 
     def numeric(self, kind: str, name: str, typecode: str) -> tuple[Any, dict[int, Any]]:
-        """`numeric_chunks` as one array (typecode "d": float64, "q": int64) and one {index: value} of odd
-        records."""
+        """`numeric_chunks` as one array (typecode "d": float64, "q": int64, or int32 when every chunk holds
+        4-byte ints) and one {index: value} of odd records."""
         import numpy as np
         dtype = np.float64 if typecode == "d" else np.int64
         parts, odd = [], {}
         for arr, o in self.numeric_chunks(kind, name, typecode):
             parts.append(arr)
             odd.update(o)
+        if parts and len({a.dtype for a in parts}) == 1 and parts[0].dtype.kind == np.dtype(dtype).kind:
+            dtype = parts[0].dtype  # 4-byte ints stay 4 bytes
         return (np.concatenate(parts, dtype=dtype, casting="unsafe") if parts else np.empty(0, dtype)), odd
 
     def count(self, kind: str) -> int:
