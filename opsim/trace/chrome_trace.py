@@ -50,24 +50,22 @@ def thread_tids(sim: Any) -> dict[str, int]:
     return {th.name: th.thread_id for th in sim.threads}
 
 
-def _split_instants(rec: Any, tids: dict[str, int]) -> tuple[dict[str, list[list]], list[tuple]]:
-    """Pair "step" begin/end instants of host threads into ProfilerStep#n slices (per track, in end order);
-    every other instant is returned as is."""
-    inst = rec.records("instant")
+def _split_instants(rec: Any, tids: dict[str, int]) -> tuple[dict[str, list[tuple]], list[tuple]]:
+    """Pair "step" begin/end instants of host threads into ProfilerStep#n slices (per track, in end order, as
+    (begin ns, end ns, step)); every other instant is returned as is."""
     open_steps: dict[tuple[str, Any], int] = {}
-    steps: dict[str, list[list]] = {}
+    steps: dict[str, list[tuple]] = {}
     other: list[tuple] = []
-    for t, name, track, args in zip(inst["time"], inst["name"], inst["track"], inst["args"]):
-        if name == "step" and isinstance(args, dict) and track in tids:
-            key = (track, args.get("step"))
-            if args.get("phase") == "begin":
-                open_steps[key] = _ns(t)
-            elif key in open_steps:
-                steps.setdefault(track, []).append([open_steps.pop(key), _ns(t), -1,
-                                                    f"ProfilerStep#{args.get('step')}", "step",
-                                                    {"step": args.get("step")}])
-            continue
-        other.append((t, name, track, args))
+    for inst in rec.iter_chunks("instant"):
+        for t, name, track, args in zip(inst["time"], inst["name"], inst["track"], inst["args"]):
+            if name == "step" and isinstance(args, dict) and track in tids:
+                step = args.get("step")
+                if args.get("phase") == "begin":
+                    open_steps[(track, step)] = _ns(t)
+                elif (track, step) in open_steps:
+                    steps.setdefault(track, []).append((open_steps.pop((track, step)), _ns(t), step))
+                continue
+            other.append((t, name, track, args))
     return steps, other
 
 
@@ -432,13 +430,13 @@ def _host_slices(rec: Any, tids: dict[str, int], w: _Writer, flows: _FlowSources
             row = np.full(n, -1, dtype=np.int64)
             step = np.full(n, -1, dtype=np.int64)
             for k in np.flatnonzero(brid < 0).tolist():
-                st_s, _st_e, _o, name, cat, args = items[int(brid[k]) + n_steps]
-                n_step = args["step"]
+                st_s, _st_e, n_step = items[int(brid[k]) + n_steps]
                 if type(n_step) is int and 0 <= n_step < (1 << 63):
                     step[k] = n_step
                 else:
                     row[k] = own.code(_dump({"ph": "X", "pid": HOST_PID, "tid": tid, "ts": _us(st_s),
-                                             "dur": float(bd[k]), "name": name, "cat": cat, "args": args}))
+                                             "dur": float(bd[k]), "name": f"ProfilerStep#{n_step}", "cat": "step",
+                                             "args": {"step": n_step}}))
             if len(odd_rows):
                 for k in np.flatnonzero(np.isin(brid, odd_rows)).tolist():
                     row[k] = own.code(_host_event(tid, int(bs[k]), float(bd[k]), values[ph[b0 + k]],
@@ -451,6 +449,9 @@ def _host_slices(rec: Any, tids: dict[str, int], w: _Writer, flows: _FlowSources
                 "mid": np.where(call, call_mid, host_mid[b_op]),
                 "corr_key": np.where(~call & (b_corr >= 0), corr_key, -1),
                 "corr_shown": np.where(call | (b_corr >= 0), 0, -1), "corr": b_corr}, own)
+        # before the next track's arrays exist (the block slices are views of these)
+        del s, e, ph, op, corr, rid, durs, is_call
+        bs = be = bd = brid = call = b_op = b_corr = None
     return other_instants
 
 

@@ -351,7 +351,8 @@ class Recorder:
         into `code_values()`: readers format each distinct value once."""
         import numpy as np
         self._check_kind(kind)
-        return [np.asarray(chunk[name]) if isinstance(chunk[name], array) else np.array(chunk[name], dtype=np.int64)
+        return [np.frombuffer(chunk[name], dtype=np.dtype(chunk[name].typecode))
+                if isinstance(chunk[name], array) and len(chunk[name]) else np.array(chunk[name], dtype=np.int64)
                 for chunk in self._raw_chunks(kind)]
 
     def coded(self, kind: str, name: str) -> tuple[Any, list]:
