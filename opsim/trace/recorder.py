@@ -2,7 +2,7 @@
 
 Every view of a run (text lines, Chrome traces, CSVs, DataFrames) is derived from this log, so they never
 disagree. Recording sits on the hot path of every simulated op call, so a record is a handful of plain list
-appends (one list per column, repeated strings interned through one dict) and never a per-record dict or
+appends (one list per column; names stored as codes looked up in one dict) and never a per-record dict or
 object. ``Recorder(enabled=False)`` swaps every record method for a no-op bound on the instance, so a
 switched-off recorder costs one call.
 
@@ -25,9 +25,14 @@ tasks (``next_corr()``; -1 means none).
 Storage: each column is a plain list while it grows (a record is a handful of appends); every
 ``CHUNK_ROWS`` records (checked once per correlation id handed out) the filled lists are folded into a
 chunk, where a numeric column whose values all have one exact type (all ``float``, or all ``int`` fitting
-in 64 bits) becomes a typed ``array.array`` (8 bytes a value instead of a list slot plus a float or int
-object). String columns keep interned references. ``records(kind)`` converts back to plain lists holding the
-same values; ``iter_chunks(kind)`` streams the columns chunk by chunk without building whole-column lists.
+in 64 bits) becomes a typed ``array.array`` (8 bytes a float, 4 or 8 an int, instead of a list slot plus a
+float or int object). Columns of names (threads, phases, ops, task types, ...; `_CODED`) hold codes into one
+table of distinct values from the first record on (the first value seen of equal strings is the one kept, so
+strings read back interned; other values are keyed by type and value), folded into 2-byte arrays.
+``records(kind)`` converts back to plain lists holding the same values; ``iter_chunks(kind)`` streams the
+columns chunk by chunk without building whole-column lists; ``coded_chunks`` and ``numeric_chunks`` give
+the stored arrays to numpy without conversion (trace.json is written from them). ``tensor_infos`` (the
+tensor descriptions of every kernel launch) is kept as three columns too.
 """
 from __future__ import annotations
 
