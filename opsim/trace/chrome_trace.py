@@ -159,14 +159,14 @@ class _Writer:
         self._first = True
         self.shared = Pieces()
 
-    def _put(self, data: bytes) -> None:
+    def _put(self, data: Any) -> None:
         if self.raw is not None:
             self.raw.write(data)
         else:
-            self.fh.write(data.decode("ascii"))
+            self.fh.write(bytes(data).decode("ascii"))
 
-    def _rows(self, data: bytes, n: int) -> None:
-        if data and self._first:
+    def _rows(self, data: Any, n: int) -> None:
+        if len(data) and self._first:
             data, self._first = data[2:], False  # the first event has no separator
         self.n += n
         self._put(data)

@@ -132,10 +132,11 @@ class Template:
         self._const = np.frombuffer(b"".join(consts) or b"\0", dtype=np.uint8)
         self._const_off = off
 
-    def render(self, n: int, cols: dict[str, np.ndarray], shared: Pieces, own: Pieces | None = None) -> bytes:
-        """`n` rows (each preceded by ",\\n") from `cols` (column name -> n integers)."""
+    def render(self, n: int, cols: dict[str, np.ndarray], shared: Pieces, own: Pieces | None = None) -> Any:
+        """`n` rows (each preceded by ",\\n") from `cols` (column name -> n integers), as ASCII bytes in a
+        numpy uint8 array (write it as it is: no copy)."""
         if n == 0:
-            return b""
+            return np.empty(0, dtype=np.uint8)
         own = own if own is not None else _EMPTY
         table = np.empty((len(self.columns), n), dtype=np.int64)
         for i, name in enumerate(self.columns):
@@ -146,7 +147,7 @@ class Template:
         buf1, off1 = own.packed()
         end = _render(self._kinds, self._a, self._b, self._const, self._const_off, buf0, off0, buf1, off1,
                       table, out)
-        return out[:end].tobytes()
+        return out[:end]
 
 
 _EMPTY = Pieces()
