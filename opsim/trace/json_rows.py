@@ -17,6 +17,7 @@ from numba import njit
 from opsim.trace.timefmt import compiled
 
 put_json_us = compiled().put_json_us
+put_digits = compiled().put_digits
 
 _CONST, _INT, _US, _PIECE, _ROW, _SKIP_NEG, _SKIP_NONNEG, _STOP_NONNEG = range(8)
 _INT_WIDTH = 20
@@ -182,15 +183,7 @@ def _render(kinds, a, b, const, const_off, buf0, off0, buf1, off1, cols, out):
                     out[pos] = 45
                     pos += 1
                     v = -v
-                m = 1
-                t = v
-                while t >= 10:
-                    t //= 10
-                    m += 1
-                for q in range(m - 1, -1, -1):
-                    out[pos + q] = 48 + v % 10
-                    v //= 10
-                pos += m
+                pos = put_digits(out, pos, v)
             elif k == 2:
                 pos = put_json_us(out, pos, cols[a[j], i])
             elif k == 3 or k == 4:

@@ -123,25 +123,30 @@ zeros dropped (a decimal of at most 15 significant digits is the shortest text o
 `put_json_us` writes without a float."""
 
 
+def put_digits(buf, pos, v):
+    """Write the decimal digits of the integer v >= 0 into the uint8 array `buf` at `pos`; returns the end
+    (compiled by `compiled()`)."""
+    n = 1
+    t = v
+    while t >= 10:
+        t //= 10
+        n += 1
+    for k in range(n - 1, -1, -1):
+        buf[pos + k] = 48 + v % 10
+        v //= 10
+    return pos + n
+
+
 def put_json_us(buf, pos, ns):
-    """Write ``json_ts(ns)`` into the uint8 array `buf` at `pos` (|ns| < JSON_US_MAX); returns the end (plain
-    Python, and compiled by `compiled()` for code that formats at scale)."""
+    """Write ``json_ts(ns)`` into the uint8 array `buf` at `pos` (|ns| < JSON_US_MAX); returns the end
+    (compiled by `compiled()`, for code that formats at scale)."""
     if ns < 0:
         buf[pos] = 45  # "-"
         pos += 1
         ns = -ns
     q = ns // 1000
     r = ns - q * 1000
-    # integer part
-    n = 1
-    t = q
-    while t >= 10:
-        t //= 10
-        n += 1
-    for k in range(n - 1, -1, -1):
-        buf[pos + k] = 48 + q % 10
-        q //= 10
-    pos += n
+    pos = _put_digits_compiled(buf, pos, q)
     buf[pos] = 46  # "."
     pos += 1
     if r == 0:
@@ -161,18 +166,20 @@ _COMPILED: SimpleNamespace | None = None
 
 
 def compiled() -> SimpleNamespace:
-    """The compiled forms of `put_json_us` and the nesting loop (Numba is imported on first use only, so that
+    """The compiled forms of `put_json_us`, `put_digits` and the nesting loop (Numba is imported on first use only, so that
     reading a scenario never loads it)."""
-    global _COMPILED, _dur_float_compiled
+    global _COMPILED, _dur_float_compiled, _put_digits_compiled
     if _COMPILED is None:
         from numba import njit
         _dur_float_compiled = njit(cache=True)(_dur_float)
-        _COMPILED = SimpleNamespace(nest=njit(cache=True)(_nest),
+        _put_digits_compiled = njit(cache=True, inline="always")(put_digits)
+        _COMPILED = SimpleNamespace(nest=njit(cache=True)(_nest), put_digits=_put_digits_compiled,
                                     put_json_us=njit(cache=True, inline="always")(put_json_us))
     return _COMPILED
 
 
 _dur_float_compiled = None
+_put_digits_compiled = None
 
 
 def round3_ns(values):
