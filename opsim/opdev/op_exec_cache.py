@@ -142,10 +142,10 @@ def build_l2_key(api_name: str, aic_num: int, aiv_num: int, deterministic_level:
     args = dfx_in + dfx_out
     memo_key = (head_fields, tuple(map(id, args)))
     last = memo.get(memo_key)
-    if last is not None and _unchanged(last[0], args):
+    if last is not None and args_unchanged(last[0], args):
         return last[1]
     result = _build_l2_key(head_fields, dfx_in, dfx_out)
-    snapshot = _snapshot(args)
+    snapshot = args_snapshot(args)
     if snapshot is not None:
         if len(memo) >= KEY_MEMO_MAX:
             memo.clear()
@@ -160,7 +160,7 @@ _VALUE_TYPES = (type(None), int, bool, str, DataType, np.int8, np.int16, np.int3
 _ARRAY_TYPES = (IntArray, BoolArray, FloatArray, Fp16Array)
 
 
-def _snapshot(args: tuple) -> tuple | None:
+def args_snapshot(args: tuple) -> tuple | None:
     """Every argument with the objects its key bytes and storages come from (a host array: its values array
     and their bytes); None when an argument's key bytes could change without such a change (an unlisted
     object: not memoised)."""
@@ -181,7 +181,7 @@ def _snapshot(args: tuple) -> tuple | None:
     return tuple(out)
 
 
-def _unchanged(snapshot: tuple, args: tuple) -> bool:
+def args_unchanged(snapshot: tuple, args: tuple) -> bool:
     """The arguments are the snapshot's objects with the same fields (or equal values of the same type;
     floats only as the same object: 0.0 == -0.0 but their bytes differ)."""
     if len(snapshot) != len(args):

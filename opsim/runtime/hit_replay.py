@@ -19,7 +19,7 @@ from itertools import accumulate
 from typing import Any, Generator
 
 from opsim.device.task import DeviceTask
-from opsim.opdev.op_exec_cache import _snapshot, _unchanged
+from opsim.opdev.op_exec_cache import args_snapshot, args_unchanged
 from opsim.opdev.thread_local import A_CALL, A_SPAN, A_SUBMIT, OpLogInfo
 from opsim.runtime.fast_clock import skip_to
 
@@ -34,9 +34,9 @@ _HIT_CALLBACK = "l2_dfx_phase_1.<locals>.<lambda>"
 class HitTemplate:
     """What one executor-cache hit did, without its times and correlation id."""
 
-    __slots__ = ("run", "snapshot", "stream", "api", "cache", "tasks", "key", "storages", "tensors", "aic", "aiv", "level",
-                 "cost", "phases", "ops", "durs", "busy", "hit_at", "submits", "infos", "profiling", "pre_call",
-                 "size", "clocks")
+    __slots__ = ("run", "snapshot", "stream", "api", "cache", "tasks", "key", "storages", "tensors", "aic", "aiv",
+                 "level", "cost", "phases", "ops", "durs", "busy", "hit_at", "submits", "infos", "profiling",
+                 "pre_call", "size", "clocks")
 
 
 def _std(fn: Any) -> bool:
@@ -84,7 +84,7 @@ def capture(thread: Any, gws: Any, run: Any, args: tuple, stream: Any, api: str,
     # The key must come from the phase-1 key memo, i.e. from arguments whose key bytes are fully known.
     if not any(v[1][0] is key for v in p.key_memo.values()):
         return
-    snapshot = _snapshot(args)
+    snapshot = args_snapshot(args)
     if snapshot is None:
         return
     # The plain hit pattern: 3 phase-1 spans, the hit record, the phase-2 entry, then per recorded task the
@@ -163,7 +163,8 @@ def find(thread: Any, gws: Any, run: Any, args: tuple, stream: Any, api: str | N
     if ctx.actions or not _plain(ctx):
         return None
     p = ctx.process
-    if p.aic_num != tpl.aic or p.aiv_num != tpl.aiv or _level(p) != tpl.level or not _unchanged(tpl.snapshot, args):
+    if (p.aic_num != tpl.aic or p.aiv_num != tpl.aiv or _level(p) != tpl.level
+            or not args_unchanged(tpl.snapshot, args)):
         return None
     cache = tpl.cache
     m = ctx.op_cache_manager
