@@ -16,13 +16,12 @@ through the framework as before.
 from __future__ import annotations
 
 from itertools import accumulate
-from typing import Any, Generator
+from typing import Any
 
 from opsim.device.task import DeviceTask
 from opsim.opdev.op_exec_cache import args_snapshot, args_unchanged
 from opsim.opdev.thread_local import A_CALL, A_SPAN, A_SUBMIT, OpLogInfo
 from opsim.ops.profiled import PROFILED_HOST
-from opsim.runtime.fast_clock import skip_to
 
 TEMPLATES_MAX = 4096
 """Templates kept per thread (distinct argument sets in use) before the thread's table is emptied."""
@@ -180,9 +179,10 @@ def find(thread: Any, gws: Any, run: Any, args: tuple, stream: Any, api: str | N
     return tpl, slot
 
 
-def replay(thread: Any, tpl: HitTemplate, slot: int) -> Generator[Any, Any, tuple[int, int]]:
+def replay(thread: Any, tpl: HitTemplate, slot: int) -> float:
     """The framework's hit path for `tpl` (l2_dfx_phase_1 on a hit, l2_dfx_phase_2, OpExecCache.run, the
-    wrapper's deletion), then the host replay of run_op. Returns run_op's (status, workspace size)."""
+    wrapper's deletion) and the host replay of its actions (`HostThread._replay`) up to the clock: returns
+    the time the thread's host work ends (run_op spends it and records the call)."""
     ctx = thread.ctx
     p = ctx.process
     rec = p.recorder
@@ -236,12 +236,4 @@ def replay(thread: Any, tpl: HitTemplate, slot: int) -> Generator[Any, Any, tupl
         for i, (kind, dur, block_dim, op, task_type) in tpl.submits:
             stream.submit(trusted(kind, dur, block_dim, op, task_type, corr), starts[i])
     thread.busy_us += tpl.busy
-    t = starts[-1]
-    if t > env._now:
-        ev = skip_to(env, t - env._now)
-        if ev is not None:
-            yield ev
-    if rec.enabled:
-        rec.host_span(name, "op_call", api, start, env._now - start, corr)
-    ctx.current_corr = -1
-    return 0, tpl.size
+    return starts[-1]
