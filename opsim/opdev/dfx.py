@@ -9,9 +9,8 @@ from __future__ import annotations
 
 import logging
 import os
-from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any, Iterator
+from typing import Any
 
 import numpy as np
 
@@ -47,18 +46,25 @@ def tensor_descriptor(t: Tensor, kind: str = "input") -> dict:
             "storage_dims": list(t.storage_shape), "origin_dims": list(t.origin_shape)}
 
 
-@contextmanager
-def l0_dfx(name: str, executor: Any = None) -> Iterator[None]:
-    """L0_DFX(name): launchers registered inside carry (l2ApiName, l0Name, sequence) of this scope."""
-    ctx = current()
-    if executor is not None:
-        executor.l0_name = name
-        ctx.log_info = executor.log_info.copy()
-    ctx.log_info.l0_name = name
-    try:
-        yield
-    finally:
-        ctx.log_info.l0_name = None
+class l0_dfx:  # noqa: N801 (used like the contextmanager function it replaces)
+    """L0_DFX(name): launchers registered inside carry (l2ApiName, l0Name, sequence) of this scope.
+
+    A small class rather than a generator-based context manager: phase 1 enters one scope per L0 call."""
+
+    __slots__ = ("ctx",)
+
+    def __init__(self, name: str, executor: Any = None):
+        ctx = self.ctx = current()
+        if executor is not None:
+            executor.l0_name = name
+            ctx.log_info = executor.log_info.copy()
+        ctx.log_info.l0_name = name
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, *exc: Any) -> None:
+        self.ctx.log_info.l0_name = None
 
 
 def dump_file_name(op_type: str, name: str, dump_id: int, kind: str, index: int) -> str:

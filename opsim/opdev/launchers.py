@@ -17,6 +17,7 @@ from opsim.acl.tensor import Placement, Tensor
 from opsim.errors import InvalidArgumentError
 from opsim.opdev import dfx, rt
 from opsim.opdev.kernel import TilingResult, find_aicore_kernel
+from opsim.opdev.memo import put as memo_put, same_tensors, tensors_state, value_key
 from opsim.opdev.op_args import (OpArgContext, OpArgDef, OpArgType, destroy_op_arg_context, flatten_tensors,
                                  make_op_arg_context)
 from opsim.opdev.op_def import CoreType, DsaTaskType, OpImplMode
@@ -30,24 +31,26 @@ DSA_WORKSPACE_SIZE = 512
 
 def impl_mode_of(args: OpArgContext) -> int:
     """OPTION list -> impl mode: default IMPL_MODE_DEFAULT (0x1), the last OPARG_IMPLMODE wins."""
-    mode = int(OpImplMode.IMPL_MODE_DEFAULT)
-    for a in args.get_op_arg(OpArgDef.OP_OPTION_ARG).args:
+    mode = _IMPL_MODE_DEFAULT
+    for a in args.kind_args(OpArgDef.OP_OPTION_ARG):
         if a.type == OpArgType.OPARG_IMPLMODE:
             mode = a.value
     return mode
 
 
+_IMPL_MODE_DEFAULT = int(OpImplMode.IMPL_MODE_DEFAULT)
+_T_TENSOR = OpArgType.OPARG_ACLTENSOR
+_T_TENSOR_LIST = OpArgType.OPARG_ACLTENSOR_LIST
+
+
 def flat_values(args_list) -> list:
     """Kernel-argument view of an OpArg list: tensors in order (null kept), tensor lists expanded."""
     out: list = []
-    for a in args_list:
-        if a.type == OpArgType.OPARG_ACLTENSOR:
-            out.append(a.value)
-        elif a.type == OpArgType.OPARG_ACLTENSOR_LIST:
-            if a.value is not None:
-                out.extend(a.value.tensors)
-        else:
-            out.append(a.value)
+    for tag, value in args_list:
+        if tag is _T_TENSOR or tag != _T_TENSOR_LIST:
+            out.append(value)
+        elif value is not None:
+            out.extend(value.tensors)
     return out
 
 
@@ -155,29 +158,50 @@ class AiCoreKernelLauncher(KernelLauncher):
         name = self.op_type_name
         if kernel is None:
             return S.ACLNN_ERR_INNER, tiling
-        ins = flat_values(self.args.inputs())
-        outs = flat_values(self.args.outputs())
-        attrs = [a.value for a in self.args.attrs()]
+        args = self.args
+        ins = flat_values(args.inputs())
+        outs = flat_values(args.outputs())
+        attrs = [a.value for a in args.attrs()]
+        memo = ctx.process.launch_memo
+        memo_key = hit = None
+        if memo is not None and tiling is None and kernel.tiling_by_shape:
+            memo_key = _launch_key(ctx, kernel, ins, outs, attrs)
+            if memo_key is not None:
+                hit = memo.get(memo_key)
+                if hit is not None and not (hit[5] is kernel and same_tensors(hit[0], ins)
+                                            and same_tensors(hit[1], outs)):
+                    hit = None
         if tiling is None:
             ctx.charge("tiling", name)
-            tiling = kernel.tiling(ins, outs, attrs)
-            if not isinstance(tiling, TilingResult):
-                return S.ACLNN_ERR_INNER_NULLPTR, None
+            if hit is not None:
+                tiling = hit[2]
+            else:
+                tiling = kernel.tiling(ins, outs, attrs)
+                if not isinstance(tiling, TilingResult):
+                    return S.ACLNN_ERR_INNER_NULLPTR, None
         ex = self.executor
         stream = ex.stream
-        wss = flat_values(self.args.workspaces())
+        wss = flat_values(args.workspaces())
         if tiling.memset_outputs:
             targets = [outs[i] for i in tiling.memset_outputs if i < len(outs) and outs[i] is not None]
             _memset_launch(ctx, ex, stream, targets)
         dfx.before_aicore_launch(ctx, name)
         launch_status = rt.fault_status(ctx, "rt.launch_kernel", name)
-        duration = rt.kernel_duration(ctx, tiling, name, ins, outs)
+        if hit is not None:
+            duration, info = hit[3], hit[4]
+        else:
+            duration = rt.kernel_duration(ctx, tiling, name, ins, outs)
+            info = rt.tensor_info(ins, outs)
+            if memo_key is not None:
+                ins_state, outs_state = tensors_state(ins), tensors_state(outs)
+                if ins_state is not None and outs_state is not None:
+                    memo_put(memo, memo_key, (ins_state, outs_state, tiling, duration, info, kernel))
         numerics = ctx.process.numerics
         if launch_status == S.ACLNN_SUCCESS:
             if numerics and kernel.compute is not None and _all_bound(ins + outs):
                 kernel.compute(ins, outs, attrs, wss)
             rt.submit_kernel(ctx, stream, name, tiling.task_type, tiling.block_dim, duration)
-            rt.record_tensor_info(ctx, name, rt.tensor_info(ins, outs))
+            rt.record_tensor_info(ctx, name, info)
         cache = ctx.op_cache_context
         if cache is not None and cache is ex.op_exec_cache:
             cache.record(name, tiling.task_type, tiling.block_dim, duration, ins + outs + wss, len(ins), len(outs),
@@ -185,14 +209,24 @@ class AiCoreKernelLauncher(KernelLauncher):
         dfx.report_aicore_launch(ctx, name, tiling.task_type, ins + outs)
         if launch_status != S.ACLNN_SUCCESS:
             return S.ACLNN_ERR_RUNTIME_ERROR, tiling
-        if self.args.contains_op_arg_type(OpArgDef.OP_OUTSHAPE_ARG):
+        if args.contains_op_arg_type(OpArgDef.OP_OUTSHAPE_ARG):
             status = rt.synchronize_stream(ctx, stream)
             if status != S.ACLNN_SUCCESS:
                 return status, tiling
-            status = refresh_output_shapes(ctx, self.args, stream)
+            status = refresh_output_shapes(ctx, args, stream)
             if status != S.ACLNN_SUCCESS:
                 return status, tiling
         return S.ACLNN_SUCCESS, tiling
+
+
+def _launch_key(ctx, kernel: Any, ins: list, outs: list, attrs: list) -> tuple | None:
+    """The launch memo's key: kernel and tensors by identity (the entry holds them), attribute values, core counts (TLS and process)."""
+    values = value_key(attrs)
+    if values is None:
+        return None
+    cfg, p = ctx.config, ctx.process
+    return (id(kernel), tuple(map(id, ins)), tuple(map(id, outs)), values, cfg.aic_num, cfg.aiv_num, p.aic_num,
+            p.aiv_num)
 
 
 def _all_bound(tensors: list) -> bool:

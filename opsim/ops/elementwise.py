@@ -55,11 +55,16 @@ def _cast_compute(ins, outs, attrs, wss):
     _K().cast(ins[0].numpy(), outs[0].numpy(), ins[0].dtype, outs[0].dtype)
 
 
-register_aicore_kernel(AiCoreKernel("Add", _binary_tiling, _add_compute, declares_workspace=False))
-register_aicore_kernel(AiCoreKernel("Mul", _binary_tiling, _mul_compute, declares_workspace=False))
-register_aicore_kernel(AiCoreKernel("Abs", _unary_tiling, _abs_compute, declares_workspace=False))
-register_aicore_kernel(AiCoreKernel("Relu", _unary_tiling, _relu_compute, declares_workspace=False))
-register_aicore_kernel(AiCoreKernel("Cast", _unary_tiling, _cast_compute, declares_workspace=False))
+register_aicore_kernel(AiCoreKernel("Add", _binary_tiling, _add_compute,
+                                   declares_workspace=False, tiling_by_shape=True))
+register_aicore_kernel(AiCoreKernel("Mul", _binary_tiling, _mul_compute,
+                                   declares_workspace=False, tiling_by_shape=True))
+register_aicore_kernel(AiCoreKernel("Abs", _unary_tiling, _abs_compute,
+                                   declares_workspace=False, tiling_by_shape=True))
+register_aicore_kernel(AiCoreKernel("Relu", _unary_tiling, _relu_compute,
+                                   declares_workspace=False, tiling_by_shape=True))
+register_aicore_kernel(AiCoreKernel("Cast", _unary_tiling, _cast_compute,
+                                   declares_workspace=False, tiling_by_shape=True))
 
 
 # ---- L0 -------------------------------------------------------------------------------------------
