@@ -16,7 +16,7 @@ from opsim.acl.status import AclnnStatus
 from opsim.acl.tensor import Placement, Tensor
 from opsim.errors import InvalidArgumentError
 from opsim.opdev import dfx, rt
-from opsim.opdev.kernel import TilingResult, find_aicore_kernel
+from opsim.opdev.kernel import AiCoreKernel, TilingResult, find_aicore_kernel
 from opsim.opdev.memo import put as memo_put, same_tensors, tensors_state, value_key
 from opsim.opdev.op_args import (OpArgContext, OpArgDef, OpArgType, destroy_op_arg_context, flatten_tensors,
                                  make_op_arg_context)
@@ -113,11 +113,12 @@ def register_launcher(executor: Any, launcher: KernelLauncher, inputs: list, out
 
 
 def graph_lists(args: OpArgContext, with_outshape: bool) -> tuple[list, list, list]:
-    inputs = flatten_tensors(args.inputs())  # null ACLTENSOR dropped, null list elements kept (BuildGraph)
-    outputs = flatten_tensors(args.outputs())
-    workspaces = flatten_tensors(args.workspaces())
+    inputs = flatten_tensors(args.kind_args(0))  # null ACLTENSOR dropped, null list elements kept (BuildGraph)
+    outputs = flatten_tensors(args.kind_args(1))
+    workspaces = flatten_tensors(args.kind_args(3))
     if with_outshape:
-        workspaces += [a.value for a in args.outshapes() if a.type == OpArgType.OPARG_ACLTENSOR and a.value is not None]
+        workspaces += [a.value for a in args.kind_args(4)
+                       if a.type == OpArgType.OPARG_ACLTENSOR and a.value is not None]
     return inputs, outputs, workspaces
 
 
@@ -315,6 +316,8 @@ def creat_aicore_kernel_launcher(l0_name: str | None, op_type: int, executor: An
         status = S.ACLNN_ERR_INNER
     elif not kernel.has_binaries:
         status = S.ACLNN_ERR_INNER_OPP_KERNEL_PKG_NOT_FOUND
+    elif not kernel.declares_workspace and type(kernel).select is _DEFAULT_SELECT:
+        pass  # the default selection accepts (the kernel has binaries) and there is no workspace to query
     else:
         ins = flat_values(args.inputs())
         outs = flat_values(args.outputs())
@@ -347,12 +350,16 @@ def creat_aicore_kernel_launcher(l0_name: str | None, op_type: int, executor: An
     return status
 
 
+_DEFAULT_SELECT = AiCoreKernel.select
+
+
 def add_to_launcher_list_aicore(kernel_name: str, executor: Any, *groups) -> AclnnStatus:
     """ADD_TO_LAUNCHER_LIST_AICORE(KernelName, OP_INPUT(...), OP_OUTPUT(...), ...)."""
     ctx = current()
     ctx.charge("add io and attr", kernel_name)
     op_type = register_op_type(kernel_name)
-    args = None if ctx.process.fault("op_args.make_context", kernel_name) else make_op_arg_context(*groups)
+    p = ctx.process
+    args = None if p.faults and p.fault("op_args.make_context", kernel_name) else make_op_arg_context(*groups)
     return creat_aicore_kernel_launcher(kernel_name, op_type, executor, args)
 
 

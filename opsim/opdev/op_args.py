@@ -155,6 +155,9 @@ _EXACT_TAGS: dict[type, OpArgType] = {
     TensorList: OpArgType.OPARG_ACLTENSOR_LIST, Scalar: OpArgType.OPARG_ACLSCALAR,
     IntArray: OpArgType.OPARG_INT_LIST, FloatArray: OpArgType.OPARG_FLOAT_LIST, BoolArray: OpArgType.OPARG_BOOL_LIST}
 """Exact types whose OpArg holds the value itself (to_op_arg's first isinstance hits for them)."""
+_FLOAT_TAGS: dict[type, OpArgType] = {np.float32: OpArgType.OPARG_FLOAT, float: OpArgType.OPARG_DOUBLE,
+                                      np.float64: OpArgType.OPARG_DOUBLE}
+"""Exact float types and their tags (the value converted to a Python float, as to_op_arg does)."""
 
 
 def _as_int64(v: int) -> int:
@@ -400,8 +403,14 @@ def make_op_arg_context(*groups) -> OpArgContext:
         else:
             pos = 0
             for v in g.values:
-                tag = exact.get(type(v))
-                slots[cursor] = OpArg(tag, v) if tag is not None else to_op_arg(v, _KIND_NAMES[kind], pos)
+                tv = type(v)
+                tag = exact.get(tv)
+                if tag is not None:
+                    slots[cursor] = OpArg(tag, v)
+                elif tv in _FLOAT_TAGS:
+                    slots[cursor] = OpArg(_FLOAT_TAGS[tv], float(v))
+                else:
+                    slots[cursor] = to_op_arg(v, _KIND_NAMES[kind], pos)
                 cursor += 1
                 pos += 1
         lst = lists[kind]
@@ -443,16 +452,20 @@ def flatten_tensors(args: list[OpArg], *, keep_null_list_elements: bool = True) 
     """Graph flattening: null ACLTENSOR entries dropped, list elements expanded (null elements kept), a null
     list contributes nothing, other tags ignored (BuildGraph step 1)."""
     out: list[Tensor | None] = []
-    for a in args:
-        if a.type == OpArgType.OPARG_ACLTENSOR:
-            if a.value is not None:
-                out.append(a.value)
-        elif a.type == OpArgType.OPARG_ACLTENSOR_LIST:
-            if a.value is not None:
-                for t in a.value.tensors:
-                    if t is not None or keep_null_list_elements:
-                        out.append(t)
+    for tag, value in args:
+        if value is None:
+            continue
+        if tag is _TAG_TENSOR or tag == _TAG_TENSOR:
+            out.append(value)
+        elif tag == _TAG_TENSOR_LIST:
+            for t in value.tensors:
+                if t is not None or keep_null_list_elements:
+                    out.append(t)
     return out
+
+
+_TAG_TENSOR = OpArgType.OPARG_ACLTENSOR
+_TAG_TENSOR_LIST = OpArgType.OPARG_ACLTENSOR_LIST
 
 
 __all__ = [

@@ -94,7 +94,20 @@ def cast_l0(x: Tensor, dtype: DataType, out: Tensor, executor) -> AclnnStatus:
 # ---- L2 -------------------------------------------------------------------------------------------
 
 def _scalar_value(alpha: Scalar | None) -> float:
-    return 1.0 if alpha is None else float(alpha.value)
+    if alpha is None:
+        return 1.0
+    key = (alpha.raw, alpha.dtype)
+    value = _SCALAR_VALUES.get(key)
+    if value is None:
+        value = float(alpha.value)
+        if len(_SCALAR_VALUES) >= 4096:
+            _SCALAR_VALUES.clear()
+        _SCALAR_VALUES[key] = value
+    return value
+
+
+_SCALAR_VALUES: dict[tuple, float] = {}
+"""A scalar's value as a float, by its raw bytes and dtype (what `Scalar.value` decodes)."""
 
 
 def aclnn_add_get_workspace_size(self: Tensor, other: Tensor, alpha: Scalar, out: Tensor):

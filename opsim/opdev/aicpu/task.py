@@ -259,7 +259,8 @@ class AicpuTask(ABC):
         """The kernel launch (new or old API): numerics when data is attached, then one AI CPU device task."""
         op = self.op_type
         dfx.report_aicpu_launch(ctx, op, self.launch_id, self.summary_item_id)  # the kernel-launch guard
-        if ctx.process.fault("rt.launch_kernel", op):
+        p = ctx.process
+        if p.faults and p.fault("rt.launch_kernel", op):
             log.error("AI CPU launch of %s failed (%s API), ACLNN_ERR_RUNTIME_ERROR", op,
                       "new" if self.use_new_launch else "old")
             ctx.charge("Launch", op)
