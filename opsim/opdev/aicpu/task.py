@@ -21,6 +21,7 @@ from opsim.opdev import dfx, rt
 from opsim.opdev.aicpu import kernel_lib as kl
 from opsim.opdev.aicpu import timestamps as ts
 from opsim.opdev.aicpu.key import convert_to_host_tensor, flatten_aicpu_inputs
+from opsim.opdev.memo import put as memo_put, same_tensors, tensors_state, value_key
 from opsim.opdev.op_args import OpArgContext
 from opsim.opdev.op_def import UnknowShapeOpType
 
@@ -272,10 +273,27 @@ class AicpuTask(ABC):
                 and _has_data(ins) and _has_data(outs):
             self._shapes = kernel.compute(ins, outs, self.attrs)
         cost_fn = kernel.cost if kernel is not None and kernel.cost is not None else kl.default_cost
-        flops, nbytes = cost_fn(ins, outs, self.attrs)
-        duration = ctx.process.cost.kernel(op, "AI_CPU", flops, nbytes, 1)
+        memo = ctx.process.launch_memo
+        memo_key = hit = None
+        if memo is not None and (cost_fn is kl.default_cost or kernel.cost_by_shape):
+            memo_key = _launch_key(op, kernel, ins, outs, self.attrs)
+            if memo_key is not None:
+                hit = memo.get(memo_key)
+                if hit is not None and not (hit[0] is kernel and hit[1] is cost_fn and same_tensors(hit[2], ins)
+                                            and same_tensors(hit[3], outs)):
+                    hit = None
+        if hit is not None:
+            duration, info = hit[4], hit[5]
+        else:
+            flops, nbytes = cost_fn(ins, outs, self.attrs)
+            duration = ctx.process.cost.kernel(op, "AI_CPU", flops, nbytes, 1)
+            info = rt.tensor_info(ins, outs)
+            if memo_key is not None:
+                ins_state, outs_state = tensors_state(ins), tensors_state(outs)
+                if ins_state is not None and outs_state is not None:
+                    memo_put(memo, memo_key, (kernel, cost_fn, ins_state, outs_state, duration, info))
         rt.submit_kernel(ctx, stream, op, "AI_CPU", 1, duration, aicpu=True)
-        rt.record_tensor_info(ctx, op, rt.tensor_info(ins, outs))
+        rt.record_tensor_info(ctx, op, info)
         return S.ACLNN_SUCCESS
 
     def _update_output_shapes(self, ctx: Any, stream: Any) -> AclnnStatus:
@@ -303,6 +321,18 @@ class AicpuTask(ABC):
     def __repr__(self) -> str:
         state = "released" if self.released else ("busy" if self.is_visit else "free")
         return f"{type(self).__name__}({self.op_type}, {state}, key={len(self.key)}B)"
+
+
+def _launch_key(op: str, kernel: Any, ins: list, outs: list, attrs: dict | None) -> tuple | None:
+    """The launch memo's key of an AI CPU launch: op, kernel and tensors by identity, attribute values."""
+    flat: list = []
+    for name, value in (attrs or {}).items():
+        flat.append(name)
+        flat.append(value)
+    values = value_key(flat)
+    if values is None:
+        return None
+    return ("aicpu", op, id(kernel), tuple(map(id, ins)), tuple(map(id, outs)), values)
 
 
 class AicpuTfTask(AicpuTask):
