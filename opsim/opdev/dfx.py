@@ -327,9 +327,11 @@ def report_addition_info(ctx: ThreadLocalContext, op_type: str, launcher_id: int
 def report_aicore_launch(ctx: ThreadLocalContext, op_type: str, task_type: str, tensors: list) -> None:
     """DoLaunchWithDfx around one AI Core launch. The summary id was put in TLS before the launch (only with
     kernelLaunchFlag; otherwise the launcher's zero id stays and the guard records nothing)."""
+    sw = ctx.process.profiling
+    if not (sw.report_flag or sw.kernel_launch_flag):
+        return  # the guard records nothing and nothing else is reported
     ids = ctx.profiling_info_id
     kernel_launch_guard(ctx, ids.summary_item_id, op_type, kernel_launcher_id(op_type))
-    sw = ctx.process.profiling
     if not sw.kernel_launch_flag:
         return
     li = ctx.log_info

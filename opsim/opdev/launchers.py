@@ -150,7 +150,8 @@ class AiCoreKernelLauncher(KernelLauncher):
         status, tiling = self._kernel_run(ctx, tiling)
         if dump:
             dfx.l0_dump(ctx, self.op_log_info, self.args, inputs=False)
-        dfx.after_launch_overflow_check(ctx, self.args, ex.stream, self.op_log_info, status == S.ACLNN_SUCCESS)
+        if ctx.process.overflow_dump:
+            dfx.after_launch_overflow_check(ctx, self.args, ex.stream, self.op_log_info, status == S.ACLNN_SUCCESS)
         self.saved_ctx = tiling if repeat else None
         return status
 
@@ -186,7 +187,8 @@ class AiCoreKernelLauncher(KernelLauncher):
         if tiling.memset_outputs:
             targets = [outs[i] for i in tiling.memset_outputs if i < len(outs) and outs[i] is not None]
             _memset_launch(ctx, ex, stream, targets)
-        dfx.before_aicore_launch(ctx, name)
+        if ctx.process.profiling.kernel_launch_flag:
+            dfx.before_aicore_launch(ctx, name)
         launch_status = rt.fault_status(ctx, "rt.launch_kernel", name)
         if hit is not None:
             duration, info = hit[3], hit[4]
