@@ -255,11 +255,19 @@ def _task_key_and_seed(ctx: Any, inputs: list, attr_args: list, invalid: list) -
     memo = ctx.process.launch_memo
     if memo is None:
         return gen_task_key_and_seed(ctx.thread_id, inputs, attr_args, invalid)
-    values = value_key([v for _, v in attr_args])
-    if values is None:
-        return gen_task_key_and_seed(ctx.thread_id, inputs, attr_args, invalid)
-    memo_key = ("aicpu key", ctx.thread_id, tuple((t.dtype, t.view_format) for t in inputs if t is not None),
-                tuple(tag for tag, _ in attr_args), values)
+    if attr_args:
+        values = value_key([v for _, v in attr_args])
+        if values is None:
+            return gen_task_key_and_seed(ctx.thread_id, inputs, attr_args, invalid)
+        tags = tuple(tag for tag, _ in attr_args)
+    else:
+        values = tags = ()
+    descriptors = []
+    for t in inputs:
+        if t is not None:
+            descriptors.append(t.dtype)
+            descriptors.append(t.view_format)
+    memo_key = ("aicpu key", ctx.thread_id, tuple(descriptors), tags, values)
     hit = memo.get(memo_key)
     if hit is None:
         found: list = []
