@@ -46,7 +46,7 @@ def tensor_descriptor(t: Tensor, kind: str = "input") -> dict:
             "storage_dims": list(t.storage_shape), "origin_dims": list(t.origin_shape)}
 
 
-class l0_dfx:  # noqa: N801 (used like the contextmanager function it replaces)
+class l0_dfx:
     """L0_DFX(name): launchers registered inside carry (l2ApiName, l0Name, sequence) of this scope.
 
     A small class rather than a generator-based context manager: phase 1 enters one scope per L0 call."""
