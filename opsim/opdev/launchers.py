@@ -17,7 +17,7 @@ from opsim.acl.tensor import Placement, Tensor
 from opsim.errors import InvalidArgumentError
 from opsim.opdev import dfx, rt
 from opsim.opdev.kernel import AiCoreKernel, TilingResult, find_aicore_kernel
-from opsim.opdev.memo import put as memo_put, same_tensors, tensors_state, value_key
+from opsim.opdev.memo import find as memo_find, keep as memo_keep, value_key
 from opsim.opdev.op_args import (OpArgContext, OpArgDef, OpArgType, destroy_op_arg_context, flatten_tensors,
                                  make_op_arg_context)
 from opsim.opdev.op_def import CoreType, DsaTaskType, OpImplMode
@@ -169,14 +169,11 @@ class AiCoreKernelLauncher(KernelLauncher):
         if memo is not None and tiling is None and kernel.tiling_by_shape:
             memo_key = _launch_key(ctx, kernel, ins, outs, attrs)
             if memo_key is not None:
-                hit = memo.get(memo_key)
-                if hit is not None and not (hit[5] is kernel and same_tensors(hit[0], ins)
-                                            and same_tensors(hit[1], outs)):
-                    hit = None
+                hit = memo_find(memo, memo_key, (kernel,), ins, outs)
         if tiling is None:
             ctx.charge("tiling", name)
             if hit is not None:
-                tiling = hit[2]
+                tiling = hit[0]
             else:
                 tiling = kernel.tiling(ins, outs, attrs)
                 if not isinstance(tiling, TilingResult):
@@ -191,14 +188,12 @@ class AiCoreKernelLauncher(KernelLauncher):
             dfx.before_aicore_launch(ctx, name)
         launch_status = rt.fault_status(ctx, "rt.launch_kernel", name)
         if hit is not None:
-            duration, info = hit[3], hit[4]
+            duration, info = hit[1], hit[2]
         else:
             duration = rt.kernel_duration(ctx, tiling, name, ins, outs)
             info = rt.tensor_info(ins, outs)
             if memo_key is not None:
-                ins_state, outs_state = tensors_state(ins), tensors_state(outs)
-                if ins_state is not None and outs_state is not None:
-                    memo_put(memo, memo_key, (ins_state, outs_state, tiling, duration, info, kernel))
+                memo_keep(memo, memo_key, (kernel,), ins, outs, (tiling, duration, info))
         numerics = ctx.process.numerics
         if launch_status == S.ACLNN_SUCCESS:
             if numerics and kernel.compute is not None and _all_bound(ins + outs):

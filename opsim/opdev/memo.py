@@ -77,6 +77,28 @@ def value_key(values: list) -> tuple | None:
     return tuple(out)
 
 
+def find(memo: dict, key: Any, owners: tuple, ins: list, outs: list) -> Any:
+    """The value kept for `key` when it was computed by the same `owners` (compared by identity: a kernel, a
+    cost function) from `ins` / `outs` with every descriptor field unchanged; None otherwise."""
+    entry = memo.get(key)
+    if entry is None:
+        return None
+    held, ins_state, outs_state, value = entry
+    for a, b in zip(held, owners):
+        if a is not b:
+            return None
+    if same_tensors(ins_state, ins) and same_tensors(outs_state, outs):
+        return value
+    return None
+
+
+def keep(memo: dict, key: Any, owners: tuple, ins: list, outs: list, value: Any) -> None:
+    """Keep `value` for `find` (not when an argument is not a tensor: nothing to snapshot)."""
+    ins_state, outs_state = tensors_state(ins), tensors_state(outs)
+    if ins_state is not None and outs_state is not None:
+        put(memo, key, (owners, ins_state, outs_state, value))
+
+
 def put(memo: dict, key: Any, value: Any) -> None:
     """Store in a bounded memo."""
     if len(memo) >= MEMO_MAX:

@@ -21,7 +21,7 @@ from opsim.opdev import dfx, rt
 from opsim.opdev.aicpu import kernel_lib as kl
 from opsim.opdev.aicpu import timestamps as ts
 from opsim.opdev.aicpu.key import convert_to_host_tensor, flatten_aicpu_inputs
-from opsim.opdev.memo import put as memo_put, same_tensors, tensors_state, value_key
+from opsim.opdev.memo import find as memo_find, keep as memo_keep, value_key
 from opsim.opdev.op_args import OpArgContext
 from opsim.opdev.op_def import UnknowShapeOpType
 
@@ -278,20 +278,15 @@ class AicpuTask(ABC):
         if memo is not None and (cost_fn is kl.default_cost or kernel.cost_by_shape):
             memo_key = _launch_key(op, kernel, ins, outs, self.attrs)
             if memo_key is not None:
-                hit = memo.get(memo_key)
-                if hit is not None and not (hit[0] is kernel and hit[1] is cost_fn and same_tensors(hit[2], ins)
-                                            and same_tensors(hit[3], outs)):
-                    hit = None
+                hit = memo_find(memo, memo_key, (kernel, cost_fn), ins, outs)
         if hit is not None:
-            duration, info = hit[4], hit[5]
+            duration, info = hit
         else:
             flops, nbytes = cost_fn(ins, outs, self.attrs)
             duration = ctx.process.cost.kernel(op, "AI_CPU", flops, nbytes, 1)
             info = rt.tensor_info(ins, outs)
             if memo_key is not None:
-                ins_state, outs_state = tensors_state(ins), tensors_state(outs)
-                if ins_state is not None and outs_state is not None:
-                    memo_put(memo, memo_key, (kernel, cost_fn, ins_state, outs_state, duration, info))
+                memo_keep(memo, memo_key, (kernel, cost_fn), ins, outs, (duration, info))
         rt.submit_kernel(ctx, stream, op, "AI_CPU", 1, duration, aicpu=True)
         rt.record_tensor_info(ctx, op, info)
         return S.ACLNN_SUCCESS
