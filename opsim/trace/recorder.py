@@ -131,6 +131,21 @@ class TensorInfos:
     def __len__(self) -> int:
         return len(self.info)
 
+    def __getitem__(self, index: int | slice) -> Any:
+        if isinstance(index, slice):
+            return list(zip(self.corr[index], map(self._values.__getitem__, self.op[index]), self.info[index]))
+        return self.corr[index], self._values[self.op[index]], self.info[index]
+
+    def __eq__(self, other: object) -> bool:  # as the list of tuples it stands for
+        if isinstance(other, (TensorInfos, list)):
+            return list(self) == list(other)
+        return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"TensorInfos({list(self)!r})"
+
     def clear(self) -> None:
         self.corr: Any = array("q")
         self.op = array("i")
@@ -158,6 +173,7 @@ class Recorder:
         self._values: list = []  # code -> value, for every coded column (see _CODED)
         self._code_of: dict[Any, int] = {}  # a str, or the _Key of another value -> its code
         self._code = self._code_of.get
+        self._span_codes: dict[tuple, tuple[list, list]] = {}  # (phases, ops) -> their codes (host_spans)
         self._new_columns()
         self._corr = 0
         self.tensor_infos = TensorInfos(self._values)
@@ -247,21 +263,31 @@ class Recorder:
         a_corr(corr)
 
     def intern(self, text: str) -> str:
-        """The recorder's one copy of `text` (what every record method stores for a repeated string)."""
-        return self._intern(text, text)
+        """The recorder's one copy of `text` (the value every record of an equal string reads back as)."""
+        code = self._code(text)
+        return self._values[self._new_code(text) if code is None else code]
 
     def host_spans(self, thread: Any, phases: tuple, ops: tuple, starts: list, durs: tuple, corr: int = -1) -> None:
         """Spans back to back, as many `host_span` calls would record them (span i from starts[i], lasting
-        durs[i]; `starts` may hold one more value, the end): one extend per column. `phases` and `ops` are
-        stored as given: pass strings returned by `intern`."""
+        durs[i]; `starts` may hold one more value, the end): one extend per column. The codes of `phases` and
+        `ops` are looked up once per distinct pair of tuples (pass the same tuples again: templates do)."""
         a_thread, a_phase, a_op, a_start, a_dur, a_corr = self._host_cols
         n = len(durs)
-        a_thread.extend([thread] * n)
-        a_phase.extend(phases)
-        a_op.extend(ops)
+        codes = self._span_codes.get((phases, ops))
+        if codes is None:
+            codes = self._span_codes[(phases, ops)] = ([self._code_of_value(v) for v in phases],
+                                                      [self._code_of_value(v) for v in ops])
+        code = self._code(thread)
+        a_thread.extend([self._new_code(thread) if code is None else code] * n)
+        a_phase.extend(codes[0])
+        a_op.extend(codes[1])
         a_start.extend(starts[:n])
         a_dur.extend(durs)
         a_corr.extend([corr] * n)
+
+    def _code_of_value(self, value: Any) -> int:
+        code = self._code(value)
+        return self._new_code(value) if code is None else code
 
     def tensor_info(self, corr: int, op: str, info: dict) -> None:
         """Shapes, dtypes and formats of one kernel launch (torch_npu strings, `info` shared between launches

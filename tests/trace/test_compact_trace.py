@@ -101,3 +101,22 @@ def test_trace_over_many_small_chunks_is_unchanged(monkeypatch):
     res = run_scenario(ROOT / "scenarios" / "large.yaml", overrides=overrides, write=False)
     assert len(list(res.sim.recorder.iter_chunks("host"))) >= 3  # folded every 1024 correlation ids
     assert _trace(res.sim) == whole
+
+
+def test_tensor_infos_read_as_tuples_and_bulk_spans_as_single_ones():
+    rec, plain = Recorder(), Recorder()
+    info = {"input_shapes": "4"}
+    rec.tensor_info(3, "Add", info)
+    rec.tensor_info(1 << 70, "Mul", info)  # beyond 64 bits: kept as it is
+    assert list(rec.tensor_infos) == [(3, "Add", info), (1 << 70, "Mul", info)] == rec.tensor_infos
+    assert rec.tensor_infos[1] == (1 << 70, "Mul", info) and rec.tensor_infos[:1] == [(3, "Add", info)]
+    phases, ops = tuple(map(rec.intern, ("tiling", "launch"))), (rec.intern("Add"),) * 2
+    rec.host_spans("t0", phases, ops, [0.0, 1.0, 3.0], (1.0, 2.0), 7)
+    rec.host_spans("t0", phases, ops, [3.0, 4.0], (1.0, 2.0))
+    for start in (0.0, 3.0):
+        plain.host_span("t0", "tiling", "Add", start, 1.0, 7 if start == 0.0 else -1)
+        plain.host_span("t0", "launch", "Add", start + 1.0, 2.0, 7 if start == 0.0 else -1)
+    assert rec.rows("host") == plain.rows("host")
+    assert rec.records("host")["phase"][0] is phases[0]
+    rec.tensor_infos.clear()
+    assert len(rec.tensor_infos) == 0
