@@ -258,6 +258,22 @@ def write_chrome_trace(sim: Any, fh: TextIO, *, process_name: str = "Host") -> i
     return w.n
 
 
+def _track_order(s: Any, e: Any, rid: Any) -> Any:
+    """The permutation that sorts a track's slices by (start, -end, record order), for `rid` ascending: a stable
+    sort by start (records come nearly in start order), then the few runs of equal starts by (-end, rid)."""
+    perm = np.argsort(s, kind="stable")
+    ss = s[perm]
+    tied = np.zeros(len(perm), dtype=bool)
+    same = np.flatnonzero(ss[1:] == ss[:-1])
+    tied[same] = True
+    tied[same + 1] = True
+    at = np.flatnonzero(tied)
+    if len(at):
+        sub = perm[at]
+        perm[at] = sub[np.lexsort((rid[sub], -e[sub], s[sub]))]
+    return perm
+
+
 class _FlowSources:
     """The launch span each flow arrow starts from: for a device task queued at q with correlation id c, the
     last host span of c (by end, start, tid) ending by q, else the first span of c. Fed one thread's launch
@@ -412,7 +428,7 @@ def _host_slices(rec: Any, tids: dict[str, int], w: _Writer, flows: _FlowSources
             launch &= ~np.isin(rid, odd_rows)
         flows.feed(corr[launch], e[launch], s[launch], tid)
         del launch
-        perm = np.lexsort((rid, -e, s))
+        perm = _track_order(s, e, rid)
         s = s[perm]
         e = e[perm]
         ph = ph[perm]
@@ -525,7 +541,7 @@ def _device_slices(dev: _DeviceColumns, dev_pid: int, flows: _FlowSources, w: _W
     odd = np.array(sorted(dev.odd_rows), dtype=np.int64)
     for st in np.unique(stream).tolist():
         idx = rows[stream == st]
-        perm = np.lexsort((idx, -d_e[idx], d_s[idx]))
+        perm = _track_order(d_s[idx], d_e[idx], idx)
         idx = idx[perm]
         del perm
         s_sorted, (e_sorted, durs) = d_s[idx], nest_durations(d_s[idx], d_e[idx])

@@ -152,3 +152,14 @@ def test_round3_ns_is_pythons_round_where_it_claims_so(x):
     k, ok = round3_ns(np.array([x]))
     if ok[0]:
         assert json_ts(int(k[0])) == repr(round(x, 3))
+
+
+@given(st.lists(st.tuples(st.integers(0, 50), st.integers(0, 50)), max_size=60))
+def test_track_order_is_start_then_longest_then_record_order(pairs):
+    import numpy as np
+
+    from opsim.trace.chrome_trace import _track_order
+    s = np.array([a for a, _b in pairs], dtype=np.int64)
+    e = s + np.array([b for _a, b in pairs], dtype=np.int64)
+    rid = np.arange(len(pairs), dtype=np.int64) - 3  # record order, steps (negative) first
+    assert _track_order(s, e, rid).tolist() == np.lexsort((rid, -e, s)).tolist()
