@@ -28,7 +28,6 @@ import numpy as np
 
 from opsim.errors import InvalidArgumentError
 from opsim.trace.json_rows import Pieces, Template, json_value
-from opsim.trace.recorder import _hashable
 from opsim.trace.timefmt import JSON_US_MAX, nest_durations, round3_ns, to_ns, to_ns_array, ts_float
 
 OP_CALL = "op_call"
@@ -41,8 +40,7 @@ _ns = to_ns
 _us = ts_float
 
 
-def _dump(ev: dict[str, Any]) -> str:
-    return json.dumps(ev, separators=(",", ":"), default=str)
+_dump = json_value  # an event formatted by Python
 
 
 def thread_tids(sim: Any) -> dict[str, int]:
@@ -379,7 +377,7 @@ def _host_slices(rec: Any, tids: dict[str, int], w: _Writer, flows: _FlowSources
             first.setdefault(c, base + i)
         base += len(th_c)
     order = [(c, values[c]) for c in sorted(first, key=first.get)]
-    seen = {v for _c, v in order if _hashable(v)}
+    seen = {v for _c, v in order}
     order += [(-1, track) for track in steps if track not in seen]
     shared = w.shared
     every = np.arange(len(values), dtype=np.int64)
@@ -389,8 +387,8 @@ def _host_slices(rec: Any, tids: dict[str, int], w: _Writer, flows: _FlowSources
     corr_key = shared.code(',"corr":')
     odd_rows = np.array(sorted(odd_corr), dtype=np.int64)
     for code, thread in order:
-        tid = tids.get(thread, 0) if _hashable(thread) else 0
-        items = steps.get(thread, []) if _hashable(thread) else []
+        tid = tids.get(thread, 0)
+        items = steps.get(thread, [])
         n_steps = len(items)
         sels = [np.flatnonzero(th_c == code) if code >= 0 else np.empty(0, np.int64)
                 for th_c, *_rest in chunks]
@@ -639,7 +637,7 @@ def _cache_event(t_ns: int, thread: Any, c: Any, kind: Any, op: Any, key_hash: A
     if detail:
         args["detail"] = detail
     ev = {"ph": "i", "s": "t", "ts": _us(t_ns), "name": f"{c} cache {kind}", "cat": "cache", "args": args}
-    if _hashable(thread) and thread in tids:
+    if thread in tids:
         ev.update(pid=HOST_PID, tid=tids[thread])
     else:
         ev.update(pid=dev_pid, tid=0, s="p")
@@ -661,9 +659,9 @@ def _cache_instants(rec: Any, tids: dict[str, int], dev_pid: int, w: _Writer) ->
     special = (key_hash != 0) | truthy[detail] | ~plain[cache] | ~plain[kind] | ~plain[op]
     if odd_hash:
         special[list(odd_hash)] = True
-    on_thread = np.array([_hashable(v) and v in tids for v in values] or [False])
+    on_thread = np.array([v in tids for v in values] or [False])
     scope = np.where(on_thread[th], w.shared.code('"s":"t"'), w.shared.code('"s":"p"'))
-    track = w.lookup(values, th, lambda v: (f'"pid":{HOST_PID},"tid":{tids[v]}' if _hashable(v) and v in tids
+    track = w.lookup(values, th, lambda v: (f'"pid":{HOST_PID},"tid":{tids[v]}' if v in tids
                                             else f'"pid":{dev_pid},"tid":0'))[th]
     n_kinds = len(values) + 1
     pair = cache.astype(np.int64) * n_kinds + kind

@@ -26,7 +26,7 @@ Storage: each column is a plain list while it grows (a record is a handful of ap
 ``CHUNK_ROWS`` records (checked once per correlation id handed out) the filled lists are folded into a
 chunk, where a numeric column whose values all have one exact type (all ``float``, or all ``int`` fitting
 in 64 bits) becomes a typed ``array.array`` (8 bytes a float, 4 or 8 an int, instead of a list slot plus a
-float or int object). Columns of names (threads, phases, ops, task types, ...; `_CODED`) hold codes into one
+float or int object). Columns of names (threads, phases, ops, task types, ...; `_CODED`; any hashable value) hold codes into one
 table of distinct values from the first record on (the first value seen of equal strings is the one kept, so
 strings read back interned; other values are keyed by type and value), folded into 2-byte arrays.
 ``records(kind)`` converts back to plain lists holding the same values; ``iter_chunks(kind)`` streams the
@@ -152,14 +152,6 @@ class TensorInfos:
         self.info: list = []
 
 
-def _hashable(value: Any) -> bool:
-    try:
-        hash(value)
-    except TypeError:
-        return False
-    return True
-
-
 def _noop(*_args: Any, **_kwargs: Any) -> None:
     """What every record method becomes on a disabled recorder."""
 
@@ -239,15 +231,12 @@ class Recorder:
         return self._corr
 
     def _new_code(self, value: Any) -> int:
-        """The code of a value seen for the first time as a str, or of any value that is not a str (keyed by
-        its type too); an unhashable value gets a code of its own each time."""
-        key = value if type(value) is str else _Key(value) if _hashable(value) else None
-        code = self._code_of.get(key) if key is not None else None
+        """The code of a str seen for the first time, or of any other (hashable) value, keyed by its type too."""
+        key = value if type(value) is str else _Key(value)
+        code = self._code_of.get(key)
         if code is None:
-            code = len(self._values)
+            code = self._code_of[key] = len(self._values)
             self._values.append(value)
-            if key is not None:
-                self._code_of[key] = code
         return code
 
     # --- record kinds --------------------------------------------------------------------------------------
