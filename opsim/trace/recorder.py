@@ -26,13 +26,14 @@ Storage: each column is a plain list while it grows (a record is a handful of ap
 ``CHUNK_ROWS`` records (checked once per correlation id handed out) the filled lists are folded into a
 chunk, where a numeric column whose values all have one exact type (all ``float``, or all ``int`` fitting
 in 64 bits) becomes a typed ``array.array`` (8 bytes a float, 4 or 8 an int, instead of a list slot plus a
-float or int object). Columns of names (threads, phases, ops, task types, ...; `_CODED`; any hashable value) hold codes into one
-table of distinct values from the first record on (the first value seen of equal strings is the one kept, so
-strings read back interned; other values are keyed by type and value), folded into 2-byte arrays.
-``records(kind)`` converts back to plain lists holding the same values; ``iter_chunks(kind)`` streams the
-columns chunk by chunk without building whole-column lists; ``coded_chunks`` and ``numeric_chunks`` give
-the stored arrays to numpy without conversion (trace.json is written from them). ``tensor_infos`` (the
-tensor descriptions of every kernel launch) is kept as three columns too.
+float or int object). Columns of names (threads, phases, ops, task types, ...; `_CODED`; any hashable
+value) hold codes into one table of distinct values from the first record on (the first value seen of equal
+strings is the one kept, so strings read back interned; other values are keyed by type and value), folded
+into 2-byte arrays. ``records(kind)`` converts back to plain lists holding the same values;
+``iter_chunks(kind)`` streams the columns chunk by chunk without building whole-column lists;
+``coded_chunks`` and ``numeric_chunks`` give the stored arrays to numpy without conversion (trace.json is
+written from them). ``tensor_infos`` (the tensor descriptions of every kernel launch) is kept as three
+columns too.
 """
 from __future__ import annotations
 

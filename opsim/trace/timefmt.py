@@ -166,8 +166,8 @@ _COMPILED: SimpleNamespace | None = None
 
 
 def compiled() -> SimpleNamespace:
-    """The compiled forms of `put_json_us`, `put_digits` and the nesting loop (Numba is imported on first use only, so that
-    reading a scenario never loads it)."""
+    """The compiled forms of `put_json_us`, `put_digits` and the nesting loop (Numba is imported on first use
+    only, so that reading a scenario never loads it)."""
     global _COMPILED, _dur_float_compiled, _put_digits_compiled
     if _COMPILED is None:
         from numba import njit
