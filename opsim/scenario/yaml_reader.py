@@ -1,0 +1,330 @@
+"""YAML text read in one pass over libyaml's events: the limits enforced, the data built, the line map kept.
+
+A scenario used to be read by a limit check over the event stream, then PyYAML's composer (a node graph), a
+walk of that graph for line numbers and tag checks, and PyYAML's constructor. One pass over the same events
+now does all four, in the same order as before and with the same results:
+
+- the limits of `opsim.scenario.limits` (depth, aliases, values after alias expansion, aliases inside their own
+  collection), raised at the same event as before, before anything else is reported;
+- each scalar resolved and constructed by PyYAML's own resolver and SafeConstructor functions (so values are
+  exactly what `yaml.safe_load` gives), once per distinct scalar text;
+- the data (aliases shared, as PyYAML shares them);
+- the line of every field path (a mapping value: its key's line; a list item or the top: its own line; an
+  alias: the lines of what it refers to), and the problems PyYAML accepts but a scenario may not have (tags
+  other than YAML's standard ones, keys that are not scalars, duplicate keys), each reported where a walk of
+  the node graph would report it, including once more at every alias of an anchored value.
+
+What the pass leaves to PyYAML (`YamlDocument.built` is False): composer errors (an undefined alias, a duplicate
+anchor, a second document) and documents that use merge keys (`<<`), `=` keys, `!!binary` or explicit tags
+other than the core scalar ones, or whose scalars PyYAML cannot construct. The caller then composes and
+constructs the text with PyYAML (safe: the limits have passed), which raises PyYAML's own error or builds
+PyYAML's data; none of the bundled scenarios needs it.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import yaml
+from yaml.events import (AliasEvent, MappingEndEvent, MappingStartEvent, ScalarEvent, SequenceEndEvent,
+                         SequenceStartEvent, StreamEndEvent)
+from yaml.nodes import ScalarNode
+
+from opsim.scenario.limits import MAX_ALIASES, MAX_DEPTH, MAX_FILE_BYTES, MAX_NODES, LimitError
+
+LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+"""libyaml's parser when PyYAML was built with it (about 10x faster), else PyYAML's own: both give the same
+events with the same marks, resolve and construct alike."""
+
+_YAML = "tag:yaml.org,2002:"
+STANDARD_TAGS = frozenset(_YAML + t for t in (
+    "str", "int", "float", "bool", "null", "map", "seq", "binary", "merge", "value"))
+"""The tags a scenario may carry (implicitly or written out)."""
+_CORE_SCALARS = frozenset(_YAML + t for t in ("str", "int", "float", "bool", "null"))
+AS_WRITTEN = frozenset(_YAML + t for t in ("int", "float", "bool"))
+"""Tags of the `env` values kept as their source text (see opsim.scenario.loader)."""
+_SEQ, _MAP = _YAML + "seq", _YAML + "map"
+
+# The state of a scalar's tag: constructed by the pass, left to PyYAML, not allowed in a scenario.
+_OK, _PYYAML, _REFUSED = 0, 1, 2
+
+
+@dataclass(frozen=True)
+class Problem:
+    """A node PyYAML accepts but a scenario may not have: `kind` is "tag" (`detail`: the tag), "key" (a key
+    that is not a scalar) or "duplicate" (`detail`: the key)."""
+
+    line: int
+    kind: str
+    path: tuple
+    detail: str = ""
+
+
+@dataclass
+class YamlDocument:
+    """What the pass found in the text."""
+
+    data: Any
+    """The first document's data (None when `built` is False)."""
+    lines: dict[tuple, int]
+    """Field path (keys as written, list indices) -> 1-based line."""
+    problems: list[Problem]
+    """In the order a depth-first walk of the node graph meets them (aliases walked again)."""
+    empty: bool
+    """No document at all."""
+    built: bool
+    """False: compose and construct with PyYAML instead (see the module docstring)."""
+    env_as_written: list[tuple[str, str]]
+    """(key, source text) of the top-level `env` mapping's int, float and bool values, in order."""
+
+
+def read_document(text: str) -> YamlDocument:
+    """Read YAML text in one pass. Raises LimitError (the bounds of opsim.scenario.limits) and yaml.YAMLError
+    (a syntax error, as libyaml words it) at the first event that breaks one, exactly as a check of the event
+    stream before composition would."""
+    if len(text) > MAX_FILE_BYTES:
+        raise LimitError(f"{len(text)} characters, above the limit of {MAX_FILE_BYTES} ({MAX_FILE_BYTES >> 20} MiB)")
+    loader = LOADER(text)
+    try:
+        return _read(loader)
+    finally:
+        loader.dispose()
+
+
+def _scalar_maker(loader: Any):
+    """A function (value, tag, implicit, event) -> (object, tag, state) resolving and constructing a scalar
+    with the loader's own resolver and constructors."""
+    resolve = loader.resolve
+    constructors = loader.yaml_constructors
+
+    def make(value: str, tag: str | None, implicit: Any, ev: Any) -> tuple[Any, str, int]:
+        if tag is None or tag == "!":
+            tag = resolve(ScalarNode, value, implicit)
+        if tag in _CORE_SCALARS:
+            try:
+                return constructors[tag](loader, ScalarNode(tag, value, ev.start_mark, ev.end_mark, ev.style)), \
+                    tag, _OK
+            except Exception:  # noqa: BLE001 - PyYAML raises its own error (or not) when it constructs
+                return None, tag, _PYYAML
+        return None, tag, _PYYAML if tag in STANDARD_TAGS else _REFUSED
+    return make
+
+
+def _read(loader: Any) -> YamlDocument:  # noqa: C901 - one loop over the events, kept flat for speed
+    get_event = loader.get_event
+    make = _scalar_maker(loader)
+    plain: dict[str, tuple] = {}  # plain untagged scalars by text
+    other: dict[tuple, tuple] = {}  # the rest by (text, implicit, tag)
+    # Limit bookkeeping, as the event-stream check always kept it: sizes of finished anchors, open anchors.
+    sizes: dict[str, int] = {}
+    open_anchors: set[str] = set()
+    alias_count = 0
+    # anchor -> (object, line, is_collection, tag, state, text, path, log span, problem span, depth)
+    anchors: dict[str, tuple] = {}
+    log: list[tuple[tuple, int]] = []  # (path, line) in walk order; the first entry of a path wins
+    problems: list[tuple] = []  # (line, kind, path, detail, suppressed-by depth or None)
+    env_pairs: list[tuple[str, str]] = []
+    built = True
+    documents = 0
+    data: Any = None
+    stack: list[tuple] = []
+    # The open collection ("frame"); at the top, cont is None and the count is the document level's.
+    cont: Any = None
+    is_map = False
+    path: tuple = ()
+    count = 0
+    anchor: str | None = None
+    want_key = False
+    rkey: Any = None  # the pending key as written (None: a key that is not a scalar, its value skipped)
+    ckey: Any = None  # the pending key constructed
+    seen: set | None = None
+    sup: int | None = None  # depth of the node whose problem hides this frame's children from the walk
+    pair_sup: int | None = None  # the same for the current key/value pair (a key that is not a scalar)
+    env = False  # this frame is the top-level `env` mapping
+    rec: tuple | None = None  # (line, log start, problem start, depth, path) of an anchored collection
+    depth = 0  # open collections = depth of this frame's children
+
+    while True:
+        ev = get_event()
+        cls = ev.__class__
+        if cls is ScalarEvent:
+            value, tag = ev.value, ev.tag
+            if tag is None and not ev.style:
+                hit = plain.get(value)
+                if hit is None:
+                    hit = plain[value] = make(value, None, ev.implicit, ev)
+            else:
+                key = (value, ev.implicit, tag)
+                hit = other.get(key)
+                if hit is None:
+                    hit = other[key] = make(value, tag, ev.implicit, ev)
+            obj, tag, state = hit
+            line = ev.start_mark.line + 1
+            count += 1
+            if count > MAX_NODES:
+                raise LimitError(_too_many(), line)
+            node_anchor = ev.anchor
+            if node_anchor is not None and (node_anchor in anchors or node_anchor in open_anchors):
+                built = False  # a duplicate anchor: PyYAML's composer decides
+            is_coll = False
+        elif cls is SequenceStartEvent or cls is MappingStartEvent:
+            line = ev.start_mark.line + 1
+            if depth >= MAX_DEPTH:
+                raise LimitError(f"collections nested {depth + 1} deep, above the limit of {MAX_DEPTH}; "
+                                 "flatten the scenario", line)
+            node_anchor = ev.anchor
+            if node_anchor is not None:
+                if node_anchor in anchors or node_anchor in open_anchors:
+                    built = False  # a duplicate anchor: PyYAML's composer decides
+                open_anchors.add(node_anchor)
+            tag = ev.tag
+            default = _MAP if cls is MappingStartEvent else _SEQ
+            state = _OK if tag is None or tag == "!" or tag == default else \
+                _PYYAML if tag in STANDARD_TAGS else _REFUSED
+            obj = {} if cls is MappingStartEvent else []
+            is_coll = True
+        elif cls is SequenceEndEvent or cls is MappingEndEvent:
+            n, done_anchor, done_rec = count, anchor, rec
+            (cont, is_map, path, count, anchor, want_key, rkey, ckey, seen, sup, pair_sup, env,
+             rec) = stack.pop()
+            depth -= 1
+            if done_anchor is not None:
+                sizes[done_anchor] = n
+                open_anchors.discard(done_anchor)
+                a_line, log0, prob0, a_depth, a_path, a_obj, a_tag = done_rec
+                anchors[done_anchor] = (a_obj, a_line, True, a_tag, _OK, None, a_path, (log0, len(log)),
+                                        (prob0, len(problems)), a_depth)
+            count += n
+            if count > MAX_NODES:
+                raise LimitError(_too_many(), ev.start_mark.line + 1)
+            continue
+        elif cls is AliasEvent:
+            alias_count += 1
+            line = ev.start_mark.line + 1
+            name = ev.anchor
+            if alias_count > MAX_ALIASES:
+                raise LimitError(f"more than {MAX_ALIASES} aliases, above the limit; write the values out", line)
+            if name in open_anchors:
+                raise LimitError(f"the alias *{name} is inside the collection &{name} it refers to "
+                                 "(a self-referencing value has no end); remove the alias", line)
+            if name in sizes:
+                count += sizes[name]
+                if count > MAX_NODES:
+                    raise LimitError(_too_many(), line)
+            target = anchors.get(name)
+            if target is None:  # undefined: PyYAML's composer reports it with its position
+                built = False
+                obj, tag, state, is_coll, node_anchor = None, _YAML + "null", _OK, False, None
+            else:
+                obj, line, is_coll, tag, state = target[:5]
+                node_anchor = None
+        elif cls is StreamEndEvent:
+            break
+        else:  # stream and document boundaries
+            continue
+
+        # ---- where the node goes: the document, a key, a mapping value or a list item -------------------
+        # `hidden`: the depth of the innermost node whose problem keeps a walk of the node graph from reaching
+        # this node (None: reached). Problems under it are kept, hidden, for the aliases that may repeat them.
+        node_path: tuple | None
+        if cont is None:
+            documents += 1
+            if documents > 1:
+                built = False  # a second document: PyYAML's composer reports it
+            node_path, hidden = (), None
+            log.append((node_path, line))
+            if documents == 1:
+                data = obj
+        elif is_map and want_key:  # keys are not walked (their own tags are PyYAML's concern)
+            want_key = False
+            node_path = None
+            if state != _OK or tag not in _CORE_SCALARS:
+                built = False
+            if is_coll:
+                problems.append((line, "key", path, "", sup))
+                built = False
+                rkey = None
+                hidden = pair_sup = depth - 1
+            else:
+                raw = ev.value if cls is ScalarEvent else (target[5] if target is not None else None)
+                if raw in seen:
+                    problems.append((line, "duplicate", path + (raw,), raw, sup))
+                seen.add(raw)
+                log.append((path + (raw,), line))
+                rkey, ckey = raw, obj
+                hidden = sup
+        elif is_map:
+            want_key = True
+            hidden = pair_sup if pair_sup is not None else sup
+            pair_sup = None
+            if rkey is None:  # the value of a key that is not a scalar
+                node_path = path + (None,)
+            else:
+                node_path = path + (rkey,)
+                cont[ckey] = obj
+                if env and not is_coll and tag in AS_WRITTEN:
+                    env_pairs.append((rkey, ev.value if cls is ScalarEvent else target[5]))
+                elif depth == 1 and rkey == "env" and cls is AliasEvent:
+                    built = False  # `env: *name`: PyYAML's node graph says which values are as written
+        else:
+            node_path = path + (len(cont),)
+            log.append((node_path, line))
+            cont.append(obj)
+            hidden = sup
+
+        # ---- the node itself: its tag, and what an alias repeats -------------------------------------------
+        prob0 = len(problems)
+        if cls is AliasEvent:
+            if target is not None and node_path is not None:
+                _repeat(target, node_path, depth, hidden, log, problems)
+            continue
+        if state != _OK:
+            built = False
+            if state == _REFUSED and node_path is not None:
+                problems.append((line, "tag", node_path, tag, hidden))
+        if cls is ScalarEvent:
+            if node_anchor is not None:
+                sizes[node_anchor] = 1
+                anchors[node_anchor] = (obj, line, False, tag, state, ev.value, node_path or (), (0, 0),
+                                        (prob0, len(problems)), depth)
+            continue
+        # a collection opens: its frame becomes the current one
+        child_env = depth == 1 and node_path == ("env",) and ckey == "env" and cls is MappingStartEvent
+        stack.append((cont, is_map, path, count, anchor, want_key, rkey, ckey, seen, sup, pair_sup, env, rec))
+        rec = None if node_anchor is None else (line, len(log), prob0, depth, node_path or (), obj, tag)
+        sup = depth if state == _REFUSED and node_path is not None else hidden
+        depth += 1
+        is_map = cls is MappingStartEvent
+        cont, path, count, anchor = obj, node_path or (), 1, node_anchor
+        want_key, rkey, ckey, seen, pair_sup, env = True, None, None, set() if is_map else None, None, child_env
+
+    lines: dict[tuple, int] = {}
+    first = lines.setdefault
+    for p, n in log:
+        first(p, n)
+    return YamlDocument(data=data if built else None, lines=lines,
+                        problems=[Problem(*p[:4]) for p in problems if p[4] is None], empty=documents == 0,
+                        built=built, env_as_written=env_pairs)
+
+
+def _repeat(target: tuple, at: tuple, depth: int, hidden: int | None, log: list, problems: list) -> None:
+    """What walking an anchored node again at `at` (an alias at `depth`) adds: its lines and its problems
+    under the new path; problems the anchor's own content hides stay hidden, those hidden only by where the
+    anchor stood are reported."""
+    a_path, (log0, log1), (prob0, prob1), a_depth = target[6], target[7], target[8], target[9]
+    cut = len(a_path)
+    log.extend([(at + p[cut:], n) for p, n in log[log0:log1]])
+    for line, kind, p, detail, h in problems[prob0:prob1]:
+        if hidden is not None:
+            h = hidden
+        elif h is not None:
+            h = h - a_depth + depth if h >= a_depth else None
+        problems.append((line, kind, at + p[cut:], detail, h))
+
+
+def _too_many() -> str:
+    return (f"more than {MAX_NODES} values once aliases are expanded, above the limit (an alias expanding to copies "
+            "of copies?); write the values out or make the scenario smaller")
+
+
+__all__ = ["read_document", "YamlDocument", "Problem", "LOADER", "STANDARD_TAGS", "AS_WRITTEN"]
