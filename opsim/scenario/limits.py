@@ -107,6 +107,8 @@ def check_data(value: Any) -> None:
 
 def non_finite(data: Any) -> Iterator[tuple[tuple, float]]:
     """(field path, value) of every NaN or infinite float in a checked (finite, acyclic) tree."""
+    if not _any_non_finite(data):
+        return  # the usual case, found without building a path for every value
     work: list[tuple[tuple, Any]] = [((), data)]
     while work:
         path, obj = work.pop()
@@ -117,6 +119,22 @@ def non_finite(data: Any) -> Iterator[tuple[tuple, float]]:
             work.extend((path + (k,), v) for k, v in obj.items())
         elif isinstance(obj, (list, tuple)):
             work.extend((path + (i,), v) for i, v in enumerate(obj))
+
+
+def _any_non_finite(data: Any) -> bool:
+    """Whether a checked tree holds a NaN or infinite float anywhere."""
+    isfinite = math.isfinite
+    work = [data]
+    while work:
+        obj = work.pop()
+        if isinstance(obj, float):
+            if not isfinite(obj):
+                return True
+        elif isinstance(obj, dict):
+            work.extend(obj.values())
+        elif isinstance(obj, (list, tuple)):
+            work.extend(obj)
+    return False
 
 
 __all__ = ["Limits", "LimitError", "check_yaml_events", "check_data", "non_finite", "MAX_FILE_BYTES",

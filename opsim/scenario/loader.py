@@ -54,8 +54,9 @@ class _Errors:
     def line_of(self, path: Path_) -> int | None:
         path = tuple(path)
         while True:
-            if path in self.lines:
-                return self.lines[path]
+            line = self.lines.get(path)
+            if line is not None:
+                return line
             if not path:
                 return None
             path = path[:-1]

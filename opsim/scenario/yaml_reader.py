@@ -22,6 +22,8 @@ PyYAML's data; none of the bundled scenarios needs it.
 """
 from __future__ import annotations
 
+import operator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -60,13 +62,70 @@ class Problem:
     detail: str = ""
 
 
+_MISSING = object()
+
+
+class LineMap(Mapping):
+    """Field path -> 1-based line, as a dict of every path would give, kept compactly: the paths of mapping
+    keys (and the top) in a dict, the lines of a list's items in one list per list. Iteration yields every
+    path (not in document order)."""
+
+    __slots__ = ("_paths", "_items")
+
+    def __init__(self, paths: dict[tuple, int], items: dict[tuple, list[int]]):
+        self._paths = paths
+        self._items = items
+
+    def __getitem__(self, path: tuple) -> int:
+        try:
+            return self._paths[path]
+        except KeyError:
+            pass
+        if path.__class__ is tuple and path:
+            lines = self._items.get(path[:-1])
+            if lines is not None:
+                try:
+                    i = operator.index(path[-1])
+                except TypeError:
+                    i = -1
+                if 0 <= i < len(lines):
+                    return lines[i]
+        raise KeyError(path)
+
+    def get(self, path: tuple, default: Any = None) -> Any:
+        line = self._paths.get(path)
+        if line is not None:
+            return line
+        if path.__class__ is tuple and path:
+            lines = self._items.get(path[:-1])
+            if lines is not None and path[-1].__class__ is int and 0 <= path[-1] < len(lines):
+                return lines[path[-1]]
+        try:
+            return self[path]
+        except KeyError:
+            return default
+
+    def __contains__(self, path: object) -> bool:
+        return self.get(path, _MISSING) is not _MISSING
+
+    def __iter__(self) -> Iterator[tuple]:
+        yield from self._paths
+        for path, lines in self._items.items():
+            for i in range(len(lines)):
+                if path + (i,) not in self._paths:
+                    yield path + (i,)
+
+    def __len__(self) -> int:
+        return sum(1 for _ in self)
+
+
 @dataclass
 class YamlDocument:
     """What the pass found in the text."""
 
     data: Any
     """The first document's data (None when `built` is False)."""
-    lines: dict[tuple, int]
+    lines: LineMap
     """Field path (keys as written, list indices) -> 1-based line."""
     problems: list[Problem]
     """In the order a depth-first walk of the node graph meets them (aliases walked again)."""
@@ -121,7 +180,7 @@ def _read(loader: Any) -> YamlDocument:  # noqa: C901 - one loop over the events
     alias_count = 0
     # anchor -> (object, line, is_collection, tag, state, text, path, log span, problem span, depth)
     anchors: dict[str, tuple] = {}
-    log: list[tuple[tuple, int]] = []  # (path, line) in walk order; the first entry of a path wins
+    log: list[tuple[tuple, Any]] = []  # (path, line or a list's item lines) in walk order; the first one wins
     problems: list[tuple] = []  # (line, kind, path, detail, suppressed-by depth or None)
     env_pairs: list[tuple[str, str]] = []
     built = True
@@ -137,7 +196,7 @@ def _read(loader: Any) -> YamlDocument:  # noqa: C901 - one loop over the events
     want_key = False
     rkey: Any = None  # the pending key as written (None: a key that is not a scalar, its value skipped)
     ckey: Any = None  # the pending key constructed
-    seen: set | None = None
+    seen: Any = None  # a mapping's keys as written; a list's items' lines
     sup: int | None = None  # depth of the node whose problem hides this frame's children from the walk
     pair_sup: int | None = None  # the same for the current key/value pair (a key that is not a scalar)
     env = False  # this frame is the top-level `env` mapping
@@ -260,16 +319,20 @@ def _read(loader: Any) -> YamlDocument:  # noqa: C901 - one loop over the events
             if rkey is None:  # the value of a key that is not a scalar
                 node_path = path + (None,)
             else:
-                node_path = path + (rkey,)
                 cont[ckey] = obj
                 if env and not is_coll and tag in AS_WRITTEN:
                     env_pairs.append((rkey, ev.value if cls is ScalarEvent else target[5]))
                 elif depth == 1 and rkey == "env" and cls is AliasEvent:
                     built = False  # `env: *name`: PyYAML's node graph says which values are as written
+                if cls is ScalarEvent and state == _OK and node_anchor is None:
+                    continue  # the common case: nothing more to note
+                node_path = path + (rkey,)
         else:
-            node_path = path + (len(cont),)
-            log.append((node_path, line))
+            seen.append(line)  # a list's frame keeps its items' lines
             cont.append(obj)
+            if cls is ScalarEvent and state == _OK and node_anchor is None:
+                continue  # the common case: nothing more to note
+            node_path = path + (len(cont) - 1,)
             hidden = sup
 
         # ---- the node itself: its tag, and what an alias repeats -------------------------------------------
@@ -291,18 +354,26 @@ def _read(loader: Any) -> YamlDocument:  # noqa: C901 - one loop over the events
         # a collection opens: its frame becomes the current one
         child_env = depth == 1 and node_path == ("env",) and ckey == "env" and cls is MappingStartEvent
         stack.append((cont, is_map, path, count, anchor, want_key, rkey, ckey, seen, sup, pair_sup, env, rec))
-        rec = None if node_anchor is None else (line, len(log), prob0, depth, node_path or (), obj, tag)
+        path = node_path or ()
+        rec = None if node_anchor is None else (line, len(log), prob0, depth, path, obj, tag)
         sup = depth if state == _REFUSED and node_path is not None else hidden
         depth += 1
         is_map = cls is MappingStartEvent
-        cont, path, count, anchor = obj, node_path or (), 1, node_anchor
-        want_key, rkey, ckey, seen, pair_sup, env = True, None, None, set() if is_map else None, None, child_env
+        if is_map:
+            seen = set()
+        else:
+            seen = []
+            log.append((path, seen))
+        cont, count, anchor, want_key, rkey, ckey, pair_sup, env = obj, 1, node_anchor, True, None, None, None, child_env
 
-    lines: dict[tuple, int] = {}
-    first = lines.setdefault
-    for p, n in log:
-        first(p, n)
-    return YamlDocument(data=data if built else None, lines=lines,
+    paths: dict[tuple, int] = {}
+    items: dict[tuple, list[int]] = {}
+    for p, n in log:  # the first line noted for a path is the walk's
+        if n.__class__ is list:
+            items.setdefault(p, n)
+        else:
+            paths.setdefault(p, n)
+    return YamlDocument(data=data if built else None, lines=LineMap(paths, items),
                         problems=[Problem(*p[:4]) for p in problems if p[4] is None], empty=documents == 0,
                         built=built, env_as_written=env_pairs)
 
@@ -327,4 +398,4 @@ def _too_many() -> str:
             "of copies?); write the values out or make the scenario smaller")
 
 
-__all__ = ["read_document", "YamlDocument", "Problem", "LOADER", "STANDARD_TAGS", "AS_WRITTEN"]
+__all__ = ["read_document", "YamlDocument", "LineMap", "Problem", "LOADER", "STANDARD_TAGS", "AS_WRITTEN"]
