@@ -1,10 +1,11 @@
 """Reading and validating a scenario: YAML (safe loading only) -> checked data -> `ScenarioConfig`.
 
 Every error names the file, the line, the field path and what is allowed, and all errors are collected before
-one `ScenarioError` is raised. Line numbers come from a `yaml.compose` pass over the same text; that pass also
-rejects tags other than YAML's standard ones (a `!!python/...` tag is refused by name, nothing is
-constructed) and duplicate keys. The data itself is read with `yaml.safe_load`. The only user code a scenario
-can cause to run is the module it names in `direct_invoke_module`.
+one `ScenarioError` is raised. The text is read by one pass over libyaml's events (opsim.scenario.yaml_reader)
+that enforces the YAML limits, builds the data as `yaml.safe_load` would and notes the line of every field;
+it also rejects tags other than YAML's standard ones (a `!!python/...` tag is refused by name, nothing is
+constructed) and duplicate keys. The only user code a scenario can cause to run is the module it names in
+`direct_invoke_module`.
 """
 from __future__ import annotations
 
@@ -389,11 +390,20 @@ def _describe(v: Any) -> str:
 # ---- catalogue checks and the typed config -------------------------------------------------------
 
 def _dtype_name(name: str) -> str | None:
+    if name.__class__ is str and name in _DTYPE_NAMES:
+        return _DTYPE_NAMES[name]
     from opsim.acl.dtypes import DataType
     try:
-        return DataType.parse(name).short_name
+        short = DataType.parse(name).short_name
     except InvalidArgumentError:
-        return None
+        short = None
+    if name.__class__ is str and len(_DTYPE_NAMES) < 4096:
+        _DTYPE_NAMES[name] = short
+    return short
+
+
+_DTYPE_NAMES: dict[str, str | None] = {}
+"""Dtype names as written -> short names (None: not a dtype); a scenario names the same few thousands of times."""
 
 
 class _Builder:

@@ -237,9 +237,10 @@ def _read(loader: Any) -> YamlDocument:  # noqa: C901 - one loop over the events
                     built = False  # a duplicate anchor: PyYAML's composer decides
                 open_anchors.add(node_anchor)
             tag = ev.tag
-            default = _MAP if cls is MappingStartEvent else _SEQ
-            state = _OK if tag is None or tag == "!" or tag == default else \
-                _PYYAML if tag in STANDARD_TAGS else _REFUSED
+            if tag is None or tag == "!" or tag == (_MAP if cls is MappingStartEvent else _SEQ):
+                state = _OK
+            else:
+                state = _PYYAML if tag in STANDARD_TAGS else _REFUSED
             obj = {} if cls is MappingStartEvent else []
             is_coll = True
         elif cls is SequenceEndEvent or cls is MappingEndEvent:
@@ -336,11 +337,11 @@ def _read(loader: Any) -> YamlDocument:  # noqa: C901 - one loop over the events
             hidden = sup
 
         # ---- the node itself: its tag, and what an alias repeats -------------------------------------------
-        prob0 = len(problems)
         if cls is AliasEvent:
             if target is not None and node_path is not None:
                 _repeat(target, node_path, depth, hidden, log, problems)
             continue
+        prob0 = len(problems)  # an anchored node's problems start here
         if state != _OK:
             built = False
             if state == _REFUSED and node_path is not None:
