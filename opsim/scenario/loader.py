@@ -622,8 +622,14 @@ def _int_out_of_range(value: Any, bounds: tuple[int, int]) -> str | None:
 
 def _valid_dims(shapes: tuple) -> tuple | None:
     """The shapes, or None when a dimension is not a non-negative integer (the schema reports it)."""
-    ok = all(isinstance(d, int) and not isinstance(d, bool) and d >= 0 for s in shapes for d in s)
-    return shapes if ok else None
+    for shape in shapes:
+        for d in shape:
+            if d.__class__ is int:  # the usual case, checked first
+                if d < 0:
+                    return None
+            elif not isinstance(d, int) or isinstance(d, bool) or d < 0:
+                return None
+    return shapes
 
 
 def _negative_dim(err: Any) -> Any:
