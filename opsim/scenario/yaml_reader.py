@@ -339,7 +339,9 @@ def _read(loader: Any) -> YamlDocument:  # noqa: C901 - one loop over the events
         # ---- the node itself: its tag, and what an alias repeats -------------------------------------------
         if cls is AliasEvent:
             if target is not None and node_path is not None:
-                _repeat(target, node_path, depth, hidden, log, problems)
+                # noted here, repeated once the whole stream is within the limits (never before)
+                log.append((None, (target, node_path)))
+                problems.append((None, target, node_path, depth, hidden))
             continue
         prob0 = len(problems)  # an anchored node's problems start here
         if state != _OK:
@@ -369,29 +371,75 @@ def _read(loader: Any) -> YamlDocument:  # noqa: C901 - one loop over the events
 
     paths: dict[tuple, int] = {}
     items: dict[tuple, list[int]] = {}
-    for p, n in log:  # the first line noted for a path is the walk's
+    for p, n in _expand_log(log):  # the first line noted for a path is the walk's
         if n.__class__ is list:
             items.setdefault(p, n)
         else:
             paths.setdefault(p, n)
     return YamlDocument(data=data if built else None, lines=LineMap(paths, items),
-                        problems=[Problem(*p[:4]) for p in problems if p[4] is None], empty=documents == 0,
+                        problems=_expand_problems(problems), empty=documents == 0,
                         built=built, env_as_written=env_pairs)
 
 
-def _repeat(target: tuple, at: tuple, depth: int, hidden: int | None, log: list, problems: list) -> None:
-    """What walking an anchored node again at `at` (an alias at `depth`) adds: its lines and its problems
-    under the new path; problems the anchor's own content hides stay hidden, those hidden only by where the
-    anchor stood are reported."""
-    a_path, (log0, log1), (prob0, prob1), a_depth = target[6], target[7], target[8], target[9]
-    cut = len(a_path)
-    log.extend([(at + p[cut:], n) for p, n in log[log0:log1]])
-    for line, kind, p, detail, h in problems[prob0:prob1]:
-        if hidden is not None:
-            h = hidden
-        elif h is not None:
-            h = h - a_depth + depth if h >= a_depth else None
-        problems.append((line, kind, at + p[cut:], detail, h))
+# An alias walked again: a (None, ...) entry in the log and in the problems stands for the anchored node's
+# entries (its log and problem spans) under the alias's path. They are expanded only after the stream passed
+# every limit, so an alias bomb is refused before anything is expanded; what is expanded is then bounded by
+# the limit on values after alias expansion.
+
+def _expand_log(log: list[tuple]) -> Iterator[tuple[tuple, Any]]:
+    """(path, line or item lines) of the log with every alias's entries in its place."""
+    if all(p is not None for p, _ in log):
+        yield from log
+        return
+    work = [(0, len(log), 0, ())]  # spans still to copy: (next, stop, cut, at): path p becomes at + p[cut:]
+    while work:
+        i, stop, cut, at = work.pop()
+        while i < stop:
+            p, v = log[i]
+            i += 1
+            if p is None:
+                target, alias_at = v
+                work.append((i, stop, cut, at))
+                work.append((*target[7], len(target[6]), at + alias_at[cut:]))
+                break
+            yield (at + p[cut:] if cut or at else p), v
+
+
+def _expand_problems(problems: list[tuple]) -> list[Problem]:
+    """The problems a walk reports, in its order, with every alias's repeated in its place. Each entry's last
+    field is the depth of the innermost node hiding it from the walk (None: reported); repeated at an alias,
+    what the anchored node itself hides stays hidden and what only its old place hid is reported (unless the
+    alias's own place hides it)."""
+    if all(p[0] is None for p in problems):
+        return []  # aliases alone add nothing
+    out = []
+    # spans still to copy: (next, stop, cut, at, anchor depth, alias depth, alias hidden)
+    work: list[tuple] = [(0, len(problems), 0, (), 0, 0, None)]
+    while work:
+        i, stop, cut, at, a, d, c = work.pop()
+        while i < stop:
+            e = problems[i]
+            i += 1
+            if e[0] is None:
+                _, target, alias_at, alias_depth, alias_hidden = e
+                work.append((i, stop, cut, at, a, d, c))
+                work.append((*target[8], len(target[6]), at + alias_at[cut:], target[9], alias_depth - a + d,
+                             _moved(alias_hidden, a, d, c)))
+                break
+            line, kind, path, detail, hidden = e
+            if _moved(hidden, a, d, c) is None:
+                out.append(Problem(line, kind, at + path[cut:], detail))
+    return out
+
+
+def _moved(hidden: int | None, a: int, d: int, c: int | None) -> int | None:
+    """`hidden` of an entry under an anchor at depth `a`, repeated by an alias at depth `d` whose own place is
+    hidden by `c`."""
+    if c is not None:
+        return c
+    if hidden is None or hidden < a:
+        return None
+    return hidden - a + d
 
 
 def _too_many() -> str:

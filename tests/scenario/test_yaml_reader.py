@@ -285,3 +285,14 @@ def test_each_distinct_scalar_is_one_object():
     doc = read_document("a: [1000, 1000, '1000']\nb: 1000\n")
     assert doc.data == {"a": [1000, 1000, "1000"], "b": 1000}
     assert doc.data["a"][0] is doc.data["b"]
+
+
+def test_alias_bombs_are_refused_before_anything_is_expanded():
+    """Aliases of nearly a million values each, in collections still open: the limit is known only when they
+    close, and nothing (data, lines or problems) is expanded before (this would take minutes and gigabytes)."""
+    base = "a: &a [" + ", ".join(["!foo 1"] * 999) + "]\nb: &b [" + ", ".join(["*a"] * 950) + "]\n"
+    nested = "c: " + "".join("[*b, " for _ in range(40)) + "1" + "]" * 40 + "\n"
+    with pytest.raises(LimitError, match="values once aliases are expanded"):
+        check_yaml_events(base + nested)
+    with pytest.raises(ScenarioError, match="s.yaml:3: more than 1000000 values"):
+        read_yaml(base + nested, "s.yaml")
