@@ -25,9 +25,11 @@ from __future__ import annotations
 
 import math
 from collections import deque
+from heapq import heappush
 from typing import Any
 
 import simpy
+from simpy.events import NORMAL
 
 from opsim.device.cost import CostModel
 from opsim.device.memory import DeviceMemory
@@ -37,6 +39,20 @@ from opsim.errors import InvalidArgumentError
 from opsim.trace.recorder import Recorder
 
 __all__ = ["Device", "Stream", "StreamEvent", "DeviceTask", "TaskKind", "UnitPool"]
+
+
+class StreamTick(simpy.events.Event):
+    """A stream's own wake-up or kernel end: `env.timeout(delay)` with one callback, scheduled at the same
+    time, priority and event id, without the Timeout's generic set-up (two of these per kernel). Only the
+    stream that made it holds it, so its one callback is always the stream's (what the fast path of a
+    host thread relies on to run it in place)."""
+
+    def __init__(self, env: simpy.Environment, delay: float, callback: Any) -> None:
+        self.env = env
+        self.callbacks = [callback]
+        self._value = None
+        self._ok = True
+        heappush(env._queue, (env._now + delay, NORMAL, next(env._eid), self))
 
 _AI_CORE = TaskKind.AI_CORE
 _AI_VECTOR = TaskKind.AI_VECTOR
@@ -233,7 +249,7 @@ class Stream:
     # --- the stream's state machine ---------------------------------------------------------------------------
     def _schedule_wake(self, at: float) -> None:
         self._wake_at = at
-        self.env.timeout(at - self.env._now).callbacks.append(self._on_wake_cb)
+        StreamTick(self.env, at - self.env._now, self._on_wake_cb)
 
     def _on_wake(self, _ev: Any) -> None:
         # Any wake clears the mark: `now + (at - now)` can land one ulp short of `at`, and a stale wake only
@@ -287,7 +303,7 @@ class Stream:
         if task.callback is not None:
             task.callback(task)
         if task.duration > 0.0 or task.units:
-            self.env.timeout(task.duration).callbacks.append(self._on_end_cb)
+            StreamTick(self.env, task.duration, self._on_end_cb)
             return False
         self._finish(task)
         return True

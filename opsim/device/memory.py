@@ -157,6 +157,15 @@ class DeviceMemory:
         self.recorder.memory_event(time, "alloc", address, need, self.in_use, self.device_id)
         return _OK, address
 
+    def can_malloc(self, size: int) -> bool:
+        """Whether `malloc(size)` would succeed now (asked without changing anything)."""
+        if type(size) is not int or size <= 0:
+            return False
+        need = (size + ALIGNMENT - 1) // ALIGNMENT * ALIGNMENT
+        if self.numerics and self.host_budget is not None and self.in_use + need > self.host_budget:
+            return False
+        return any(s >= need for s in self._free_size)
+
     def free(self, address: int, at: float | None = None) -> AclnnStatus:
         """Free the allocation starting at ``address`` now (``at``: time of the call, default ``env.now``)."""
         alloc = self._live.get(address)

@@ -142,10 +142,10 @@ def build_l2_key(api_name: str, aic_num: int, aiv_num: int, deterministic_level:
     args = dfx_in + dfx_out
     memo_key = (head_fields, tuple(map(id, args)))
     last = memo.get(memo_key)
-    if last is not None and _unchanged(last[0], args):
+    if last is not None and args_unchanged(last[0], args):
         return last[1]
     result = _build_l2_key(head_fields, dfx_in, dfx_out)
-    snapshot = _snapshot(args)
+    snapshot = args_snapshot(args)
     if snapshot is not None:
         if len(memo) >= KEY_MEMO_MAX:
             memo.clear()
@@ -155,13 +155,15 @@ def build_l2_key(api_name: str, aic_num: int, aiv_num: int, deterministic_level:
 
 KEY_MEMO_MAX = 4096
 """Entries of a simulation's phase-1 key memo before it is emptied (distinct argument sets in use)."""
-_T, _S, _V = 0, 1, 2  # snapshot entry kinds: tensor, scalar, immutable value
-_VALUE_TYPES = (type(None), int, bool, str, DataType)
+_T, _S, _V, _A = 0, 1, 2, 3  # snapshot entry kinds: tensor, scalar, immutable value, host array
+_VALUE_TYPES = (type(None), int, bool, str, DataType, np.int8, np.int16, np.int32, np.int64, np.uint8, np.bool_)
+_ARRAY_TYPES = (IntArray, BoolArray, FloatArray, Fp16Array)
 
 
-def _snapshot(args: tuple) -> tuple | None:
-    """Every argument with the objects its key bytes and storages come from; None when an argument's key
-    bytes could change without such a change (a host array's values, an unlisted object: not memoised)."""
+def args_snapshot(args: tuple) -> tuple | None:
+    """Every argument with the objects its key bytes and storages come from (a host array: its values array
+    and their bytes); None when an argument's key bytes could change without such a change (an unlisted
+    object: not memoised)."""
     out = []
     for v in args:
         tv = type(v)
@@ -172,12 +174,14 @@ def _snapshot(args: tuple) -> tuple | None:
             out.append((_S, v, v.raw, v.dtype))
         elif tv in _VALUE_TYPES or tv is float:
             out.append((_V, v, tv))
+        elif tv in _ARRAY_TYPES:
+            out.append((_A, v, v.values, v.values.dtype, v.values.tobytes()))
         else:
             return None
     return tuple(out)
 
 
-def _unchanged(snapshot: tuple, args: tuple) -> bool:
+def args_unchanged(snapshot: tuple, args: tuple) -> bool:
     """The arguments are the snapshot's objects with the same fields (or equal values of the same type;
     floats only as the same object: 0.0 == -0.0 but their bytes differ)."""
     if len(snapshot) != len(args):
@@ -191,6 +195,9 @@ def _unchanged(snapshot: tuple, args: tuple) -> bool:
                 return False
         elif kind == _S:
             if v is not s[1] or v.raw is not s[2] or v.dtype is not s[3]:
+                return False
+        elif kind == _A:
+            if v is not s[1] or v.values is not s[2] or v.values.dtype is not s[3] or v.values.tobytes() != s[4]:
                 return False
         elif v is not s[1] and (type(v) is not s[2] or s[2] is float or v != s[1]):
             return False

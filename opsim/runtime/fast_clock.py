@@ -11,12 +11,12 @@ it every output, is the one of the slow path.
 """
 from __future__ import annotations
 
-from heapq import heappush
+from heapq import heappop, heappush
 from typing import Any
 
 from simpy.events import NORMAL, Event
 
-from opsim.device.device import Stream
+from opsim.device.device import Stream, StreamTick
 
 _INLINE = frozenset((Stream._on_wake, Stream._on_end))
 """Callbacks that only drive the device model: safe to run from inside a host thread's step."""
@@ -45,6 +45,13 @@ def skip_to(env: Any, delay: float) -> Event | None:
         if head[0] > at or (head[0] == at and (head[1] > NORMAL or (head[1] == NORMAL and head[2] > eid))):
             break
         ev = head[3]
+        if type(ev) is StreamTick:  # env.step() for the stream's own event, inline
+            heappop(q)
+            env._now = head[0]
+            cbs, ev.callbacks = ev.callbacks, None
+            for cb in cbs:
+                cb(ev)
+            continue
         cbs = ev.callbacks
         if not ev._ok or (len(cbs) != 1 or getattr(cbs[0], "__func__", None) not in _INLINE) and any(
                 getattr(cb, "__func__", None) not in _INLINE for cb in cbs):

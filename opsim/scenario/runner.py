@@ -112,11 +112,16 @@ class _Run:
         from opsim.opdev.thread_local import current
         corr_variant = self.corr_variant
 
+        def pre_call(ctx: Any) -> None:
+            corr_variant[ctx.current_corr] = self.current_variant
+
         def tagged(*args: Any) -> Any:
-            corr_variant[current().current_corr] = self.current_variant
+            pre_call(current())
             return gws(*args)
 
         tagged.__name__ = getattr(gws, "__name__", "get_workspace_size")
+        tagged.__wrapped__ = gws  # type: ignore[attr-defined]
+        tagged.pre_call = pre_call  # type: ignore[attr-defined]  # what a replayed hit runs instead of the wrapper
         return tagged
 
     def describe_variant(self, step: OpStep, variant: int, shapes: Any, dtype: str, out_shapes: Any,

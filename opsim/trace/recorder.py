@@ -47,7 +47,7 @@ COLUMNS: dict[str, tuple[str, ...]] = {
 }
 """Column names of every record kind, in storage order."""
 
-_RECORD_METHODS = ("host_span", "device_task", "memory_event", "cache_event", "instant", "counter",
+_RECORD_METHODS = ("host_span", "host_spans", "device_task", "memory_event", "cache_event", "instant", "counter",
                    "tensor_info")
 
 _NUMERIC: dict[str, frozenset[str]] = {
@@ -105,6 +105,7 @@ class Recorder:
             self._cols[k] = {c: [] for c in COLUMNS[k]}
             self._app[k] = tuple(self._cols[k][c].append for c in COLUMNS[k])
         self._host_app = self._app["host"]
+        self._host_cols = tuple(self._cols["host"][c] for c in COLUMNS["host"])
         self._device_app = self._app["device"]
         self._memory_app = self._app["memory"]
         self._cache_app = self._app["cache"]
@@ -159,6 +160,23 @@ class Recorder:
         a_start(start)
         a_dur(dur)
         a_corr(corr)
+
+    def intern(self, text: str) -> str:
+        """The recorder's one copy of `text` (what every record method stores for a repeated string)."""
+        return self._intern(text, text)
+
+    def host_spans(self, thread: Any, phases: tuple, ops: tuple, starts: list, durs: tuple, corr: int = -1) -> None:
+        """Spans back to back, as many `host_span` calls would record them (span i from starts[i], lasting
+        durs[i]; `starts` may hold one more value, the end): one extend per column. `phases` and `ops` are
+        stored as given: pass strings returned by `intern`."""
+        a_thread, a_phase, a_op, a_start, a_dur, a_corr = self._host_cols
+        n = len(durs)
+        a_thread.extend([thread] * n)
+        a_phase.extend(phases)
+        a_op.extend(ops)
+        a_start.extend(starts[:n])
+        a_dur.extend(durs)
+        a_corr.extend([corr] * n)
 
     def tensor_info(self, corr: int, op: str, info: dict) -> None:
         """Shapes, dtypes and formats of one kernel launch (torch_npu strings, `info` shared between launches

@@ -33,6 +33,9 @@ class SummaryStats:
     def host_span(self, thread: Any, phase: str, op: str, start: float, dur: float, corr: int = -1) -> None:
         """Host time is summed by the threads themselves (HostThread.busy_us) and calls by the runner."""
 
+    def host_spans(self, thread: Any, phases: tuple, ops: tuple, starts: list, durs: tuple, corr: int = -1) -> None:
+        """As `host_span`."""
+
     def device_task(self, stream: int, unit_kind: str, units: int, task_id: int, op: str, task_type: str,
                     block_dim: int, queued: float, start: float, end: float, corr: int = -1, device: int = 0) -> None:
         self.task_types[task_type] += 1
@@ -66,7 +69,7 @@ class SummaryStats:
     def install(self, recorder: Any) -> None:
         """Make `recorder` fold every record into these totals instead of keeping it (call before streams
         are created: a stream binds the recorder's device_task when it is made)."""
-        for name in ("host_span", "device_task", "memory_event", "cache_event", "instant", "counter",
+        for name in ("host_span", "host_spans", "device_task", "memory_event", "cache_event", "instant", "counter",
                      "tensor_info"):
             setattr(recorder, name, getattr(self, name))
 

@@ -1,0 +1,243 @@
+"""Steady-state executor-cache hits replayed from a template (part of the fast path).
+
+A call that hits the thread's OpExecCache does the same work every time it is repeated with the same
+arguments: phase 1 finds the same cache entry, phase 2 resubmits the same recorded tasks, and the host
+spans have the same durations. Running the framework for it again costs several times more than the
+simulation it drives. After one such hit has run through the framework, `capture` keeps what it did as a
+`HitTemplate`; `find` hands the template back for a later call only when everything the hit path reads is
+unchanged (the argument objects and every field that enters the key, the process settings the hit path
+branches on, the cache entry still in the thread's key container and usable); `replay` then applies exactly
+the state changes and records of the framework's hit path (sequence counter, TLS log info and config, LRU
+order, profiling ids, the hit record, the host spans, the device tasks) and spends the host time like
+`HostThread._replay`. Anything unusual (profiling reports, dumps, numerics, faults, the PTA path, a
+workspace, a call whose action log is not the plain hit pattern) is never captured, and such a call runs
+through the framework as before.
+"""
+from __future__ import annotations
+
+from itertools import accumulate
+from typing import Any, Generator
+
+from opsim.device.task import DeviceTask
+from opsim.opdev.op_exec_cache import args_snapshot, args_unchanged
+from opsim.opdev.thread_local import A_CALL, A_SPAN, A_SUBMIT, OpLogInfo
+from opsim.runtime.fast_clock import skip_to
+
+TEMPLATES_MAX = 4096
+"""Templates kept per thread (distinct argument sets in use) before the thread's table is emptied."""
+
+_PHASE_1 = ("L2 phase1 entry", "make key", "match cache")
+_PHASE_2 = "L2 phase2 entry"
+_HIT_CALLBACK = "l2_dfx_phase_1.<locals>.<lambda>"
+
+
+class HitTemplate:
+    """What one executor-cache hit did, without its times and correlation id."""
+
+    __slots__ = ("run", "snapshot", "stream", "api", "cache", "tasks", "key", "storages", "tensors", "aic", "aiv",
+                 "level", "cost", "phases", "ops", "durs", "busy", "hit_at", "submits", "infos", "profiling",
+                 "pre_call", "size", "clocks")
+
+
+def _std(fn: Any) -> bool:
+    """An operator of opsim's own library (the L2 skeleton of opsim.ops._common, no extra work around it),
+    possibly wrapped with a `pre_call(ctx)` hook (the scenario runner's correlation tagging)."""
+    if hasattr(fn, "pre_call"):
+        fn = fn.__wrapped__
+    mod = getattr(fn, "__module__", None) or ""
+    return mod.startswith("opsim.ops.") and mod != "opsim.ops.profiled"
+
+
+def _plain(ctx: Any) -> bool:
+    """No process setting that makes the hit path do more than the template records."""
+    p = ctx.process
+    sw = p.profiling
+    return not (ctx.use_pta_hash or p.faults or p.op_dump or sw.report_flag or sw.kernel_launch_flag
+                or (p.numerics and p.device is not None) or p.exception_dump or p.overflow_dump
+                or p.record_op_args or p.level2_profiling or p.disable_l2_cache or ctx.pending_overflow_task)
+
+
+def _level(p: Any) -> int:
+    """dfx.deterministic_level_from_rt without faults (they are excluded by `_plain`)."""
+    level = int(p.deterministic_level)
+    return 2 if level == 1 and p.strong_consistency else level
+
+
+def memo_key(gws: Any, stream: Any, args: tuple) -> tuple:
+    return (gws, stream, *map(id, args))
+
+
+def capture(thread: Any, gws: Any, run: Any, args: tuple, stream: Any, api: str, executor: Any, acts: list,
+            size: int, clocks: tuple[float, float] | None) -> None:
+    """Keep a template of the call that just ran when it was a plain executor-cache hit (`acts`: its whole
+    host-action log, calibration applied; `size`: its workspace; `clocks`: with a workspace, the host time
+    charged before its malloc and before its stream-ordered free, as acl_rt's clock summed it)."""
+    ctx = thread.ctx
+    p = ctx.process
+    if getattr(executor, "kind", None) != "wrap" or not _std(gws) or not _std(run) or not _plain(ctx):
+        return
+    cache = executor.cache
+    tasks = cache.tasks
+    key = ctx.key
+    if not key or ctx.log_info.l2_api_name != api or not cache.can_use(api):
+        return
+    # The key must come from the phase-1 key memo, i.e. from arguments whose key bytes are fully known.
+    if not any(v[1][0] is key for v in p.key_memo.values()):
+        return
+    snapshot = args_snapshot(args)
+    if snapshot is None:
+        return
+    # The plain hit pattern: 3 phase-1 spans, the hit record, the phase-2 entry, then per recorded task the
+    # replay and launch spans and (with a stream) its submission.
+    rec = p.recorder
+    phases, ops, durs, submits = [], [], [], []
+    i = 0
+    n = len(acts)
+    for phase in _PHASE_1:
+        if i >= n or acts[i][0] != A_SPAN or acts[i][1] != phase or acts[i][2] != api:
+            return
+        phases.append(phase), ops.append(api), durs.append(acts[i][3])
+        i += 1
+    hit_at = len(durs)
+    if rec.enabled:
+        if i >= n or acts[i][0] != A_CALL or getattr(acts[i][1], "__qualname__", "") != _HIT_CALLBACK:
+            return
+        i += 1
+    spans = [_PHASE_2]
+    if size:
+        spans.insert(0, "rt malloc")
+    for phase in spans:
+        if i >= n or acts[i][0] != A_SPAN or acts[i][1] != phase or acts[i][2] != api:
+            return
+        phases.append(phase), ops.append(api), durs.append(acts[i][3])
+        i += 1
+    for task in tasks:
+        for phase in ("cache replay", "launch"):
+            if i >= n or acts[i][0] != A_SPAN or acts[i][1] != phase or acts[i][2] != task.op_name:
+                return
+            phases.append(phase), ops.append(task.op_name), durs.append(acts[i][3])
+            i += 1
+        if stream is not None:
+            if i >= n or acts[i][0] != A_SUBMIT or acts[i][1] is not stream:
+                return
+            dt = acts[i][2]
+            if dt.callback is not None or dt.on_done is not None or dt.event is not None or dt.nbytes:
+                return
+            submits.append((len(durs), (dt.kind, dt.duration, dt.block_dim, dt.op_name, dt.task_type)))
+            i += 1
+    if size:
+        if i >= n or acts[i][0] != A_SPAN or acts[i][1] != "rt free" or acts[i][2] != api or stream is None:
+            return
+        phases.append("rt free"), ops.append(api), durs.append(acts[i][3])
+        i += 1
+    if i != n:
+        return
+    busy = 0.0
+    for d in durs:
+        busy += d
+    tpl = HitTemplate()
+    tpl.run, tpl.snapshot, tpl.stream, tpl.api = run, snapshot, stream, api
+    tpl.cache, tpl.tasks = cache, tasks
+    tpl.key, tpl.storages, tpl.tensors = key, ctx.l2_storage_list, ctx.l2_tensor_list
+    tpl.aic, tpl.aiv, tpl.level, tpl.cost = p.aic_num, p.aiv_num, _level(p), p.cost
+    intern = rec.intern  # a recorder keeps one copy of each string
+    tpl.phases, tpl.ops = tuple(map(intern, phases)), tuple(map(intern, ops))
+    tpl.durs, tpl.busy, tpl.hit_at = tuple(durs), busy, hit_at
+    tpl.submits = tuple(submits)
+    tpl.infos = tuple((t.op_name, t.info) for t in tasks if t.info is not None)
+    tpl.profiling = tasks[-1].profiling if tasks else None
+    tpl.pre_call = getattr(gws, "pre_call", None)
+    tpl.size, tpl.clocks = size, clocks
+    table = thread.hit_templates
+    if len(table) >= TEMPLATES_MAX:
+        table.clear()
+    table[memo_key(gws, stream, args)] = tpl
+
+
+def find(thread: Any, gws: Any, run: Any, args: tuple, stream: Any, api: str | None) -> tuple | None:
+    """(template, key-container slot) when the call would take exactly the template's hit path, else None."""
+    tpl = thread.hit_templates.get(memo_key(gws, stream, args))
+    if tpl is None or tpl.run is not run or tpl.api != api:
+        return None
+    ctx = thread.ctx
+    if ctx.actions or not _plain(ctx):
+        return None
+    p = ctx.process
+    if (p.aic_num != tpl.aic or p.aiv_num != tpl.aiv or _level(p) != tpl.level
+            or not args_unchanged(tpl.snapshot, args)):
+        return None
+    cache = tpl.cache
+    m = ctx.op_cache_manager
+    slot = m._slots.get(tpl.key) if m is not None else None
+    if (slot is None or m.container[slot][1] is not cache or cache.key != tpl.key or not cache.can_use(api)
+            or cache.tasks is not tpl.tasks or p.cost is not tpl.cost):
+        return None
+    if tpl.size and not p.device.memory.can_malloc(tpl.size):
+        return None  # the framework path records the failed allocation
+    return tpl, slot
+
+
+def replay(thread: Any, tpl: HitTemplate, slot: int) -> Generator[Any, Any, tuple[int, int]]:
+    """The framework's hit path for `tpl` (l2_dfx_phase_1 on a hit, l2_dfx_phase_2, OpExecCache.run, the
+    wrapper's deletion), then the host replay of run_op. Returns run_op's (status, workspace size)."""
+    ctx = thread.ctx
+    p = ctx.process
+    rec = p.recorder
+    env = thread.env
+    api = tpl.api
+    corr = ctx.current_corr = rec.next_corr()
+    start = env._now
+    if tpl.pre_call is not None:
+        tpl.pre_call(ctx)
+    # phase 1: TLS log info and config, key and L2 lists, the entry moved to the MRU end
+    ctx.current_op = api
+    li = ctx.log_info
+    li.l2_api_name = api
+    li.l0_name = None
+    seq = li.l2_sequence_counter = p.next_sequence()
+    cfg = ctx.config
+    cfg.aic_num, cfg.aiv_num = tpl.aic, tpl.aiv
+    cfg.is_op_dump_enable = False
+    cfg.deterministic_level = tpl.level
+    cfg.is_deterministic_on = tpl.level >= 1
+    ctx.key = tpl.key
+    ctx.hash_key = 0
+    ctx.l2_storage_list = tpl.storages
+    ctx.l2_tensor_list = tpl.tensors
+    ctx.op_cache_manager.container.move_to_end(slot)
+    # the workspace (run_op's aclrtMalloc) and its stream-ordered free, both at the framework's call time
+    if tpl.size:
+        memory = p.device.memory
+        workspace = memory.malloc(tpl.size, at=start + tpl.clocks[0])[1]
+        memory.free_async(workspace, tpl.stream, start + tpl.clocks[1])
+    # phase 2: the log info restored from the wrapper's copy, the recorded tasks resubmitted
+    ctx.log_info = OpLogInfo(api, None, seq)
+    if tpl.profiling is not None:
+        ids = ctx.profiling_info_id
+        ids.kernel_launcher_id, ids.summary_item_id = tpl.profiling
+    if tpl.infos and rec.enabled:
+        for op, info in tpl.infos:
+            rec.tensor_info(corr, op, info)
+    thread.calls += 1
+    # the host replay (HostThread._replay): spans back to back, submissions at their points
+    durs = tpl.durs
+    starts = list(accumulate(durs, initial=start))
+    name = thread.name
+    if rec.enabled:
+        rec.host_spans(name, tpl.phases, tpl.ops, starts, durs, corr)
+        rec.cache_event(starts[tpl.hit_at], name, "exec", "hit", api, 0, "")
+    if tpl.submits:
+        stream = tpl.stream
+        trusted = DeviceTask.trusted
+        for i, (kind, dur, block_dim, op, task_type) in tpl.submits:
+            stream.submit(trusted(kind, dur, block_dim, op, task_type, corr), starts[i])
+    thread.busy_us += tpl.busy
+    t = starts[-1]
+    if t > env._now:
+        ev = skip_to(env, t - env._now)
+        if ev is not None:
+            yield ev
+    if rec.enabled:
+        rec.host_span(name, "op_call", api, start, env._now - start, corr)
+    ctx.current_corr = -1
+    return 0, tpl.size

@@ -1,0 +1,179 @@
+"""Executor-cache hits replayed from templates leave exactly what the framework's hit path leaves.
+
+Random programs on one or two threads call ops with a few argument sets, and in between mutate what a
+template depends on (a tensor's shape or dtype, a host array's values, the deterministic level, profiling,
+the thread's caches, memory pressure); the run with the fast path and the reference run must give the same
+records of every kind, the same end time and the same opbase state (TLS, cache LRU order, memory)."""
+from __future__ import annotations
+
+import numpy as np
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
+
+from opsim.acl import Scalar, Tensor
+from opsim.acl.dtypes import DataType
+from opsim.acl.tensor import IntArray
+from opsim.opdev import profiling
+from opsim.opdev.op_exec_cache import reselect_static_kernel
+from opsim.opdev.thread_local import current
+from opsim.ops.elementwise import aclnn_add, aclnn_add_get_workspace_size, aclnn_mul, aclnn_mul_get_workspace_size
+from opsim.ops.fused import aclnn_add_rms_norm, aclnn_add_rms_norm_get_workspace_size
+from opsim.ops.matmul import aclnn_matmul, aclnn_matmul_get_workspace_size
+from opsim.ops.reduce import aclnn_reduce_sum, aclnn_reduce_sum_get_workspace_size
+from opsim.ops.softmax import aclnn_softmax, aclnn_softmax_get_workspace_size
+from opsim.runtime import acl_rt
+from opsim.runtime.host_thread import run_op
+from opsim.runtime.simulation import Simulation
+
+F16, F32 = DataType.DT_FLOAT16, DataType.DT_FLOAT
+_STEP = st.one_of(
+    st.tuples(st.just("call"), st.integers(0, 5), st.integers(0, 1), st.integers(1, 4)),
+    st.tuples(st.sampled_from(["reshape", "retype", "dims", "level", "profile", "reselect", "hog", "sync",
+                               "sleep"]), st.integers(0, 5), st.integers(0, 1), st.just(1)),
+)
+_PROGRAM = st.lists(_STEP, min_size=1, max_size=40)
+
+
+def _arg_sets(sim):
+    """Per op: two argument tuples (the same objects every call) with device addresses."""
+    mem = sim.device.memory
+
+    def t(shape, dt=F32):
+        x = Tensor(shape, dt)
+        x.set_storage_address(mem.malloc(max(x.storage_nbytes, 1))[1])
+        return x
+
+    ops = []
+    for k in range(2):
+        n = 64 * (k + 1)
+        ops.append(((aclnn_add_get_workspace_size, aclnn_add, "aclnnAdd"),
+                    (t([n, 32]), t([n, 32]), Scalar(1.0), t([n, 32]))))
+        ops.append(((aclnn_mul_get_workspace_size, aclnn_mul, "aclnnMul"), (t([n]), t([n]), t([n]))))
+        ops.append(((aclnn_softmax_get_workspace_size, aclnn_softmax, "aclnnSoftmax"), (t([8, n], F16), 1,
+                                                                                          t([8, n], F16))))
+        ops.append(((aclnn_reduce_sum_get_workspace_size, aclnn_reduce_sum, "aclnnReduceSum"),
+                    (t([n, 16]), IntArray([1]), False, F32, t([n]))))
+        ops.append(((aclnn_matmul_get_workspace_size, aclnn_matmul, "aclnnMatmul"),
+                    (t([n, 32]), t([32, 16]), t([n, 16]))))
+        ops.append(((aclnn_add_rms_norm_get_workspace_size, aclnn_add_rms_norm, "aclnnAddRmsNorm"),
+                    (t([4, n], F16), t([4, n], F16), t([n], F16), 1e-6, t([4, n], F16), t([4, 1]),
+                     t([4, n], F16))))
+    return [ops[i::6] for i in range(6)]  # op index -> [argument set 0, argument set 1]
+
+
+def _run(programs, fast: bool, trace: bool):
+    sim = Simulation(trace=trace, fast_path=fast)
+    table = _arg_sets(sim)
+    streams = [sim.device.create_stream() for _ in programs]
+    hog: list = []
+
+    def make(steps, stream):
+        def program(th):
+            for kind, i, j, times in steps:
+                (gws, run, api), args = table[i][j]
+                if kind == "call":
+                    for _ in range(times):
+                        yield from run_op(th, gws, run, args, stream, api)
+                elif kind == "reshape":  # a new shape object with the same dims, then another shape
+                    x = args[0]
+                    x.set_shape(list(x.view_shape) if j else list(reversed(x.view_shape)))
+                elif kind == "retype":
+                    x = args[0]
+                    x.dtype = F16 if x.dtype == F32 else F32
+                elif kind == "dims" and api == "aclnnReduceSum":
+                    args[1].values[0] = j
+                elif kind == "level":
+                    sim.process.deterministic_level = j
+                elif kind == "profile":
+                    if j:
+                        profiling.start_profiling(sim.process, profiling.mask_of(["acl_api", "task_time"]))
+                    else:
+                        profiling.stop_profiling(sim.process)
+                elif kind == "reselect":
+                    yield from th.call(lambda: reselect_static_kernel(current()))
+                elif kind == "hog":  # take (or give back) nearly all device memory: workspaces then fail
+                    if hog:
+                        yield from th.call(acl_rt.free, hog.pop())
+                    else:
+                        free = sim.device.memory.capacity - sim.device.memory.in_use
+                        status, addr = yield from th.call(acl_rt.malloc, free - 512)
+                        if status == 0:
+                            hog.append(addr)
+                elif kind == "sync":
+                    yield from th.call(acl_rt.synchronize_stream, stream)
+                else:
+                    yield from th.sleep(3.0 * (j + 1))
+        return program
+
+    threads = [sim.add_thread(make(steps, streams[k]), f"t{k}") for k, steps in enumerate(programs)]
+    end = sim.run()
+    rec = sim.recorder
+    records = {kind: rec.records(kind) for kind in ("host", "device", "memory", "cache", "instant", "counter")}
+    state = []
+    for th in threads:
+        ctx = th.ctx
+        m = ctx.op_cache_manager
+        state.append((th.calls, th.busy_us, ctx.log_info, ctx.config, ctx.profiling_info_id, ctx.key, ctx.hash_key,
+                      ctx.current_op, [t.storage for t in ctx.l2_tensor_list] == ctx.l2_storage_list,
+                      None if m is None else [k for k, _ in m.container.values()]))
+    mem = sim.device.memory
+    return (end, records, rec.tensor_infos, state, sim.process.l2_sequence_counter, mem.in_use, mem.peak,
+            sorted(mem._live))
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(_PROGRAM, min_size=1, max_size=2), st.booleans())
+@example([[("call", 2, 0, 4)]], True)  # a workspace: malloc and stream-ordered free at the framework's times
+@example([[("call", 0, 0, 3), ("call", 1, 0, 1), ("call", 0, 0, 2)], [("call", 0, 1, 4)]], True)  # LRU order
+@example([[("profile", 0, 1, 1), ("call", 4, 0, 1), ("call", 0, 0, 1), ("profile", 0, 0, 1), ("call", 4, 0, 3),
+            ("call", 0, 0, 3), ("call", 4, 0, 1)]], True)  # profiling ids recorded with the tasks
+@example([[("call", 3, 0, 3), ("dims", 3, 0, 1), ("call", 3, 0, 3), ("hog", 0, 0, 1), ("call", 2, 1, 4)]], False)
+def test_replayed_hits_equal_the_framework_path(programs, trace):
+    assert _run(programs, True, trace) == _run(programs, False, trace)
+
+
+def test_repeated_hits_are_replayed_from_a_template():
+    """The shortcut is taken: the second hit of an argument set replays (the framework's phase 1 is not run)."""
+    import opsim.ops._common as common
+    sim = Simulation(fast_path=True)
+    (gws, run, api), args = _arg_sets(sim)[0][0]
+    stream = sim.device.create_stream()
+    phase_1 = [0]
+    real = common.l2_dfx_phase_1
+
+    def counting(*a, **k):
+        phase_1[0] += 1
+        return real(*a, **k)
+
+    def program(th):
+        for _ in range(5):
+            yield from run_op(th, gws, run, args, stream, api)
+
+    common.l2_dfx_phase_1 = counting
+    try:
+        sim.add_thread(program, "t")
+        sim.run()
+    finally:
+        common.l2_dfx_phase_1 = real
+    assert phase_1[0] == 2  # the miss, then the hit that the template is taken from
+    cache = sim.recorder.records("cache")
+    assert cache["kind"] == ["miss"] + ["hit"] * 4
+    assert len(sim.recorder.records("device")["op"]) == 5
+
+
+def test_a_host_array_changed_in_place_is_not_replayed():
+    """The template keeps the bytes of a host array argument: changing them makes the next call a miss."""
+    sim = Simulation(fast_path=True)
+    (gws, run, api), args = _arg_sets(sim)[3][0]
+    stream = sim.device.create_stream()
+
+    def program(th):
+        for k in range(4):
+            if k == 3:
+                args[1].values[0] = 0
+            yield from run_op(th, gws, run, args, stream, api)
+
+    sim.add_thread(program, "t")
+    sim.run()
+    assert sim.recorder.records("cache")["kind"] == ["miss", "hit", "hit", "miss"]
+    assert np.array_equal(args[1].values, [0])
