@@ -207,8 +207,12 @@ def _read(loader: Any) -> YamlDocument:  # noqa: C901 - one loop over the events
     rec: tuple | None = None  # (line, log start, problem start, depth, path, object, tag) if anchored
     depth = 0  # open collections = depth of this frame's children
 
+    pending: Any = None  # an event read ahead, to handle next
     while True:
-        ev = get_event()
+        if pending is None:
+            ev = get_event()
+        else:
+            ev, pending = pending, None
         cls = ev.__class__
         if cls is ScalarEvent:
             value, tag = ev.value, ev.tag
@@ -358,20 +362,45 @@ def _read(loader: Any) -> YamlDocument:  # noqa: C901 - one loop over the events
                 anchors[node_anchor] = (obj, line, False, tag, state, ev.value, node_path or (), (0, 0),
                                         (prob0, len(problems)), depth)
             continue
-        # a collection opens: its frame becomes the current one
+        # a collection opens
+        n = 1
+        if cls is SequenceStartEvent:
+            item_lines: list[int] = []
+            log.append((node_path or (), item_lines))
+            if node_anchor is None and state == _OK:
+                # The commonest list holds plain scalars only ([64, 128], [float, float16]): read them here, and
+                # the whole list when nothing else comes, without opening a frame.
+                while True:
+                    ev = get_event()
+                    if ev.__class__ is ScalarEvent and ev.tag is None and ev.anchor is None and not ev.style:
+                        hit = plain.get(ev.value)
+                        if hit is None:
+                            hit = plain[ev.value] = make(ev.value, None, ev.implicit, ev)
+                        if hit[2] == _OK:
+                            n += 1
+                            if n > MAX_NODES:
+                                raise LimitError(_too_many(), ev.start_mark.line + 1)
+                            item_lines.append(ev.start_mark.line + 1)
+                            obj.append(hit[0])
+                            continue
+                    break
+                if ev.__class__ is SequenceEndEvent:
+                    count += n
+                    if count > MAX_NODES:
+                        raise LimitError(_too_many(), ev.start_mark.line + 1)
+                    continue
+                pending = ev  # anything else: the list's frame opens and the main loop goes on with it
+        # its frame becomes the current one
         child_env = depth == 1 and node_path == ("env",) and ckey == "env" and cls is MappingStartEvent
         stack.append((cont, is_map, path, count, anchor, want_key, rkey, ckey, seen, sup, pair_sup, env, rec))
         path = node_path or ()
-        rec = None if node_anchor is None else (line, len(log), prob0, depth, path, obj, tag)
+        rec = None if node_anchor is None else (line, len(log) - (cls is SequenceStartEvent), prob0, depth, path,
+                                                obj, tag)
         sup = depth if state == _REFUSED and node_path is not None else hidden
         depth += 1
         is_map = cls is MappingStartEvent
-        if is_map:
-            seen = set()
-        else:
-            seen = []
-            log.append((path, seen))
-        cont, count, anchor, want_key, rkey, ckey, pair_sup, env = obj, 1, node_anchor, True, None, None, None, child_env
+        seen = set() if is_map else item_lines
+        cont, count, anchor, want_key, rkey, ckey, pair_sup, env = obj, n, node_anchor, True, None, None, None, child_env
 
     paths: dict[tuple, int] = {}
     items: dict[tuple, list[int]] = {}
