@@ -10,6 +10,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from opsim.errors import ScenarioError
+from opsim.scenario import yaml_reader
 from opsim.scenario.limits import LimitError, check_yaml_events
 from opsim.scenario.loader import load_scenario, read_yaml
 from opsim.scenario.yaml_reader import LOADER, STANDARD_TAGS, LineMap, read_document
@@ -296,3 +297,19 @@ def test_alias_bombs_are_refused_before_anything_is_expanded():
         check_yaml_events(base + nested)
     with pytest.raises(ScenarioError, match="s.yaml:3: more than 1000000 values"):
         read_yaml(base + nested, "s.yaml")
+
+
+def test_lists_are_bounded_at_the_value_past_the_limit(monkeypatch):
+    """The values limit holds at the same value and line whether a list is read without a frame (plain
+    scalars only) or with one: a list counts itself and its values, and a finished inner list adds to it."""
+    monkeypatch.setattr(yaml_reader, "MAX_NODES", 50)
+    with pytest.raises(LimitError) as exc:
+        check_yaml_events("- 1\n" * 50)
+    assert exc.value.line == 50 and "more than 50 values" in str(exc.value)
+    assert len(read_document("- 1\n" * 49).data) == 49
+    with pytest.raises(LimitError) as exc:  # 1 + 30 + [1] (2) = 33 before line 32; the 18th value after is the 51st
+        check_yaml_events("- 1\n" * 30 + "- [1]\n" + "- 1\n" * 20)
+    assert exc.value.line == 31 + 18
+    with pytest.raises(LimitError) as exc:  # a finished list of 40 adds 41 to the 11 before: reported at its end
+        check_yaml_events("- 1\n" * 10 + "- [" + "1, " * 39 + "1\n   ]\n")
+    assert exc.value.line == 12
