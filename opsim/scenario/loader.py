@@ -111,7 +111,7 @@ def _problem(problem: Problem, label: str) -> tuple[int, str]:
                           "(each field once)")
 
 
-def read_yaml(text: str, label: str) -> tuple[Any, dict[Path_, int]]:
+def read_yaml(text: str, label: str) -> tuple[Any, Mapping[Path_, int]]:
     """Parse scenario text: (data, field path -> line). Raises ScenarioError on syntax errors and bad tags.
 
     One pass over libyaml's events checks the limits and builds the data and the line map
@@ -131,7 +131,7 @@ def read_yaml(text: str, label: str) -> tuple[Any, dict[Path_, int]]:
                 node = loader.get_single_node()
             except yaml.YAMLError as exc:
                 raise ScenarioError(_yaml_error(_python_parser_error(text, exc), label)) from None
-        if doc.empty or (loader is not None and node is None):
+        if doc.empty:
             raise ScenarioError(f"{label}: the scenario is empty; it needs at least `name` and `threads`")
         errors = _Errors(label, doc.lines, set())
         errors.items.extend(_problem(p, label) for p in doc.problems)
@@ -148,8 +148,8 @@ def read_yaml(text: str, label: str) -> tuple[Any, dict[Path_, int]]:
         if loader is not None:
             loader.dispose()
     if isinstance(data, dict) and isinstance(data.get("env"), dict):
-        for key, text_ in as_written:
-            data["env"][key] = text_
+        for key, written in as_written:
+            data["env"][key] = written
     return data, doc.lines
 
 
@@ -187,7 +187,7 @@ def _env_pairs(node: yaml.Node) -> list[tuple[str, str]]:
     return []
 
 
-def read_source(source: str | Path | Mapping[str, Any]) -> tuple[Any, dict[Path_, int], str, Path | None]:
+def read_source(source: str | Path | Mapping[str, Any]) -> tuple[Any, Mapping[Path_, int], str, Path | None]:
     """(data, lines, label, path) of a scenario file or an in-memory dict."""
     if isinstance(source, Mapping):
         try:
