@@ -9,9 +9,8 @@ from __future__ import annotations
 
 import logging
 import os
-from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any, Iterator
+from typing import Any
 
 import numpy as np
 
@@ -47,18 +46,25 @@ def tensor_descriptor(t: Tensor, kind: str = "input") -> dict:
             "storage_dims": list(t.storage_shape), "origin_dims": list(t.origin_shape)}
 
 
-@contextmanager
-def l0_dfx(name: str, executor: Any = None) -> Iterator[None]:
-    """L0_DFX(name): launchers registered inside carry (l2ApiName, l0Name, sequence) of this scope."""
-    ctx = current()
-    if executor is not None:
-        executor.l0_name = name
-        ctx.log_info = executor.log_info.copy()
-    ctx.log_info.l0_name = name
-    try:
-        yield
-    finally:
-        ctx.log_info.l0_name = None
+class l0_dfx:
+    """L0_DFX(name): launchers registered inside carry (l2ApiName, l0Name, sequence) of this scope.
+
+    A small class rather than a generator-based context manager: phase 1 enters one scope per L0 call."""
+
+    __slots__ = ("ctx",)
+
+    def __init__(self, name: str, executor: Any = None):
+        ctx = self.ctx = current()
+        if executor is not None:
+            executor.l0_name = name
+            ctx.log_info = executor.log_info.copy()
+        ctx.log_info.l0_name = name
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, *exc: Any) -> None:
+        self.ctx.log_info.l0_name = None
 
 
 def dump_file_name(op_type: str, name: str, dump_id: int, kind: str, index: int) -> str:
@@ -321,9 +327,11 @@ def report_addition_info(ctx: ThreadLocalContext, op_type: str, launcher_id: int
 def report_aicore_launch(ctx: ThreadLocalContext, op_type: str, task_type: str, tensors: list) -> None:
     """DoLaunchWithDfx around one AI Core launch. The summary id was put in TLS before the launch (only with
     kernelLaunchFlag; otherwise the launcher's zero id stays and the guard records nothing)."""
+    sw = ctx.process.profiling
+    if not (sw.report_flag or sw.kernel_launch_flag):
+        return  # the guard records nothing and nothing else is reported
     ids = ctx.profiling_info_id
     kernel_launch_guard(ctx, ids.summary_item_id, op_type, kernel_launcher_id(op_type))
-    sw = ctx.process.profiling
     if not sw.kernel_launch_flag:
         return
     li = ctx.log_info

@@ -59,7 +59,6 @@ class AclOpExecutor:
         # OpExecCache: created unless the thread's cache is full (op-exec-cache.md §5 step 1)
         self.op_exec_cache = None
         if not ctx.cache_has_full:
-            from opsim.opdev.op_exec_cache import OpExecCache
             self.op_exec_cache = OpExecCache.from_thread(ctx)
 
     # ---- allocation APIs (all register in the allocated-object list) -----------------------------
@@ -320,7 +319,6 @@ class UniqueExecutor:
         self.executor = None
         cache = ex.op_exec_cache
         if cache is not None:
-            from opsim.opdev.op_exec_cache import add_cache
             if add_cache(ctx, cache):
                 ex.manager_ref = True
             else:
@@ -510,9 +508,12 @@ def common_op_executor_run(workspace: int, workspace_size: int, executor: Any, s
         _warn_small_workspace(ctx, executor, workspace_size)
     executor.update_tensor_addr(workspace, workspace_size)
     ctx.executor = executor
-    dfx.l2_dump(ctx, executor, inputs=True)
+    dump = executor.config.is_op_dump_enable
+    if dump:
+        dfx.l2_dump(ctx, executor, inputs=True)
     status = executor.run()
-    dfx.l2_dump(ctx, executor, inputs=False)
+    if dump:
+        dfx.l2_dump(ctx, executor, inputs=False)
     executor.runs += 1
     if status != S.ACLNN_SUCCESS and executor.op_exec_cache is not None:
         executor.op_exec_cache.mark_invalid(ctx)
@@ -527,4 +528,4 @@ def common_op_executor_run(workspace: int, workspace_size: int, executor: Any, s
 
 # Imported last: both modules are used on every phase 2, and neither imports this one.
 from opsim.opdev import dfx  # noqa: E402
-from opsim.opdev.op_exec_cache import OpExecCacheWrap, check_cacheable  # noqa: E402
+from opsim.opdev.op_exec_cache import OpExecCache, OpExecCacheWrap, add_cache, check_cacheable  # noqa: E402

@@ -99,23 +99,41 @@ class KernelNode:
         self.op_type = op_type
         self.original_id = -1
         self.topo_id = -1
-        self.inputs = [KernelTensor(t, i) for i, t in enumerate(inputs)]
-        self.outputs = [KernelTensor(t, i) for i, t in enumerate(outputs)]
-        self.workspaces = [KernelTensor(t, i) for i, t in enumerate(workspaces)]
-        self.input_ids = frozenset(id(t) for t in inputs if t is not None)
-        self.has_null_input = any(t is None for t in inputs)
-        for kt in itertools.chain(self.inputs, self.outputs, self.workspaces):
-            kt.node = self
+        self.inputs = _kernel_tensors(inputs, self)
+        self.outputs = _kernel_tensors(outputs, self)
+        self.workspaces = _kernel_tensors(workspaces, self) if workspaces else []
+        ids = []
+        null = False
+        for t in inputs:
+            if t is None:
+                null = True
+            else:
+                ids.append(id(t))
+        self.input_ids = frozenset(ids)
+        self.has_null_input = null
 
     def _set_id(self, index: int) -> None:
         self.original_id = index
         self.topo_id = index
-        for kt in itertools.chain(self.inputs, self.outputs, self.workspaces):
-            kt.owner = index
+        for group in (self.inputs, self.outputs, self.workspaces):
+            for kt in group:
+                kt.owner = index
 
     def __repr__(self) -> str:
         return (f"KernelNode({self.op_type!r}, id={self.original_id}, in={len(self.inputs)}, "
                 f"out={len(self.outputs)}, ws={len(self.workspaces)})")
+
+
+def _kernel_tensors(tensors: Sequence[Tensor | None], node: KernelNode) -> list[KernelTensor]:
+    """One KernelTensor per tensor, indexed in order, owned by `node`."""
+    out = []
+    i = 0
+    for t in tensors:
+        kt = KernelTensor(t, i)
+        kt.node = node
+        out.append(kt)
+        i += 1
+    return out
 
 
 class KernelGraph:
@@ -217,10 +235,11 @@ class KernelGraph:
     def destroy(self) -> None:
         """Free the graph: clear every storage extend slot that still points at one of its tensors."""
         for node in self.nodes:
-            for kt in itertools.chain(node.inputs, node.outputs, node.workspaces):
-                t = kt.tensor
-                if t is not None and t.storage.extend is kt:
-                    t.storage.extend = None
+            for group in (node.inputs, node.outputs, node.workspaces):
+                for kt in group:
+                    t = kt.tensor
+                    if t is not None and t.storage.extend is kt:
+                        t.storage.extend = None
         self.nodes = []
         self.reproduced_outputs = []
 

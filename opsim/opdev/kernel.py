@@ -42,6 +42,10 @@ class AiCoreKernel:
     static_workspace: list[int] = field(default_factory=list)
     declares_workspace: bool = True
     has_binaries: bool = True
+    tiling_by_shape: bool = False
+    """The tiling reads only its tensors' descriptors (shapes, strides, offsets, dtypes, formats, placement),
+    the attribute values and the core counts, and has no side effect: the fast path may then reuse a launch's
+    tiling, duration and tensor description while those are unchanged (opsim.opdev.memo)."""
 
     def select(self, inputs: list, outputs: list, attrs: list) -> bool:
         """Binary selection by dtypes/formats: the default accepts every combination tiling accepts."""

@@ -16,7 +16,8 @@ from opsim.acl.status import AclnnStatus
 from opsim.acl.tensor import Placement, Tensor
 from opsim.errors import InvalidArgumentError
 from opsim.opdev import dfx, rt
-from opsim.opdev.kernel import TilingResult, find_aicore_kernel
+from opsim.opdev.kernel import AiCoreKernel, TilingResult, find_aicore_kernel
+from opsim.opdev.memo import find as memo_find, keep as memo_keep, value_key
 from opsim.opdev.op_args import (OpArgContext, OpArgDef, OpArgType, destroy_op_arg_context, flatten_tensors,
                                  make_op_arg_context)
 from opsim.opdev.op_def import CoreType, DsaTaskType, OpImplMode
@@ -30,24 +31,26 @@ DSA_WORKSPACE_SIZE = 512
 
 def impl_mode_of(args: OpArgContext) -> int:
     """OPTION list -> impl mode: default IMPL_MODE_DEFAULT (0x1), the last OPARG_IMPLMODE wins."""
-    mode = int(OpImplMode.IMPL_MODE_DEFAULT)
-    for a in args.get_op_arg(OpArgDef.OP_OPTION_ARG).args:
+    mode = _IMPL_MODE_DEFAULT
+    for a in args.kind_args(OpArgDef.OP_OPTION_ARG):
         if a.type == OpArgType.OPARG_IMPLMODE:
             mode = a.value
     return mode
 
 
+_IMPL_MODE_DEFAULT = int(OpImplMode.IMPL_MODE_DEFAULT)
+_T_TENSOR = OpArgType.OPARG_ACLTENSOR
+_T_TENSOR_LIST = OpArgType.OPARG_ACLTENSOR_LIST
+
+
 def flat_values(args_list) -> list:
     """Kernel-argument view of an OpArg list: tensors in order (null kept), tensor lists expanded."""
     out: list = []
-    for a in args_list:
-        if a.type == OpArgType.OPARG_ACLTENSOR:
-            out.append(a.value)
-        elif a.type == OpArgType.OPARG_ACLTENSOR_LIST:
-            if a.value is not None:
-                out.extend(a.value.tensors)
-        else:
-            out.append(a.value)
+    for tag, value in args_list:
+        if tag is _T_TENSOR or tag != _T_TENSOR_LIST:
+            out.append(value)
+        elif value is not None:
+            out.extend(value.tensors)
     return out
 
 
@@ -110,11 +113,12 @@ def register_launcher(executor: Any, launcher: KernelLauncher, inputs: list, out
 
 
 def graph_lists(args: OpArgContext, with_outshape: bool) -> tuple[list, list, list]:
-    inputs = flatten_tensors(args.inputs())  # null ACLTENSOR dropped, null list elements kept (BuildGraph)
-    outputs = flatten_tensors(args.outputs())
-    workspaces = flatten_tensors(args.workspaces())
+    inputs = flatten_tensors(args.kind_args(0))  # null ACLTENSOR dropped, null list elements kept (BuildGraph)
+    outputs = flatten_tensors(args.kind_args(1))
+    workspaces = flatten_tensors(args.kind_args(3))
     if with_outshape:
-        workspaces += [a.value for a in args.outshapes() if a.type == OpArgType.OPARG_ACLTENSOR and a.value is not None]
+        workspaces += [a.value for a in args.kind_args(4)
+                       if a.type == OpArgType.OPARG_ACLTENSOR and a.value is not None]
     return inputs, outputs, workspaces
 
 
@@ -146,7 +150,8 @@ class AiCoreKernelLauncher(KernelLauncher):
         status, tiling = self._kernel_run(ctx, tiling)
         if dump:
             dfx.l0_dump(ctx, self.op_log_info, self.args, inputs=False)
-        dfx.after_launch_overflow_check(ctx, self.args, ex.stream, self.op_log_info, status == S.ACLNN_SUCCESS)
+        if ctx.process.overflow_dump:
+            dfx.after_launch_overflow_check(ctx, self.args, ex.stream, self.op_log_info, status == S.ACLNN_SUCCESS)
         self.saved_ctx = tiling if repeat else None
         return status
 
@@ -155,29 +160,46 @@ class AiCoreKernelLauncher(KernelLauncher):
         name = self.op_type_name
         if kernel is None:
             return S.ACLNN_ERR_INNER, tiling
-        ins = flat_values(self.args.inputs())
-        outs = flat_values(self.args.outputs())
-        attrs = [a.value for a in self.args.attrs()]
+        args = self.args
+        ins = flat_values(args.inputs())
+        outs = flat_values(args.outputs())
+        attrs = [a.value for a in args.attrs()]
+        memo = ctx.process.launch_memo
+        memo_key = hit = None
+        if memo is not None and tiling is None and kernel.tiling_by_shape:
+            memo_key = _launch_key(ctx, kernel, ins, outs, attrs)
+            if memo_key is not None:
+                hit = memo_find(memo, memo_key, (kernel,), ins, outs)
         if tiling is None:
             ctx.charge("tiling", name)
-            tiling = kernel.tiling(ins, outs, attrs)
-            if not isinstance(tiling, TilingResult):
-                return S.ACLNN_ERR_INNER_NULLPTR, None
+            if hit is not None:
+                tiling = hit[0]
+            else:
+                tiling = kernel.tiling(ins, outs, attrs)
+                if not isinstance(tiling, TilingResult):
+                    return S.ACLNN_ERR_INNER_NULLPTR, None
         ex = self.executor
         stream = ex.stream
-        wss = flat_values(self.args.workspaces())
+        wss = flat_values(args.workspaces())
         if tiling.memset_outputs:
             targets = [outs[i] for i in tiling.memset_outputs if i < len(outs) and outs[i] is not None]
             _memset_launch(ctx, ex, stream, targets)
-        dfx.before_aicore_launch(ctx, name)
+        if ctx.process.profiling.kernel_launch_flag:
+            dfx.before_aicore_launch(ctx, name)
         launch_status = rt.fault_status(ctx, "rt.launch_kernel", name)
-        duration = rt.kernel_duration(ctx, tiling, name, ins, outs)
+        if hit is not None:
+            duration, info = hit[1], hit[2]
+        else:
+            duration = rt.kernel_duration(ctx, tiling, name, ins, outs)
+            info = rt.tensor_info(ins, outs)
+            if memo_key is not None:
+                memo_keep(memo, memo_key, (kernel,), ins, outs, (tiling, duration, info))
         numerics = ctx.process.numerics
         if launch_status == S.ACLNN_SUCCESS:
             if numerics and kernel.compute is not None and _all_bound(ins + outs):
                 kernel.compute(ins, outs, attrs, wss)
             rt.submit_kernel(ctx, stream, name, tiling.task_type, tiling.block_dim, duration)
-            rt.record_tensor_info(ctx, name, rt.tensor_info(ins, outs))
+            rt.record_tensor_info(ctx, name, info)
         cache = ctx.op_cache_context
         if cache is not None and cache is ex.op_exec_cache:
             cache.record(name, tiling.task_type, tiling.block_dim, duration, ins + outs + wss, len(ins), len(outs),
@@ -185,14 +207,24 @@ class AiCoreKernelLauncher(KernelLauncher):
         dfx.report_aicore_launch(ctx, name, tiling.task_type, ins + outs)
         if launch_status != S.ACLNN_SUCCESS:
             return S.ACLNN_ERR_RUNTIME_ERROR, tiling
-        if self.args.contains_op_arg_type(OpArgDef.OP_OUTSHAPE_ARG):
+        if args.contains_op_arg_type(OpArgDef.OP_OUTSHAPE_ARG):
             status = rt.synchronize_stream(ctx, stream)
             if status != S.ACLNN_SUCCESS:
                 return status, tiling
-            status = refresh_output_shapes(ctx, self.args, stream)
+            status = refresh_output_shapes(ctx, args, stream)
             if status != S.ACLNN_SUCCESS:
                 return status, tiling
         return S.ACLNN_SUCCESS, tiling
+
+
+def _launch_key(ctx, kernel: Any, ins: list, outs: list, attrs: list) -> tuple | None:
+    """The launch memo's key: kernel and tensors by identity (the entry holds them), attribute values, core counts (TLS and process)."""
+    values = value_key(attrs)
+    if values is None:
+        return None
+    cfg, p = ctx.config, ctx.process
+    return (id(kernel), tuple(map(id, ins)), tuple(map(id, outs)), values, cfg.aic_num, cfg.aiv_num, p.aic_num,
+            p.aiv_num)
 
 
 def _all_bound(tensors: list) -> bool:
@@ -281,6 +313,8 @@ def creat_aicore_kernel_launcher(l0_name: str | None, op_type: int, executor: An
         status = S.ACLNN_ERR_INNER
     elif not kernel.has_binaries:
         status = S.ACLNN_ERR_INNER_OPP_KERNEL_PKG_NOT_FOUND
+    elif not kernel.declares_workspace and type(kernel).select is _DEFAULT_SELECT:
+        pass  # the default selection accepts (the kernel has binaries) and there is no workspace to query
     else:
         ins = flat_values(args.inputs())
         outs = flat_values(args.outputs())
@@ -313,12 +347,16 @@ def creat_aicore_kernel_launcher(l0_name: str | None, op_type: int, executor: An
     return status
 
 
+_DEFAULT_SELECT = AiCoreKernel.select
+
+
 def add_to_launcher_list_aicore(kernel_name: str, executor: Any, *groups) -> AclnnStatus:
     """ADD_TO_LAUNCHER_LIST_AICORE(KernelName, OP_INPUT(...), OP_OUTPUT(...), ...)."""
     ctx = current()
     ctx.charge("add io and attr", kernel_name)
     op_type = register_op_type(kernel_name)
-    args = None if ctx.process.fault("op_args.make_context", kernel_name) else make_op_arg_context(*groups)
+    p = ctx.process
+    args = None if p.faults and p.fault("op_args.make_context", kernel_name) else make_op_arg_context(*groups)
     return creat_aicore_kernel_launcher(kernel_name, op_type, executor, args)
 
 

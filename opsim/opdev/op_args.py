@@ -103,6 +103,9 @@ def to_op_arg(value: Any, group: str = "?", position: int = 0) -> OpArg:
     is OPARG_FLOAT and a Python float (a C++ double) OPARG_DOUBLE; DataType is OPARG_DATATYPE, OpImplMode is
     OPARG_IMPLMODE and every other enum (Format, OpExecMode, ...) is OPARG_INT.
     """
+    tag = _EXACT_TAGS.get(type(value))
+    if tag is not None:  # the common exact types, with no conversion (same result as the chain below)
+        return OpArg(tag, value)
     T = OpArgType
     if value is None:
         return OpArg(T.OPARG_ACLTENSOR, None)
@@ -145,6 +148,16 @@ def to_op_arg(value: Any, group: str = "?", position: int = 0) -> OpArg:
         hint = " (wrap integer lists in IntArray, float lists in FloatArray, tensors in TensorList)"
     raise UnsupportedTypeError(
         f"OP_{group.upper()} element {position} has unsupported type {type(value).__name__}{hint}")
+
+
+_EXACT_TAGS: dict[type, OpArgType] = {
+    type(None): OpArgType.OPARG_ACLTENSOR, Tensor: OpArgType.OPARG_ACLTENSOR,
+    TensorList: OpArgType.OPARG_ACLTENSOR_LIST, Scalar: OpArgType.OPARG_ACLSCALAR,
+    IntArray: OpArgType.OPARG_INT_LIST, FloatArray: OpArgType.OPARG_FLOAT_LIST, BoolArray: OpArgType.OPARG_BOOL_LIST}
+"""Exact types whose OpArg holds the value itself (to_op_arg's first isinstance hits for them)."""
+_FLOAT_TAGS: dict[type, OpArgType] = {np.float32: OpArgType.OPARG_FLOAT, float: OpArgType.OPARG_DOUBLE,
+                                      np.float64: OpArgType.OPARG_DOUBLE}
+"""Exact float types and their tags (the value converted to a Python float, as to_op_arg does)."""
 
 
 def _as_int64(v: int) -> int:
@@ -279,7 +292,8 @@ class OpArgContext:
 
     def __init__(self, total: int):
         self._slots: list[OpArg | None] = [None] * (total + 1)
-        self._lists: list[list] = [[None, 0, None] for _ in range(OP_ARG_TYPE_NUM)]  # start, count, argType
+        self._lists: list[list] = [[None, 0, None], [None, 0, None], [None, 0, None], [None, 0, None],
+                                   [None, 0, None], [None, 0, None], [None, 0, None]]  # start, count, argType
         self.destroy_count = 0
 
     @property
@@ -307,7 +321,8 @@ class OpArgContext:
 
     def contains_op_arg_type(self, kind: int) -> bool:
         """True iff kind in 0..6 and its list has storage and a non-zero count."""
-        self._slots_checked()
+        if self.destroy_count:
+            raise UseAfterDestroyError("OpArgContext used after DestroyOpArgContext")
         if not 0 <= kind < OP_ARG_TYPE_NUM:
             return False
         start, count, _ = self._lists[kind]
@@ -322,21 +337,30 @@ class OpArgContext:
         lst[0] = 0
         lst[1] = 1
 
-    # Convenience accessors used throughout opdev.
+    # Convenience accessors used throughout opdev: `get_op_arg(kind).args` without the list view.
+    def kind_args(self, kind: int) -> list[OpArg]:
+        """The elements of kind 0..6 (a new list; empty when the kind has no storage)."""
+        if self.destroy_count:
+            raise UseAfterDestroyError("OpArgContext used after DestroyOpArgContext")
+        start, count, _ = self._lists[kind]
+        if start is None:
+            return []
+        return self._slots[start:start + count]
+
     def inputs(self) -> list[OpArg]:
-        return self.get_op_arg(OpArgDef.OP_INPUT_ARG).args
+        return self.kind_args(0)
 
     def outputs(self) -> list[OpArg]:
-        return self.get_op_arg(OpArgDef.OP_OUTPUT_ARG).args
+        return self.kind_args(1)
 
     def attrs(self) -> list[OpArg]:
-        return self.get_op_arg(OpArgDef.OP_ATTR_ARG).args
+        return self.kind_args(2)
 
     def workspaces(self) -> list[OpArg]:
-        return self.get_op_arg(OpArgDef.OP_WORKSPACE_ARG).args
+        return self.kind_args(3)
 
     def outshapes(self) -> list[OpArg]:
-        return self.get_op_arg(OpArgDef.OP_OUTSHAPE_ARG).args
+        return self.kind_args(4)
 
     def __repr__(self) -> str:
         if self.destroy_count:
@@ -351,36 +375,53 @@ class OpArgContext:
 
 def make_op_arg_context(*groups) -> OpArgContext:
     """MakeOpArgContext / GetOpArgContext. Non-group values are ignored; kinds 7/8 count but are skipped."""
-    group_list = [g for g in groups if isinstance(g, OpArgGroup)]
-    total = sum(len(g.values) for g in group_list)
+    group_list = [g for g in groups if type(g) is OpArgGroup or isinstance(g, OpArgGroup)]
+    total = 0
+    for g in group_list:
+        total += len(g.values)
     ctx = OpArgContext(total)
+    slots = ctx._slots
+    lists = ctx._lists
+    exact = _EXACT_TAGS
     cursor = 1
     for g in group_list:
         kind = int(g.kind)
         if not 0 <= kind < OP_ARG_TYPE_NUM:
             continue
         begin = cursor
-        name = op_arg_type_str(kind)
         if kind == OpArgDef.OP_OUTSHAPE_ARG:
+            name = op_arg_type_str(kind)
             if len(g.values) != 2:
                 raise UnsupportedTypeError(f"OP_OUTSHAPE takes exactly a (tensor, index) pair, got {len(g.values)} values")
             tensor, index = g.values
             if tensor is not None and not isinstance(tensor, Tensor):
                 raise UnsupportedTypeError(
                     f"OP_OUTSHAPE element 0 has unsupported type {type(tensor).__name__}; the pair is (Tensor, index)")
-            ctx._slots[cursor] = to_op_arg(tensor, name, 0)
-            ctx._slots[cursor + 1] = OpArg(OpArgType.OPARG_INT, _checked_int64(int(index), name, 1))
+            slots[cursor] = to_op_arg(tensor, name, 0)
+            slots[cursor + 1] = OpArg(OpArgType.OPARG_INT, _checked_int64(int(index), name, 1))
             cursor += 2
         else:
-            for pos, v in enumerate(g.values):
-                ctx._slots[cursor] = to_op_arg(v, name, pos)
+            pos = 0
+            for v in g.values:
+                tv = type(v)
+                tag = exact.get(tv)
+                if tag is not None:
+                    slots[cursor] = OpArg(tag, v)
+                elif tv in _FLOAT_TAGS:
+                    slots[cursor] = OpArg(_FLOAT_TAGS[tv], float(v))
+                else:
+                    slots[cursor] = to_op_arg(v, _KIND_NAMES[kind], pos)
                 cursor += 1
-        lst = ctx._lists[kind]
+                pos += 1
+        lst = lists[kind]
         if lst[1] == 0:
             lst[0] = begin
-            lst[2] = OpArgDef(kind)
+            lst[2] = _KINDS[kind]
         lst[1] += cursor - begin
     return ctx
+
+
+_KINDS = tuple(OpArgDef(k) for k in range(OP_ARG_TYPE_NUM))
 
 
 get_op_arg_context = make_op_arg_context
@@ -411,16 +452,20 @@ def flatten_tensors(args: list[OpArg], *, keep_null_list_elements: bool = True) 
     """Graph flattening: null ACLTENSOR entries dropped, list elements expanded (null elements kept), a null
     list contributes nothing, other tags ignored (BuildGraph step 1)."""
     out: list[Tensor | None] = []
-    for a in args:
-        if a.type == OpArgType.OPARG_ACLTENSOR:
-            if a.value is not None:
-                out.append(a.value)
-        elif a.type == OpArgType.OPARG_ACLTENSOR_LIST:
-            if a.value is not None:
-                for t in a.value.tensors:
-                    if t is not None or keep_null_list_elements:
-                        out.append(t)
+    for tag, value in args:
+        if value is None:
+            continue
+        if tag is _TAG_TENSOR or tag == _TAG_TENSOR:
+            out.append(value)
+        elif tag == _TAG_TENSOR_LIST:
+            for t in value.tensors:
+                if t is not None or keep_null_list_elements:
+                    out.append(t)
     return out
+
+
+_TAG_TENSOR = OpArgType.OPARG_ACLTENSOR
+_TAG_TENSOR_LIST = OpArgType.OPARG_ACLTENSOR_LIST
 
 
 __all__ = [

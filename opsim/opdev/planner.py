@@ -257,7 +257,20 @@ def plan_graph(graph: KernelGraph, strategy: str = "max") -> PlanResult:
 
 def plan_workspace(graph: KernelGraph, strategy: str = "max") -> int:
     """The planned workspace total in bytes (a multiple of 512, 0 when nothing is planned)."""
+    if strategy in _STRATEGIES and _nothing_to_plan(graph):
+        return 0  # an empty planning list: both allocators place nothing and total 0
     return plan_graph(graph, strategy).total
+
+
+def _nothing_to_plan(graph: KernelGraph) -> bool:
+    """No workspace entry and no from-workspace output: `calc_life_time_and_size` would list nothing."""
+    for node in graph.nodes:
+        if node.workspaces:
+            return False
+        for out in node.outputs:
+            if out.tensor.storage.from_workspace:
+                return False
+    return True
 
 
 def find_aliasing_hazards(graph: KernelGraph, result: PlanResult) -> list[AliasingHazard]:

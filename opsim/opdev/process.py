@@ -61,7 +61,9 @@ class ProcessContext:
         self.fast_path = fast_path
         self.key_memo: dict | None = {} if fast_path else None
         """The fast path's phase-1 key memo (opsim.opdev.op_exec_cache.build_l2_key), None on the reference path."""
-        """The simulator's exact shortcuts (opsim.runtime.fast_clock, the phase-1 key memo); False: reference path."""
+        self.launch_memo: dict | None = {} if fast_path else None
+        """The fast path's memo of AI Core launch parameters (tiling, duration, tensor description) and AI CPU
+        task keys by argument identity (opsim.opdev.memo), None on the reference path."""
         # Huge host-memory pools (executor-and-memory.md §11): free pool indices, popped from the back.
         from opsim.opdev.huge_mem import HugeMemPools
         self.huge_mem = HugeMemPools()

@@ -22,7 +22,7 @@ A_SYNC = 2      # (A_SYNC, stream or None for the whole device)
 A_CALL = 3      # (A_CALL, fn) -> fn(t) at replay time
 
 
-@dataclass
+@dataclass(slots=True)
 class OpLogInfo:
     """{l2ApiName, l0Name, l2SequenceCounter}: naming and attribution of the current call."""
 
@@ -34,7 +34,7 @@ class OpLogInfo:
         return OpLogInfo(self.l2_api_name, self.l0_name, self.l2_sequence_counter)
 
 
-@dataclass
+@dataclass(slots=True)
 class OpConfigInfo:
     """{aicNum, aivNum, isDeterministicOn, isOpDumpEnable, deterministicLevel}."""
 
@@ -49,7 +49,7 @@ class OpConfigInfo:
                             self.deterministic_level)
 
 
-@dataclass
+@dataclass(slots=True)
 class ProfilingInfoId:
     tiling_profiling_id: int = 0
     kernel_launcher_id: int = 0

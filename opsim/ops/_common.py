@@ -37,7 +37,8 @@ def l2_phase_1(api: str, dfx_in: tuple, dfx_out: tuple, check: Callable[[], Acln
     if status != S.ACLNN_SUCCESS:
         return status, 0, None
     ctx = current()
-    if ctx.process.fault("create_executor", api):
+    p = ctx.process
+    if p.faults and p.fault("create_executor", api):
         return S.ACLNN_ERR_INNER_CREATE_EXECUTOR, 0, None
     unique = create_executor(api)
     try:
@@ -68,7 +69,8 @@ def check_not_null(api: str, **named: Any) -> AclnnStatus:
 
 
 def check_dtype(api: str, name: str, t: Tensor, allowed: Iterable[DataType]) -> AclnnStatus:
-    allowed = tuple(allowed)
+    if type(allowed) is not tuple:
+        allowed = tuple(allowed)
     if t.dtype not in allowed:
         log.error("%s: %s dtype %s is not supported; supported: %s (ACLNN_ERR_PARAM_INVALID)", api, name,
                   t.dtype.name, ", ".join(d.name for d in allowed))
@@ -88,7 +90,8 @@ def check_same_dtype(api: str, **named: Tensor) -> AclnnStatus:
 
 
 def check_shape(api: str, name: str, t: Tensor, expected: Sequence[int]) -> AclnnStatus:
-    if tuple(t.view_shape) != tuple(expected):
+    shape = t.view_shape
+    if shape != expected and tuple(shape) != tuple(expected):
         log.error("%s: %s shape %s must be %s (ACLNN_ERR_PARAM_INVALID)", api, name, list(t.view_shape),
                   list(expected))
         return S.ACLNN_ERR_PARAM_INVALID
@@ -103,12 +106,29 @@ def first_error(*statuses: AclnnStatus) -> AclnnStatus:
 
 
 def check_broadcast(api: str, self: Tensor, other: Tensor, out: Tensor) -> AclnnStatus:
-    shape = broadcast_shape(self.view_shape, other.view_shape)
+    shape = _broadcast(self.view_shape, other.view_shape)
     if shape is None:
         log.error("%s: self shape %s and other shape %s cannot broadcast (ACLNN_ERR_PARAM_INVALID)", api,
                   list(self.view_shape), list(other.view_shape))
         return S.ACLNN_ERR_PARAM_INVALID
     return check_shape(api, "out", out, shape)
+
+
+_BROADCASTS: dict[tuple, tuple[int, ...] | None] = {}
+"""Broadcast results by the pair of shapes (a pure function of their dims)."""
+
+
+def _broadcast(a: Sequence[int], b: Sequence[int]) -> tuple[int, ...] | None:
+    key = (tuple(a), tuple(b))
+    try:
+        return _BROADCASTS[key]
+    except KeyError:
+        pass
+    shape = broadcast_shape(a, b)
+    if len(_BROADCASTS) >= 4096:
+        _BROADCASTS.clear()
+    _BROADCASTS[key] = shape
+    return shape
 
 
 # ---- tiling helpers --------------------------------------------------------------------------------

@@ -129,12 +129,13 @@ def _roll_cost(ins, outs, attrs):
     return 0.0, _bytes(ins[0], outs[0])
 
 
-register_aicpu_kernel(AicpuKernel("IndexPut", CC, _index_put_compute, _index_put_cost))
-register_aicpu_kernel(AicpuKernel("Pad", CC, _pad_compute, _pad_cost))
-register_aicpu_kernel(AicpuKernel("Sigmoid", CC, _sigmoid_compute, _sigmoid_cost))
-register_aicpu_kernel(AicpuKernel("ReduceSum", CC, _reduce_sum_compute, _reduce_sum_cost))
-register_aicpu_kernel(AicpuKernel("NonZero", CC, _non_zero_compute, _non_zero_cost, _non_zero_shapes))
-register_aicpu_kernel(AicpuKernel("Roll", TF, _roll_compute, _roll_cost))
+register_aicpu_kernel(AicpuKernel("IndexPut", CC, _index_put_compute, _index_put_cost, cost_by_shape=True))
+register_aicpu_kernel(AicpuKernel("Pad", CC, _pad_compute, _pad_cost, cost_by_shape=True))
+register_aicpu_kernel(AicpuKernel("Sigmoid", CC, _sigmoid_compute, _sigmoid_cost, cost_by_shape=True))
+register_aicpu_kernel(AicpuKernel("ReduceSum", CC, _reduce_sum_compute, _reduce_sum_cost, cost_by_shape=True))
+register_aicpu_kernel(AicpuKernel("NonZero", CC, _non_zero_compute, _non_zero_cost, _non_zero_shapes,
+                                  cost_by_shape=True))
+register_aicpu_kernel(AicpuKernel("Roll", TF, _roll_compute, _roll_cost, cost_by_shape=True))
 
 
 # ---- L0 -------------------------------------------------------------------------------------------

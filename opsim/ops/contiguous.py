@@ -33,7 +33,8 @@ def _copy_compute(ins, outs, attrs, wss):
     outs[0].numpy()[...] = np.asarray(ins[0].numpy())
 
 
-register_aicore_kernel(AiCoreKernel(STRIDED_COPY, _copy_tiling, _copy_compute, declares_workspace=False))
+register_aicore_kernel(AiCoreKernel(STRIDED_COPY, _copy_tiling, _copy_compute,
+                                   declares_workspace=False, tiling_by_shape=True))
 
 
 def contiguous_l0(x: Tensor | None, executor) -> Tensor | None:

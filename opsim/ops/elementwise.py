@@ -55,11 +55,16 @@ def _cast_compute(ins, outs, attrs, wss):
     _K().cast(ins[0].numpy(), outs[0].numpy(), ins[0].dtype, outs[0].dtype)
 
 
-register_aicore_kernel(AiCoreKernel("Add", _binary_tiling, _add_compute, declares_workspace=False))
-register_aicore_kernel(AiCoreKernel("Mul", _binary_tiling, _mul_compute, declares_workspace=False))
-register_aicore_kernel(AiCoreKernel("Abs", _unary_tiling, _abs_compute, declares_workspace=False))
-register_aicore_kernel(AiCoreKernel("Relu", _unary_tiling, _relu_compute, declares_workspace=False))
-register_aicore_kernel(AiCoreKernel("Cast", _unary_tiling, _cast_compute, declares_workspace=False))
+register_aicore_kernel(AiCoreKernel("Add", _binary_tiling, _add_compute,
+                                   declares_workspace=False, tiling_by_shape=True))
+register_aicore_kernel(AiCoreKernel("Mul", _binary_tiling, _mul_compute,
+                                   declares_workspace=False, tiling_by_shape=True))
+register_aicore_kernel(AiCoreKernel("Abs", _unary_tiling, _abs_compute,
+                                   declares_workspace=False, tiling_by_shape=True))
+register_aicore_kernel(AiCoreKernel("Relu", _unary_tiling, _relu_compute,
+                                   declares_workspace=False, tiling_by_shape=True))
+register_aicore_kernel(AiCoreKernel("Cast", _unary_tiling, _cast_compute,
+                                   declares_workspace=False, tiling_by_shape=True))
 
 
 # ---- L0 -------------------------------------------------------------------------------------------
@@ -89,7 +94,20 @@ def cast_l0(x: Tensor, dtype: DataType, out: Tensor, executor) -> AclnnStatus:
 # ---- L2 -------------------------------------------------------------------------------------------
 
 def _scalar_value(alpha: Scalar | None) -> float:
-    return 1.0 if alpha is None else float(alpha.value)
+    if alpha is None:
+        return 1.0
+    key = (alpha.raw, alpha.dtype)
+    value = _SCALAR_VALUES.get(key)
+    if value is None:
+        value = float(alpha.value)
+        if len(_SCALAR_VALUES) >= 4096:
+            _SCALAR_VALUES.clear()
+        _SCALAR_VALUES[key] = value
+    return value
+
+
+_SCALAR_VALUES: dict[tuple, float] = {}
+"""A scalar's value as a float, by its raw bytes and dtype (what `Scalar.value` decodes)."""
 
 
 def aclnn_add_get_workspace_size(self: Tensor, other: Tensor, alpha: Scalar, out: Tensor):

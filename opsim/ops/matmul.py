@@ -55,8 +55,10 @@ def _muls_compute(ins, outs, attrs, wss):
     _K().mul(np.broadcast_to(ins[0].numpy(), out.shape), scalar, out, outs[0].dtype)
 
 
-register_aicore_kernel(AiCoreKernel("MatMulV2", _matmul_tiling, _matmul_compute, declares_workspace=False))
-register_aicore_kernel(AiCoreKernel("Muls", _muls_tiling, _muls_compute, declares_workspace=False))
+register_aicore_kernel(AiCoreKernel("MatMulV2", _matmul_tiling, _matmul_compute,
+                                   declares_workspace=False, tiling_by_shape=True))
+register_aicore_kernel(AiCoreKernel("Muls", _muls_tiling, _muls_compute,
+                                   declares_workspace=False, tiling_by_shape=True))
 
 
 def matmul_shape(a, b, trans_a: bool = False, trans_b: bool = False) -> tuple[int, ...] | None:

@@ -70,7 +70,7 @@ def kernel_type(name: str) -> str:
     if existing is not None and existing.tiling is not _tiling:
         return "Profiled_" + name
     if existing is None:
-        register_aicore_kernel(AiCoreKernel(name, _tiling))
+        register_aicore_kernel(AiCoreKernel(name, _tiling, tiling_by_shape=True))
     return name
 
 

@@ -54,7 +54,7 @@ def _reduce_compute(ins, outs, attrs, wss):
     _K().reduce_sum(ins[0].numpy(), axes, keepdims, outs[0].numpy(), ins[0].dtype)
 
 
-register_aicore_kernel(AiCoreKernel("ReduceSum", _reduce_tiling, _reduce_compute))
+register_aicore_kernel(AiCoreKernel("ReduceSum", _reduce_tiling, _reduce_compute, tiling_by_shape=True))
 
 
 def reduce_sum_l0(x: Tensor, axes: IntArray, keepdims: bool, out: Tensor, executor) -> AclnnStatus:

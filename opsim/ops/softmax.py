@@ -35,7 +35,7 @@ def _softmax_compute(ins, outs, attrs, wss):
     _K().softmax(ins[0].numpy(), int(attrs[0]), outs[0].numpy(), ins[0].dtype)
 
 
-register_aicore_kernel(AiCoreKernel("SoftmaxV2", _softmax_tiling, _softmax_compute))
+register_aicore_kernel(AiCoreKernel("SoftmaxV2", _softmax_tiling, _softmax_compute, tiling_by_shape=True))
 
 
 def softmax_l0(x: Tensor, dim: int, out: Tensor, executor) -> AclnnStatus:

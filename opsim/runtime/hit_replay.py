@@ -16,12 +16,12 @@ through the framework as before.
 from __future__ import annotations
 
 from itertools import accumulate
-from typing import Any, Generator
+from typing import Any
 
 from opsim.device.task import DeviceTask
 from opsim.opdev.op_exec_cache import args_snapshot, args_unchanged
 from opsim.opdev.thread_local import A_CALL, A_SPAN, A_SUBMIT, OpLogInfo
-from opsim.runtime.fast_clock import skip_to
+from opsim.ops.profiled import PROFILED_HOST
 
 TEMPLATES_MAX = 4096
 """Templates kept per thread (distinct argument sets in use) before the thread's table is emptied."""
@@ -34,18 +34,19 @@ _HIT_CALLBACK = "l2_dfx_phase_1.<locals>.<lambda>"
 class HitTemplate:
     """What one executor-cache hit did, without its times and correlation id."""
 
-    __slots__ = ("run", "snapshot", "stream", "api", "cache", "tasks", "key", "storages", "tensors", "aic", "aiv",
+    __slots__ = ("run", "snapshot", "stream", "api", "api_1", "cache", "tasks", "key", "storages", "tensors", "aic", "aiv",
                  "level", "cost", "phases", "ops", "durs", "busy", "hit_at", "submits", "infos", "profiling",
                  "pre_call", "size", "clocks")
 
 
 def _std(fn: Any) -> bool:
-    """An operator of opsim's own library (the L2 skeleton of opsim.ops._common, no extra work around it),
-    possibly wrapped with a `pre_call(ctx)` hook (the scenario runner's correlation tagging)."""
+    """An operator of opsim's own library (the L2 skeleton of opsim.ops._common; a profiled op adds at most
+    its host-time top-up span), possibly wrapped with a `pre_call(ctx)` hook (the scenario runner's
+    correlation tagging)."""
     if hasattr(fn, "pre_call"):
         fn = fn.__wrapped__
     mod = getattr(fn, "__module__", None) or ""
-    return mod.startswith("opsim.ops.") and mod != "opsim.ops.profiled"
+    return mod.startswith("opsim.ops.")
 
 
 def _plain(ctx: Any) -> bool:
@@ -79,7 +80,8 @@ def capture(thread: Any, gws: Any, run: Any, args: tuple, stream: Any, api: str,
     cache = executor.cache
     tasks = cache.tasks
     key = ctx.key
-    if not key or ctx.log_info.l2_api_name != api or not cache.can_use(api):
+    p1 = acts[0][2] if acts and acts[0][0] == A_SPAN else None  # phase 1's API name (a profiled op's may differ)
+    if not key or p1 is None or ctx.log_info.l2_api_name != p1 or not cache.can_use(p1):
         return
     # The key must come from the phase-1 key memo, i.e. from arguments whose key bytes are fully known.
     if not any(v[1][0] is key for v in p.key_memo.values()):
@@ -94,22 +96,20 @@ def capture(thread: Any, gws: Any, run: Any, args: tuple, stream: Any, api: str,
     i = 0
     n = len(acts)
     for phase in _PHASE_1:
-        if i >= n or acts[i][0] != A_SPAN or acts[i][1] != phase or acts[i][2] != api:
+        if i >= n or acts[i][0] != A_SPAN or acts[i][1] != phase or acts[i][2] != p1:
             return
-        phases.append(phase), ops.append(api), durs.append(acts[i][3])
+        phases.append(phase), ops.append(p1), durs.append(acts[i][3])
         i += 1
     hit_at = len(durs)
     if rec.enabled:
         if i >= n or acts[i][0] != A_CALL or getattr(acts[i][1], "__qualname__", "") != _HIT_CALLBACK:
             return
         i += 1
-    spans = [_PHASE_2]
-    if size:
-        spans.insert(0, "rt malloc")
-    for phase in spans:
-        if i >= n or acts[i][0] != A_SPAN or acts[i][1] != phase or acts[i][2] != api:
+    spans = [("rt malloc", p1), (_PHASE_2, api)] if size else [(_PHASE_2, api)]
+    for phase, op in spans:
+        if i >= n or acts[i][0] != A_SPAN or acts[i][1] != phase or acts[i][2] != op:
             return
-        phases.append(phase), ops.append(api), durs.append(acts[i][3])
+        phases.append(phase), ops.append(op), durs.append(acts[i][3])
         i += 1
     for task in tasks:
         for phase in ("cache replay", "launch"):
@@ -125,18 +125,20 @@ def capture(thread: Any, gws: Any, run: Any, args: tuple, stream: Any, api: str,
                 return
             submits.append((len(durs), (dt.kind, dt.duration, dt.block_dim, dt.op_name, dt.task_type)))
             i += 1
-    if size:
-        if i >= n or acts[i][0] != A_SPAN or acts[i][1] != "rt free" or acts[i][2] != api or stream is None:
+    tail = [(PROFILED_HOST, False), ("rt free", True)] if size else [(PROFILED_HOST, False)]
+    for phase, required in tail:  # a profiled op's top-up to its recorded host time, then the free
+        if i < n and acts[i][0] == A_SPAN and acts[i][1] == phase and acts[i][2] == api:
+            phases.append(phase), ops.append(api), durs.append(acts[i][3])
+            i += 1
+        elif required:
             return
-        phases.append("rt free"), ops.append(api), durs.append(acts[i][3])
-        i += 1
-    if i != n:
+    if i != n or (size and stream is None):
         return
     busy = 0.0
     for d in durs:
         busy += d
     tpl = HitTemplate()
-    tpl.run, tpl.snapshot, tpl.stream, tpl.api = run, snapshot, stream, api
+    tpl.run, tpl.snapshot, tpl.stream, tpl.api, tpl.api_1 = run, snapshot, stream, api, p1
     tpl.cache, tpl.tasks = cache, tasks
     tpl.key, tpl.storages, tpl.tensors = key, ctx.l2_storage_list, ctx.l2_tensor_list
     tpl.aic, tpl.aiv, tpl.level, tpl.cost = p.aic_num, p.aiv_num, _level(p), p.cost
@@ -169,7 +171,7 @@ def find(thread: Any, gws: Any, run: Any, args: tuple, stream: Any, api: str | N
     cache = tpl.cache
     m = ctx.op_cache_manager
     slot = m._slots.get(tpl.key) if m is not None else None
-    if (slot is None or m.container[slot][1] is not cache or cache.key != tpl.key or not cache.can_use(api)
+    if (slot is None or m.container[slot][1] is not cache or cache.key != tpl.key or not cache.can_use(tpl.api_1)
             or cache.tasks is not tpl.tasks or p.cost is not tpl.cost):
         return None
     if tpl.size and not p.device.memory.can_malloc(tpl.size):
@@ -177,22 +179,24 @@ def find(thread: Any, gws: Any, run: Any, args: tuple, stream: Any, api: str | N
     return tpl, slot
 
 
-def replay(thread: Any, tpl: HitTemplate, slot: int) -> Generator[Any, Any, tuple[int, int]]:
+def replay(thread: Any, tpl: HitTemplate, slot: int) -> float:
     """The framework's hit path for `tpl` (l2_dfx_phase_1 on a hit, l2_dfx_phase_2, OpExecCache.run, the
-    wrapper's deletion), then the host replay of run_op. Returns run_op's (status, workspace size)."""
+    wrapper's deletion) and the host replay of its actions (`HostThread._replay`) up to the clock: returns
+    the time the thread's host work ends (run_op spends it and records the call)."""
     ctx = thread.ctx
     p = ctx.process
     rec = p.recorder
     env = thread.env
-    api = tpl.api
+    api, api_1 = tpl.api, tpl.api_1
     corr = ctx.current_corr = rec.next_corr()
     start = env._now
     if tpl.pre_call is not None:
         tpl.pre_call(ctx)
-    # phase 1: TLS log info and config, key and L2 lists, the entry moved to the MRU end
+    # phase 1: TLS log info and config, key and L2 lists, the entry moved to the MRU end (the current op is
+    # phase 1's API name until phase 2 names its own, which nothing here reads in between)
     ctx.current_op = api
     li = ctx.log_info
-    li.l2_api_name = api
+    li.l2_api_name = api_1
     li.l0_name = None
     seq = li.l2_sequence_counter = p.next_sequence()
     cfg = ctx.config
@@ -211,7 +215,7 @@ def replay(thread: Any, tpl: HitTemplate, slot: int) -> Generator[Any, Any, tupl
         workspace = memory.malloc(tpl.size, at=start + tpl.clocks[0])[1]
         memory.free_async(workspace, tpl.stream, start + tpl.clocks[1])
     # phase 2: the log info restored from the wrapper's copy, the recorded tasks resubmitted
-    ctx.log_info = OpLogInfo(api, None, seq)
+    ctx.log_info = OpLogInfo(api_1, None, seq)
     if tpl.profiling is not None:
         ids = ctx.profiling_info_id
         ids.kernel_launcher_id, ids.summary_item_id = tpl.profiling
@@ -225,19 +229,11 @@ def replay(thread: Any, tpl: HitTemplate, slot: int) -> Generator[Any, Any, tupl
     name = thread.name
     if rec.enabled:
         rec.host_spans(name, tpl.phases, tpl.ops, starts, durs, corr)
-        rec.cache_event(starts[tpl.hit_at], name, "exec", "hit", api, 0, "")
+        rec.cache_event(starts[tpl.hit_at], name, "exec", "hit", api_1, 0, "")
     if tpl.submits:
         stream = tpl.stream
         trusted = DeviceTask.trusted
         for i, (kind, dur, block_dim, op, task_type) in tpl.submits:
             stream.submit(trusted(kind, dur, block_dim, op, task_type, corr), starts[i])
     thread.busy_us += tpl.busy
-    t = starts[-1]
-    if t > env._now:
-        ev = skip_to(env, t - env._now)
-        if ev is not None:
-            yield ev
-    if rec.enabled:
-        rec.host_span(name, "op_call", api, start, env._now - start, corr)
-    ctx.current_corr = -1
-    return 0, tpl.size
+    return starts[-1]

@@ -132,8 +132,20 @@ def run_op(thread: HostThread, get_workspace_size: Callable[..., Any], run: Call
     failure destroys the executor (nothing leaks)."""
     if thread.fast_path:
         found = hit_replay.find(thread, get_workspace_size, run, args, stream, api)
-        if found is not None:
-            return (yield from hit_replay.replay(thread, *found))
+        if found is not None:  # a repeated hit: the template's state changes and records, then the host time
+            env = thread.env
+            start = env._now
+            t = hit_replay.replay(thread, *found)
+            if t > env._now:
+                ev = skip_to(env, t - env._now)
+                if ev is not None:
+                    yield ev
+            ctx = thread.ctx
+            rec = thread.sim.recorder
+            if rec.enabled:
+                rec.host_span(thread.name, "op_call", api, start, env._now - start, ctx.current_corr)
+            ctx.current_corr = -1
+            return 0, found[0].size
     acl_rt = _ACL_RT[0] if _ACL_RT else _load_acl_rt()
     ctx = thread.ctx
     rec = thread.sim.recorder

@@ -92,6 +92,42 @@ def test_mixed_switches_write_the_same_bytes(tmp_path):
         assert _comparable(key, outs[True][key]) == _comparable(key, outs[False][key]), key
 
 
+def test_imported_profile_replayed_three_times_writes_the_same_bytes(tmp_path):
+    """A real torch_npu profile imported and replayed for three iterations through opbase's own cache (profiled
+    ops hitting the executor cache from the second iteration, replayed from templates from the third): both
+    paths, the same bytes."""
+    from pathlib import Path
+
+    import opsim.runtime.hit_replay as hit_replay
+    real = Path(__file__).resolve().parents[1] / "data" / "real" / "trace_view_910b_mnist.json"
+    scenario = tmp_path / "imported" / "scenario.yaml"
+    assert main(["import", str(real), "-o", str(scenario)]) == EXIT_OK
+    import yaml
+    program = yaml.safe_load(scenario.read_text())["threads"][0]["program"]
+    at = next(i for i, step in enumerate(program) if "loop" in step)
+    overrides = {f"threads.0.program.{at}.loop.count": 3, "threads.0.cache_mode": "ordinary",
+                 "threads.1.cache_mode": "ordinary", "outputs.csv": True}
+    outs, replays = {}, []
+    real_replay = hit_replay.replay
+
+    def counting(*args):
+        replays.append(1)
+        return real_replay(*args)
+
+    for fast in (True, False):
+        hit_replay.replay = counting
+        try:
+            res = run_scenario(scenario, out_dir=tmp_path / str(fast), overrides=overrides, fast_path=fast)
+        finally:
+            hit_replay.replay = real_replay
+        assert not res.summary["errors"]
+        outs[fast] = _files(tmp_path / str(fast))
+    assert len(replays) > 20  # the template path was taken (by the fast run only)
+    assert sorted(outs[True]) == sorted(outs[False])
+    for key in outs[True]:
+        assert _comparable(key, outs[True][key]) == _comparable(key, outs[False][key]), key
+
+
 def test_scenario_option_selects_the_reference_path():
     assert load_scenario(SCENARIOS / "quickstart.yaml").fast_path is True
     assert load_scenario(SCENARIOS / "quickstart.yaml", {"fast_path": False}).fast_path is False

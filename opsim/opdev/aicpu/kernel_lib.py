@@ -99,6 +99,9 @@ class AicpuKernel:
     compute: ComputeFn | None = None
     cost: CostFn | None = None
     output_shapes: ShapeFn | None = None
+    cost_by_shape: bool = False
+    """`cost` reads only its tensors' descriptors and the attribute values and has no side effect: the fast
+    path may reuse a launch's predicted duration while those are unchanged (opsim.opdev.memo)."""
 
 
 _KERNELS: dict[tuple[str, str], AicpuKernel] = {}

@@ -170,6 +170,8 @@ def gen_task_key_and_seed(thread_id: int, inputs: list[Tensor | None], attrs: li
     return key, _hash(key)
 
 
+_TAG_TENSOR = T.OPARG_ACLTENSOR
+
 #: How the executor turns a scalar or int array into a host tensor it owns: (source, dtype) -> tensor.
 MakeHostTensor = Callable[[Scalar | IntArray | None, DataType], Tensor | None]
 
@@ -199,7 +201,7 @@ def flatten_aicpu_inputs(input_args: list[OpArg], make_host_tensor: MakeHostTens
     """
     out: list[Tensor | None] = []
     for tag, value in input_args:
-        if tag == T.OPARG_ACLTENSOR:
+        if tag is _TAG_TENSOR or tag == _TAG_TENSOR:
             out.append(value)
         elif tag == T.OPARG_ACLTENSOR_LIST:
             if value is not None:

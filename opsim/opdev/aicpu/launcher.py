@@ -149,7 +149,8 @@ def add_to_launcher_list_aicpu(kernel_name: str, space: AicpuTaskSpace, executor
     ctx = current()
     ctx.charge("add io and attr", kernel_name)
     op_id = register_op_type(kernel_name)
-    args = None if ctx.process.fault("op_args.make_context", kernel_name) else make_op_arg_context(*groups)
+    p = ctx.process
+    args = None if p.faults and p.fault("op_args.make_context", kernel_name) else make_op_arg_context(*groups)
     return creat_aicpu_kernel_launcher(op_id, space, executor, attr_names, args)
 
 

@@ -21,6 +21,7 @@ from opsim.opdev import dfx, rt
 from opsim.opdev.aicpu import kernel_lib as kl
 from opsim.opdev.aicpu import timestamps as ts
 from opsim.opdev.aicpu.key import convert_to_host_tensor, flatten_aicpu_inputs
+from opsim.opdev.memo import find as memo_find, keep as memo_keep, value_key
 from opsim.opdev.op_args import OpArgContext
 from opsim.opdev.op_def import UnknowShapeOpType
 
@@ -259,7 +260,8 @@ class AicpuTask(ABC):
         """The kernel launch (new or old API): numerics when data is attached, then one AI CPU device task."""
         op = self.op_type
         dfx.report_aicpu_launch(ctx, op, self.launch_id, self.summary_item_id)  # the kernel-launch guard
-        if ctx.process.fault("rt.launch_kernel", op):
+        p = ctx.process
+        if p.faults and p.fault("rt.launch_kernel", op):
             log.error("AI CPU launch of %s failed (%s API), ACLNN_ERR_RUNTIME_ERROR", op,
                       "new" if self.use_new_launch else "old")
             ctx.charge("Launch", op)
@@ -271,10 +273,22 @@ class AicpuTask(ABC):
                 and _has_data(ins) and _has_data(outs):
             self._shapes = kernel.compute(ins, outs, self.attrs)
         cost_fn = kernel.cost if kernel is not None and kernel.cost is not None else kl.default_cost
-        flops, nbytes = cost_fn(ins, outs, self.attrs)
-        duration = ctx.process.cost.kernel(op, "AI_CPU", flops, nbytes, 1)
+        memo = ctx.process.launch_memo
+        memo_key = hit = None
+        if memo is not None and (cost_fn is kl.default_cost or kernel.cost_by_shape):
+            memo_key = _launch_key(op, kernel, ins, outs, self.attrs)
+            if memo_key is not None:
+                hit = memo_find(memo, memo_key, (kernel, cost_fn), ins, outs)
+        if hit is not None:
+            duration, info = hit
+        else:
+            flops, nbytes = cost_fn(ins, outs, self.attrs)
+            duration = ctx.process.cost.kernel(op, "AI_CPU", flops, nbytes, 1)
+            info = rt.tensor_info(ins, outs)
+            if memo_key is not None:
+                memo_keep(memo, memo_key, (kernel, cost_fn), ins, outs, (duration, info))
         rt.submit_kernel(ctx, stream, op, "AI_CPU", 1, duration, aicpu=True)
-        rt.record_tensor_info(ctx, op, rt.tensor_info(ins, outs))
+        rt.record_tensor_info(ctx, op, info)
         return S.ACLNN_SUCCESS
 
     def _update_output_shapes(self, ctx: Any, stream: Any) -> AclnnStatus:
@@ -302,6 +316,18 @@ class AicpuTask(ABC):
     def __repr__(self) -> str:
         state = "released" if self.released else ("busy" if self.is_visit else "free")
         return f"{type(self).__name__}({self.op_type}, {state}, key={len(self.key)}B)"
+
+
+def _launch_key(op: str, kernel: Any, ins: list, outs: list, attrs: dict | None) -> tuple | None:
+    """The launch memo's key of an AI CPU launch: op, kernel and tensors by identity, attribute values."""
+    flat: list = []
+    for name, value in (attrs or {}).items():
+        flat.append(name)
+        flat.append(value)
+    values = value_key(flat)
+    if values is None:
+        return None
+    return ("aicpu", op, id(kernel), tuple(map(id, ins)), tuple(map(id, outs)), values)
 
 
 class AicpuTfTask(AicpuTask):

@@ -22,6 +22,7 @@ from opsim.acl.tensor import Placement, Tensor
 from opsim.errors import SimulationError, UseAfterDestroyError
 from opsim.opdev.aicpu import timestamps as ts
 from opsim.opdev.aicpu.key import flatten_aicpu_inputs, gen_task_key_and_seed
+from opsim.opdev.memo import put as memo_put, value_key
 from opsim.opdev.aicpu.task import (K_MAX_TOTAL_HOST_LEN, AicpuCCTask, AicpuTask, AicpuTfTask,
                                     executor_host_tensor_factory, round_up)
 from opsim.opdev.op_args import OpArg, OpArgContext, OpArgType
@@ -152,7 +153,7 @@ class AicpuTaskSpace:
         ts.record(ctx, ts.K_FIND_TASK_START)
         ctx.charge("FindTask", op)
         invalid: list = []
-        ks = gen_task_key_and_seed(ctx.thread_id, inputs, attr_args, invalid)
+        ks = _task_key_and_seed(ctx, inputs, attr_args, invalid)
         if invalid:
             log.error("%s: invalid attr arg types %s left out of the task key", op, [int(t) for t in invalid])
         if ks is None:
@@ -246,6 +247,34 @@ class AicpuTaskSpace:
     def __repr__(self) -> str:
         return (f"AicpuTaskSpace({self.op_type}, {self.unknown_type.name}, {'tf' if self.is_tf else 'cc'}, "
                 f"tasks={self.task_count})")
+
+
+def _task_key_and_seed(ctx: Any, inputs: list, attr_args: list, invalid: list) -> tuple[bytes, int] | None:
+    """gen_task_key_and_seed; on the fast path memoised by its inputs: the thread id, each non-null input's
+    dtype and format, the attribute tags and values (plain values only; anything else is keyed afresh)."""
+    memo = ctx.process.launch_memo
+    if memo is None:
+        return gen_task_key_and_seed(ctx.thread_id, inputs, attr_args, invalid)
+    if attr_args:
+        values = value_key([v for _, v in attr_args])
+        if values is None:
+            return gen_task_key_and_seed(ctx.thread_id, inputs, attr_args, invalid)
+        tags = tuple(tag for tag, _ in attr_args)
+    else:
+        values = tags = ()
+    descriptors = []
+    for t in inputs:
+        if t is not None:
+            descriptors.append(t.dtype)
+            descriptors.append(t.view_format)
+    memo_key = ("aicpu key", ctx.thread_id, tuple(descriptors), tags, values)
+    hit = memo.get(memo_key)
+    if hit is None:
+        found: list = []
+        hit = (gen_task_key_and_seed(ctx.thread_id, inputs, attr_args, found), tuple(found))
+        memo_put(memo, memo_key, hit)
+    invalid.extend(hit[1])
+    return hit[0]
 
 
 # ---- the thread's pending overflow slot --------------------------------------------------------------
