@@ -189,7 +189,7 @@ def test_lines_and_problems_as_the_walk_finds_them(text):
     same_as_pyyaml(text, built=False)
 
 
-def test_a_list_item_line_is_its_own_and_a_mapping_value_line_is_its_key(tmp_path):
+def test_a_list_item_line_is_its_own_and_a_mapping_value_line_is_its_key():
     doc = read_document("a:\n  [1,\n   2,\n\n   3]\nb:\n\n  4\n")
     assert doc.lines[("a", 2)] == 5 and doc.lines[("a", 0)] == 2
     assert doc.lines[("b",)] == 6  # the key's line, not the value's
@@ -217,7 +217,7 @@ def test_an_alias_reports_at_its_own_path_with_the_anchored_lines(tmp_path):
     assert f"{path}:8: threads[1].program[0].shape[1]: negative dimension -8" in msg
 
 
-def test_refused_tags_are_reported_at_every_alias(tmp_path):
+def test_refused_tags_are_reported_at_every_alias():
     with pytest.raises(ScenarioError) as exc:
         read_yaml("a: &x [1, !secret 2]\nb: *x\nc:\n  - *x\n", "s.yaml")
     assert str(exc.value).splitlines()[1:] == [
