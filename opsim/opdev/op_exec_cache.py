@@ -11,6 +11,7 @@ import logging
 import struct
 from collections import OrderedDict
 from dataclasses import dataclass
+from operator import attrgetter, call, is_
 from typing import Any
 
 import numpy as np
@@ -155,53 +156,63 @@ def build_l2_key(api_name: str, aic_num: int, aiv_num: int, deterministic_level:
 
 KEY_MEMO_MAX = 4096
 """Entries of a simulation's phase-1 key memo before it is emptied (distinct argument sets in use)."""
-_T, _S, _V, _A = 0, 1, 2, 3  # snapshot entry kinds: tensor, scalar, immutable value, host array
 _VALUE_TYPES = (type(None), int, bool, str, DataType, np.int8, np.int16, np.int32, np.int64, np.uint8, np.bool_)
 _ARRAY_TYPES = (IntArray, BoolArray, FloatArray, Fp16Array)
+_tensor_key_fields = attrgetter("view_shape", "strides", "storage_shape", "dtype", "view_offset", "view_format",
+                                "storage")
+"""A tensor's fields that enter the key, in one C call: the shapes and strides are immutable tuples and the
+enums and offset plain values, so equal fields give equal key bytes; the storage compares by identity."""
+_scalar_key_fields = attrgetter("raw", "dtype")
+
+
+def _array_key_fields(v: Any) -> tuple:
+    """A host array's values array, their dtype and bytes (the array can be changed in place)."""
+    return v.values, v.values.dtype, v.values.tobytes()
 
 
 def args_snapshot(args: tuple) -> tuple | None:
-    """Every argument with the objects its key bytes and storages come from (a host array: its values array
-    and their bytes); None when an argument's key bytes could change without such a change (an unlisted
+    """What the key bytes and storages of `args` come from: (number of arguments, the positions, objects,
+    field readers and fields of the tensors, scalars and host arrays, the immutable values with their
+    positions and types); None when an argument's key bytes could change without such a change (an unlisted
     object: not memoised)."""
-    out = []
-    for v in args:
+    pos, objs, getters, values = [], [], [], []
+    for i, v in enumerate(args):
         tv = type(v)
         if tv is Tensor:
-            out.append((_T, v, v.view_shape, v.strides, v.storage_shape, v.dtype, v.view_offset, v.view_format,
-                        v.storage))
+            getter = _tensor_key_fields
         elif tv is Scalar:
-            out.append((_S, v, v.raw, v.dtype))
-        elif tv in _VALUE_TYPES or tv is float:
-            out.append((_V, v, tv))
+            getter = _scalar_key_fields
         elif tv in _ARRAY_TYPES:
-            out.append((_A, v, v.values, v.values.dtype, v.values.tobytes()))
+            getter = _array_key_fields
+        elif tv in _VALUE_TYPES or tv is float:
+            values.append((i, tv, v))
+            continue
         else:
             return None
-    return tuple(out)
+        pos.append(i)
+        objs.append(v)
+        getters.append(getter)
+    getters_t = tuple(getters)
+    objs_t = tuple(objs)
+    return (len(args), tuple(pos), objs_t, getters_t, tuple(map(call, getters_t, objs_t)), tuple(values))
+
+
+def fields_unchanged(snapshot: tuple) -> bool:
+    """The snapshot's tensors, scalars and host arrays still have the fields they had (C calls only)."""
+    return tuple(map(call, snapshot[3], snapshot[2])) == snapshot[4]
 
 
 def args_unchanged(snapshot: tuple, args: tuple) -> bool:
-    """The arguments are the snapshot's objects with the same fields (or equal values of the same type;
-    floats only as the same object: 0.0 == -0.0 but their bytes differ)."""
-    if len(snapshot) != len(args):
+    """The arguments are the snapshot's objects with the same fields, and its immutable values (equal values of
+    the same type; floats only as the same object: 0.0 == -0.0 but their bytes differ)."""
+    n, pos, objs, _, _, values = snapshot
+    if len(args) != n or not all(map(is_, objs, map(args.__getitem__, pos))):
         return False
-    for s, v in zip(snapshot, args):
-        kind = s[0]
-        if kind == _T:
-            if (v is not s[1] or v.view_shape is not s[2] or v.strides is not s[3] or v.storage_shape is not s[4]
-                    or v.dtype is not s[5] or v.view_offset != s[6] or v.view_format is not s[7]
-                    or v.storage is not s[8]):
-                return False
-        elif kind == _S:
-            if v is not s[1] or v.raw is not s[2] or v.dtype is not s[3]:
-                return False
-        elif kind == _A:
-            if v is not s[1] or v.values is not s[2] or v.values.dtype is not s[3] or v.values.tobytes() != s[4]:
-                return False
-        elif v is not s[1] and (type(v) is not s[2] or s[2] is float or v != s[1]):
+    for i, tv, v in values:
+        a = args[i]
+        if a is not v and (type(a) is not tv or tv is float or a != v):
             return False
-    return True
+    return fields_unchanged(snapshot)
 
 
 def _build_l2_key(head_fields: tuple, dfx_in: tuple, dfx_out: tuple) -> tuple[bytes, list, list]:

@@ -16,10 +16,11 @@ through the framework as before.
 from __future__ import annotations
 
 from itertools import accumulate
+from operator import attrgetter
 from typing import Any
 
 from opsim.device.task import DeviceTask
-from opsim.opdev.op_exec_cache import args_snapshot, args_unchanged
+from opsim.opdev.op_exec_cache import args_snapshot, fields_unchanged
 from opsim.opdev.thread_local import A_CALL, A_SPAN, A_SUBMIT, OpLogInfo
 from opsim.ops.profiled import PROFILED_HOST
 
@@ -35,7 +36,7 @@ class HitTemplate:
     """What one executor-cache hit did, without its times and correlation id."""
 
     __slots__ = ("run", "snapshot", "stream", "api", "api_1", "cache", "tasks", "key", "storages", "tensors", "aic", "aiv",
-                 "level", "cost", "phases", "ops", "durs", "busy", "hit_at", "submits", "infos", "profiling",
+                 "level", "settings", "phases", "ops", "durs", "busy", "hit_at", "submits", "infos", "profiling",
                  "pre_call", "size", "clocks")
 
 
@@ -58,6 +59,13 @@ def _plain(ctx: Any) -> bool:
                 or p.record_op_args or p.level2_profiling or p.disable_l2_cache or ctx.pending_overflow_task)
 
 
+_settings = attrgetter("aic_num", "aiv_num", "deterministic_level", "strong_consistency", "cost", "op_dump",
+                       "numerics", "exception_dump", "overflow_dump", "record_op_args", "level2_profiling",
+                       "disable_l2_cache")
+"""The process settings a hit reads (besides faults and profiling), in one C call: equal to a template's
+captured ones (taken while `_plain` held), the hit path is the template's."""
+
+
 def _level(p: Any) -> int:
     """dfx.deterministic_level_from_rt without faults (they are excluded by `_plain`)."""
     level = int(p.deterministic_level)
@@ -65,6 +73,8 @@ def _level(p: Any) -> int:
 
 
 def memo_key(gws: Any, stream: Any, args: tuple) -> tuple:
+    """A template's place in its thread's table: callee, stream and the arguments' identities (the template
+    holds every argument, so a matching key means the very same objects)."""
     return (gws, stream, *map(id, args))
 
 
@@ -141,7 +151,7 @@ def capture(thread: Any, gws: Any, run: Any, args: tuple, stream: Any, api: str,
     tpl.run, tpl.snapshot, tpl.stream, tpl.api, tpl.api_1 = run, snapshot, stream, api, p1
     tpl.cache, tpl.tasks = cache, tasks
     tpl.key, tpl.storages, tpl.tensors = key, ctx.l2_storage_list, ctx.l2_tensor_list
-    tpl.aic, tpl.aiv, tpl.level, tpl.cost = p.aic_num, p.aiv_num, _level(p), p.cost
+    tpl.aic, tpl.aiv, tpl.level, tpl.settings = p.aic_num, p.aiv_num, _level(p), _settings(p)
     intern = rec.intern  # a recorder keeps one copy of each string
     tpl.phases, tpl.ops = tuple(map(intern, phases)), tuple(map(intern, ops))
     tpl.durs, tpl.busy, tpl.hit_at = tuple(durs), busy, hit_at
@@ -162,17 +172,16 @@ def find(thread: Any, gws: Any, run: Any, args: tuple, stream: Any, api: str | N
     if tpl is None or tpl.run is not run or tpl.api != api:
         return None
     ctx = thread.ctx
-    if ctx.actions or not _plain(ctx):
-        return None
     p = ctx.process
-    if (p.aic_num != tpl.aic or p.aiv_num != tpl.aiv or _level(p) != tpl.level
-            or not args_unchanged(tpl.snapshot, args)):
+    sw = p.profiling
+    if (ctx.actions or ctx.use_pta_hash or ctx.pending_overflow_task or p.faults or sw.report_flag
+            or sw.kernel_launch_flag or _settings(p) != tpl.settings or not fields_unchanged(tpl.snapshot)):
         return None
     cache = tpl.cache
     m = ctx.op_cache_manager
     slot = m._slots.get(tpl.key) if m is not None else None
     if (slot is None or m.container[slot][1] is not cache or cache.key != tpl.key or not cache.can_use(tpl.api_1)
-            or cache.tasks is not tpl.tasks or p.cost is not tpl.cost):
+            or cache.tasks is not tpl.tasks):
         return None
     if tpl.size and not p.device.memory.can_malloc(tpl.size):
         return None  # the framework path records the failed allocation

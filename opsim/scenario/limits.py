@@ -5,9 +5,10 @@ it is chosen so that a valid scenario never exhausts the host or overflows a tim
 one to three orders of magnitude of headroom over the largest bundled scenario. docs/scenarios.md
 ("Limits") lists them.
 
-YAML is checked as an event stream (`yaml.parse`, which is not recursive) before any node graph is built:
-nesting depth, alias count, the node count after alias expansion (computed per anchor, so an alias bomb is
-measured without being expanded) and aliases that refer to their own unfinished collection. Values that
+YAML is checked on its event stream (libyaml's parser, which is not recursive) as it is read, before anything
+else is built from it: nesting depth, alias count, the node count after alias expansion (computed per anchor,
+so an alias bomb is measured without being expanded) and aliases that refer to their own unfinished
+collection (opsim.scenario.yaml_reader enforces them in the pass that reads a scenario). Values that
 arrive as Python data (`--set`, a dict passed to the API) get the same checks from `check_data`.
 """
 from __future__ import annotations
@@ -16,7 +17,6 @@ import math
 from dataclasses import dataclass
 from typing import Any, Iterator
 
-import yaml
 
 MAX_FILE_BYTES = 4 << 20
 """Largest scenario file read (4 MiB; the largest bundled scenario is a few KiB)."""
@@ -59,56 +59,11 @@ class LimitError(ValueError):
 # ---- YAML text --------------------------------------------------------------------------------------------
 
 def check_yaml_events(text: str) -> None:
-    """Raise LimitError when the YAML text nests too deep, uses too many aliases, expands to too many nodes
-    or has an alias inside the collection it names. YAML syntax errors propagate as yaml.YAMLError."""
-    if len(text) > MAX_FILE_BYTES:
-        raise LimitError(f"{len(text)} characters, above the limit of {MAX_FILE_BYTES} ({MAX_FILE_BYTES >> 20} MiB)")
-    _count(yaml.parse(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader)))  # libyaml: not recursive either
-
-
-def _count(events: Iterator[yaml.Event]) -> None:
-    # One frame per open collection: [nodes so far, anchor]. Sizes of finished anchors, for aliases.
-    stack: list[list[Any]] = [[0, None]]
-    sizes: dict[str, int] = {}
-    open_anchors: set[str] = set()
-    aliases = 0
-    for ev in events:
-        if isinstance(ev, (yaml.SequenceStartEvent, yaml.MappingStartEvent)):
-            if len(stack) > MAX_DEPTH:
-                raise LimitError(f"collections nested {len(stack)} deep, above the limit of {MAX_DEPTH}; "
-                                 "flatten the scenario", ev.start_mark.line + 1)
-            stack.append([1, ev.anchor])
-            if ev.anchor is not None:
-                open_anchors.add(ev.anchor)
-        elif isinstance(ev, (yaml.SequenceEndEvent, yaml.MappingEndEvent)):
-            n, anchor = stack.pop()
-            if anchor is not None:
-                sizes[anchor] = n
-                open_anchors.discard(anchor)
-            _add(stack, n, ev)
-        elif isinstance(ev, yaml.ScalarEvent):
-            if ev.anchor is not None:
-                sizes[ev.anchor] = 1
-            _add(stack, 1, ev)
-        elif isinstance(ev, yaml.AliasEvent):
-            aliases += 1
-            line = ev.start_mark.line + 1
-            if aliases > MAX_ALIASES:
-                raise LimitError(f"more than {MAX_ALIASES} aliases, above the limit; write the values out", line)
-            if ev.anchor in open_anchors:
-                raise LimitError(f"the alias *{ev.anchor} is inside the collection &{ev.anchor} it refers to "
-                                 "(a self-referencing value has no end); remove the alias", line)
-            if ev.anchor not in sizes:
-                continue  # an undefined alias: yaml.compose reports it with its position
-            _add(stack, sizes[ev.anchor], ev)
-
-
-def _add(stack: list[list[Any]], n: int, ev: yaml.Event) -> None:
-    stack[-1][0] += n
-    if stack[-1][0] > MAX_NODES:
-        raise LimitError(f"more than {MAX_NODES} values once aliases are expanded, above the limit (an alias "
-                         "expanding to copies of copies?); write the values out or make the scenario smaller",
-                         ev.start_mark.line + 1)
+    """Raise LimitError when the YAML text is too long, nests too deep, uses too many aliases, expands to too
+    many nodes or has an alias inside the collection it names. YAML syntax errors propagate as yaml.YAMLError.
+    The check is the scenario reader's own pass over libyaml's events (opsim.scenario.yaml_reader)."""
+    from opsim.scenario.yaml_reader import read_document
+    read_document(text)
 
 
 # ---- Python data (--set values, dict sources) -----------------------------------------------------------
@@ -152,6 +107,8 @@ def check_data(value: Any) -> None:
 
 def non_finite(data: Any) -> Iterator[tuple[tuple, float]]:
     """(field path, value) of every NaN or infinite float in a checked (finite, acyclic) tree."""
+    if not _any_non_finite(data):
+        return  # the usual case, found without building a path for every value
     work: list[tuple[tuple, Any]] = [((), data)]
     while work:
         path, obj = work.pop()
@@ -162,6 +119,22 @@ def non_finite(data: Any) -> Iterator[tuple[tuple, float]]:
             work.extend((path + (k,), v) for k, v in obj.items())
         elif isinstance(obj, (list, tuple)):
             work.extend((path + (i,), v) for i, v in enumerate(obj))
+
+
+def _any_non_finite(data: Any) -> bool:
+    """Whether a checked tree holds a NaN or infinite float anywhere."""
+    isfinite = math.isfinite
+    work = [data]
+    while work:
+        obj = work.pop()
+        if isinstance(obj, float):
+            if not isfinite(obj):
+                return True
+        elif isinstance(obj, dict):
+            work.extend(obj.values())
+        elif isinstance(obj, (list, tuple)):
+            work.extend(obj)
+    return False
 
 
 __all__ = ["Limits", "LimitError", "check_yaml_events", "check_data", "non_finite", "MAX_FILE_BYTES",

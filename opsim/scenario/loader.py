@@ -1,10 +1,11 @@
 """Reading and validating a scenario: YAML (safe loading only) -> checked data -> `ScenarioConfig`.
 
 Every error names the file, the line, the field path and what is allowed, and all errors are collected before
-one `ScenarioError` is raised. Line numbers come from a `yaml.compose` pass over the same text; that pass also
-rejects tags other than YAML's standard ones (a `!!python/...` tag is refused by name, nothing is
-constructed) and duplicate keys. The data itself is read with `yaml.safe_load`. The only user code a scenario
-can cause to run is the module it names in `direct_invoke_module`.
+one `ScenarioError` is raised. The text is read by one pass over libyaml's events (opsim.scenario.yaml_reader)
+that enforces the YAML limits, builds the data as `yaml.safe_load` would and notes the line of every field;
+it also rejects tags other than YAML's standard ones (a `!!python/...` tag is refused by name, nothing is
+constructed) and duplicate keys. The only user code a scenario can cause to run is the module it names in
+`direct_invoke_module`.
 """
 from __future__ import annotations
 
@@ -19,13 +20,12 @@ from opsim.scenario import config as C
 from opsim.scenario.environment import resolve_env, shell_values
 from opsim.scenario.limits import (INT64_MAX, MAX_FILE_BYTES, MAX_HORIZON_US, LimitError, Limits, check_data,
                                    check_yaml_events, non_finite)
+from opsim.scenario.yaml_reader import AS_WRITTEN, LOADER, Problem, read_document
 from opsim.scenario.schema import DEFAULT_EPOCH_US, PROFILER_FORMATS, STEP_KEYS, validator
 from opsim.scenario.yaml_core import parse_as_written, parse_core_scalar
 
 Path_ = tuple  # a field path: keys and list indices
 
-_STANDARD_TAGS = frozenset("tag:yaml.org,2002:" + t for t in (
-    "str", "int", "float", "bool", "null", "map", "seq", "binary", "merge", "value"))
 DEFAULT_STREAM = "default"
 MAX_ERRORS = 50
 
@@ -55,8 +55,9 @@ class _Errors:
     def line_of(self, path: Path_) -> int | None:
         path = tuple(path)
         while True:
-            if path in self.lines:
-                return self.lines[path]
+            line = self.lines.get(path)
+            if line is not None:
+                return line
             if not path:
                 return None
             path = path[:-1]
@@ -90,77 +91,72 @@ def _suggest(word: Any, choices: Iterable[str]) -> str:
 
 # ---- reading ----------------------------------------------------------------------------------------
 
-def _walk(node: yaml.Node, path: Path_, lines: dict[Path_, int], errors: _Errors) -> None:
-    lines.setdefault(path, node.start_mark.line + 1)
-    tag = node.tag or ""
-    if tag not in _STANDARD_TAGS:
-        line = node.start_mark.line + 1
-        shown = tag.replace("tag:yaml.org,2002:", "!!")
-        if "python/" in tag:
-            why = ("scenarios are plain data read with yaml.safe_load and never construct Python objects; "
-                   "to run your own DirectInvoke producers name their module in `direct_invoke_module`")
-        else:
-            why = "only YAML's standard tags (strings, numbers, booleans, null, lists, mappings) are allowed"
-        errors.items.append((line, f"{errors.label}:{line}: {format_path(path)}: the tag {shown} is not "
-                                   f"allowed: {why}"))
-        return
-    if isinstance(node, yaml.MappingNode):
-        seen: set[Any] = set()
-        for key_node, value_node in node.value:
-            key = key_node.value if isinstance(key_node, yaml.ScalarNode) else None
-            if key is None:
-                errors.items.append((key_node.start_mark.line + 1,
-                                     f"{errors.label}:{key_node.start_mark.line + 1}: {format_path(path)}: "
-                                     "mapping keys must be plain names"))
-                continue
-            if key in seen:
-                errors.items.append((key_node.start_mark.line + 1,
-                                     f"{errors.label}:{key_node.start_mark.line + 1}: "
-                                     f"{format_path(path + (key,))}: duplicate key {key!r} (each field once)"))
-            seen.add(key)
-            lines.setdefault(path + (key,), key_node.start_mark.line + 1)
-            _walk(value_node, path + (key,), lines, errors)
-    elif isinstance(node, yaml.SequenceNode):
-        for i, item in enumerate(node.value):
-            _walk(item, path + (i,), lines, errors)
+_WHY_TAG = {
+    True: ("scenarios are plain data read with yaml.safe_load and never construct Python objects; to run your own "
+           "DirectInvoke producers name their module in `direct_invoke_module`"),
+    False: "only YAML's standard tags (strings, numbers, booleans, null, lists, mappings) are allowed",
+}
 
 
-def read_yaml(text: str, label: str) -> tuple[Any, dict[Path_, int]]:
-    """Parse scenario text: (data, field path -> line). Raises ScenarioError on syntax errors and bad tags."""
-    lines: dict[Path_, int] = {}
-    errors = _Errors(label, lines, set())
-    loader = _LOADER(text)
+def _problem(problem: Problem, label: str) -> tuple[int, str]:
+    """The (line, entry) of a node PyYAML accepts but a scenario may not have."""
+    where = f"{label}:{problem.line}: "
+    if problem.kind == "tag":
+        shown = problem.detail.replace("tag:yaml.org,2002:", "!!")
+        why = _WHY_TAG["python/" in problem.detail]
+        return problem.line, f"{where}{format_path(problem.path)}: the tag {shown} is not allowed: {why}"
+    if problem.kind == "key":
+        return problem.line, f"{where}{format_path(problem.path)}: mapping keys must be plain names"
+    return problem.line, (f"{where}{format_path(problem.path)}: duplicate key {problem.detail!r} "
+                          "(each field once)")
+
+
+def read_yaml(text: str, label: str) -> tuple[Any, Mapping[Path_, int]]:
+    """Parse scenario text: (data, field path -> line). Raises ScenarioError on syntax errors and bad tags.
+
+    One pass over libyaml's events checks the limits and builds the data and the line map
+    (opsim.scenario.yaml_reader); PyYAML composes and constructs only what that pass leaves to it (composer
+    errors, merge keys, explicit tags other than the core scalar ones)."""
     try:
-        try:
-            check_yaml_events(text)  # bounded before any node graph is built (see opsim.scenario.limits)
-            node = loader.get_single_node()
-        except LimitError as exc:
-            raise ScenarioError(f"{label}{f':{exc.line}' if exc.line else ''}: {exc}") from None
-        except yaml.YAMLError as exc:
-            raise ScenarioError(_yaml_error(_python_parser_error(text, exc), label)) from None
-        if node is None:
+        doc = read_document(text)  # bounded before anything is built (see opsim.scenario.limits)
+    except LimitError as exc:
+        raise ScenarioError(f"{label}{f':{exc.line}' if exc.line else ''}: {exc}") from None
+    except yaml.YAMLError as exc:
+        raise ScenarioError(_yaml_error(_python_parser_error(text, exc), label)) from None
+    node = None
+    loader = None if doc.built else LOADER(text)
+    try:
+        if loader is not None:
+            try:
+                node = loader.get_single_node()
+            except yaml.YAMLError as exc:
+                raise ScenarioError(_yaml_error(_python_parser_error(text, exc), label)) from None
+        if doc.empty:
             raise ScenarioError(f"{label}: the scenario is empty; it needs at least `name` and `threads`")
-        _walk(node, (), lines, errors)
+        errors = _Errors(label, doc.lines, set())
+        errors.items.extend(_problem(p, label) for p in doc.problems)
         errors.raise_if_any()
-        try:
-            data = loader.construct_document(node)  # the node graph read once, as yaml.safe_load would build it
-        except yaml.YAMLError as exc:  # pragma: no cover - compose accepted it
-            raise ScenarioError(f"{label}: YAML error: {exc}") from None
+        if loader is None:
+            data, as_written = doc.data, doc.env_as_written
+        else:
+            try:
+                data = loader.construct_document(node)  # as yaml.safe_load would build it
+            except yaml.YAMLError as exc:
+                raise ScenarioError(f"{label}: YAML error: {exc}") from None
+            as_written = _env_pairs(node)
     finally:
-        loader.dispose()
-    _env_as_written(node, data)
-    return data, lines
-
-
-_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-"""libyaml's parser when PyYAML was built with it (about 10x faster), else PyYAML's own; both compose the same
-node graph with the same line marks and construct the same data."""
+        if loader is not None:
+            loader.dispose()
+    if isinstance(data, dict) and isinstance(data.get("env"), dict):
+        for key, written in as_written:
+            data["env"][key] = written
+    return data, doc.lines
 
 
 def _python_parser_error(text: str, exc: yaml.YAMLError) -> yaml.YAMLError:
     """The error PyYAML's own parser reports for `text`: libyaml words syntax errors differently, and opsim's
     messages (and their tests) follow PyYAML's wording. Falls back to `exc` if that parser accepts the text."""
-    if _LOADER is yaml.SafeLoader:
+    if LOADER is yaml.SafeLoader:
         return exc
     try:
         yaml.compose(text, Loader=yaml.SafeLoader)
@@ -178,20 +174,20 @@ def _yaml_error(exc: yaml.YAMLError, label: str) -> str:
     return f"{label}: YAML syntax error: {exc}"
 
 
-def _env_as_written(node: yaml.Node, data: Any) -> None:
+def _env_pairs(node: yaml.Node) -> list[tuple[str, str]]:
     """Environment values are strings as written (``ACLNN_CACHE_LIMIT: 010`` is "010", not YAML 1.1's octal
-    8): the `env` mapping's plain scalars keep their source text; null stays null (the schema reports it)."""
-    if not isinstance(node, yaml.MappingNode) or not isinstance(data, dict) or not isinstance(data.get("env"), dict):
-        return
+    8): (key, source text) of the top-level `env` mapping's plain int, float and bool scalars in a composed
+    and constructed node graph (null stays null: the schema reports it)."""
+    if not isinstance(node, yaml.MappingNode):
+        return []
     for key_node, value_node in node.value:
         if getattr(key_node, "value", None) == "env" and isinstance(value_node, yaml.MappingNode):
-            for k, v in value_node.value:
-                if isinstance(v, yaml.ScalarNode) and v.tag in ("tag:yaml.org,2002:int", "tag:yaml.org,2002:float",
-                                                                "tag:yaml.org,2002:bool"):
-                    data["env"][k.value] = v.value
+            return [(k.value, v.value) for k, v in value_node.value
+                    if isinstance(v, yaml.ScalarNode) and v.tag in AS_WRITTEN]
+    return []
 
 
-def read_source(source: str | Path | Mapping[str, Any]) -> tuple[Any, dict[Path_, int], str, Path | None]:
+def read_source(source: str | Path | Mapping[str, Any]) -> tuple[Any, Mapping[Path_, int], str, Path | None]:
     """(data, lines, label, path) of a scenario file or an in-memory dict."""
     if isinstance(source, Mapping):
         try:
@@ -394,11 +390,20 @@ def _describe(v: Any) -> str:
 # ---- catalogue checks and the typed config -------------------------------------------------------
 
 def _dtype_name(name: str) -> str | None:
+    if name.__class__ is str and name in _DTYPE_NAMES:
+        return _DTYPE_NAMES[name]
     from opsim.acl.dtypes import DataType
     try:
-        return DataType.parse(name).short_name
+        short = DataType.parse(name).short_name
     except InvalidArgumentError:
-        return None
+        short = None
+    if name.__class__ is str and len(_DTYPE_NAMES) < 4096:
+        _DTYPE_NAMES[name] = short
+    return short
+
+
+_DTYPE_NAMES: dict[str, str | None] = {}
+"""Dtype names as written -> short names (None: not a dtype); a scenario names the same few thousands of times."""
 
 
 class _Builder:
@@ -617,8 +622,14 @@ def _int_out_of_range(value: Any, bounds: tuple[int, int]) -> str | None:
 
 def _valid_dims(shapes: tuple) -> tuple | None:
     """The shapes, or None when a dimension is not a non-negative integer (the schema reports it)."""
-    ok = all(isinstance(d, int) and not isinstance(d, bool) and d >= 0 for s in shapes for d in s)
-    return shapes if ok else None
+    for shape in shapes:
+        for d in shape:
+            if d.__class__ is int:  # the usual case, checked first
+                if d < 0:
+                    return None
+            elif not isinstance(d, int) or isinstance(d, bool) or d < 0:
+                return None
+    return shapes
 
 
 def _negative_dim(err: Any) -> Any:
