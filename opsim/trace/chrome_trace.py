@@ -19,6 +19,7 @@ after its parent, siblings never overlap (`opsim.trace.timefmt.nest_durations`).
 """
 from __future__ import annotations
 
+import codecs
 import io
 import json
 from collections import defaultdict
@@ -150,7 +151,9 @@ class _Writer:
 
     def __init__(self, fh: TextIO) -> None:
         self.fh = fh
-        self.raw = fh.buffer if isinstance(fh, io.TextIOWrapper) else None
+        # the text is ASCII: a UTF-8 (or ASCII) file takes the bytes as they are, without decoding them
+        plain = isinstance(fh, io.TextIOWrapper) and codecs.lookup(fh.encoding).name in ("utf-8", "ascii")
+        self.raw = fh.buffer if plain else None
         if self.raw is not None:
             fh.flush()
         self.n = 0
@@ -192,6 +195,7 @@ class _Writer:
 
 
 def _check_us(*arrays: Any) -> None:
+    """Times (ns) that `put_json_us` writes exactly: within JSON_US_MAX (about 11.6 days of simulated time)."""
     for a in arrays:
         if len(a) and (int(a.max()) >= JSON_US_MAX or int(a.min()) <= -JSON_US_MAX):
             raise InvalidArgumentError(f"trace.json: a time beyond {JSON_US_MAX // 10**9} s of simulated time "
