@@ -325,6 +325,29 @@ def sweep_scaling(points: int, repeat: int) -> dict[str, float]:
 
 # ---- the table -------------------------------------------------------------------------------------------
 
+def trace_writer_figures(quick: bool) -> dict[str, float]:
+    """In one process: a large.yaml slice simulated with the full trace, then trace.json written (best of 2
+    writes): the writer's time per call and per MB, and the ratio to the simulation of the same slice."""
+    from opsim.scenario.runner import run_scenario
+    from opsim.trace.chrome_trace import write_chrome_trace
+    calls = 20_000 if quick else 200_000
+    overrides = {"trace": True, "threads.0.program.0.loop.count": calls // 8,
+                 "threads.1.program.0.loop.count": calls // 8}
+    t0 = time.perf_counter()
+    res = run_scenario(ROOT / "scenarios" / "large.yaml", overrides=overrides, write=False)
+    sim_s = time.perf_counter() - t0
+    best = float("inf")
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "trace.json"
+        for _ in range(2):
+            t0 = time.perf_counter()
+            with open(path, "w", encoding="utf-8") as fh:
+                write_chrome_trace(res.sim, fh)
+            best = min(best, time.perf_counter() - t0)
+        size = path.stat().st_size
+    return {"calls": res.summary["op_calls"], "sim_s": sim_s, "write_s": best, "bytes": size}
+
+
 def _row(name: str, value: float | None, unit: str, target: str, ok: bool | None, note: str = "") -> dict:
     return {"figure": name, "value": value, "unit": unit, "target": target,
             "met": ok, "note": note}
@@ -396,6 +419,11 @@ def measure(quick: bool, log: Callable[[str], None]) -> dict[str, Any]:
     rows.append(_row(f"{n_sweep}-point quickstart sweep, 2 workers / 1 worker", ratio, "x wall", "<= 0.6",
                      ratio <= 0.6, f"1 worker {sw['warm_1']:.2f} s, 2 workers {sw['warm_2']:.2f} s; with cluster "
                      f"start {sw['cold_1']:.2f} s vs {sw['cold_2']:.2f} s"))
+    log("trace.json writer on a large.yaml slice...")
+    tw = trace_writer_figures(quick)
+    rows.append(_row(f"trace.json writer, {tw['calls']} calls", tw["write_s"] / tw["calls"] * 1e6, "us/call",
+                     "(reported)", None, f"{tw['bytes'] / 1e6 / tw['write_s']:.0f} MB/s; write / simulate "
+                     f"{tw['write_s'] / tw['sim_s']:.2f}"))
     large: dict[str, Any] = {}
     if quick:
         rows.append(_row("opsim run scenarios/large.yaml", None, "s", "< 12 s; full trace < 40 s, < 1.2 GiB", None,
@@ -423,7 +451,7 @@ def measure(quick: bool, log: Callable[[str], None]) -> dict[str, Any]:
                                  "> wall (stretch)", r["makespan_s"] > r["wall_s"],
                                  f"wall / simulated {r['wall_s'] / r['makespan_s']:.1f}"))
     return {"rows": rows, "rates": rates, "load": load, "hash": h, "plan_s": plan, "validate_s": val,
-            "quickstart_s": qs, "sweep": sw, "large": large}
+            "quickstart_s": qs, "sweep": sw, "trace_writer": tw, "large": large}
 
 
 def _fmt(v: float | None) -> str:

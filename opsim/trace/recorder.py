@@ -2,7 +2,7 @@
 
 Every view of a run (text lines, Chrome traces, CSVs, DataFrames) is derived from this log, so they never
 disagree. Recording sits on the hot path of every simulated op call, so a record is a handful of plain list
-appends (one list per column, repeated strings interned through one dict) and never a per-record dict or
+appends (one list per column; names stored as codes looked up in one dict) and never a per-record dict or
 object. ``Recorder(enabled=False)`` swaps every record method for a no-op bound on the instance, so a
 switched-off recorder costs one call.
 
@@ -25,9 +25,15 @@ tasks (``next_corr()``; -1 means none).
 Storage: each column is a plain list while it grows (a record is a handful of appends); every
 ``CHUNK_ROWS`` records (checked once per correlation id handed out) the filled lists are folded into a
 chunk, where a numeric column whose values all have one exact type (all ``float``, or all ``int`` fitting
-in 64 bits) becomes a typed ``array.array`` (8 bytes a value instead of a list slot plus a float or int
-object). String columns keep interned references. ``records(kind)`` converts back to plain lists holding the
-same values; ``iter_chunks(kind)`` streams the columns chunk by chunk without building whole-column lists.
+in 64 bits) becomes a typed ``array.array`` (8 bytes a float, 4 or 8 an int, instead of a list slot plus a
+float or int object). Columns of names (threads, phases, ops, task types, ...; `_CODED`; any hashable
+value) hold codes into one table of distinct values from the first record on (the first value seen of equal
+strings is the one kept, so strings read back interned; other values are keyed by type and value), folded
+into 2-byte arrays. ``records(kind)`` converts back to plain lists holding the same values;
+``iter_chunks(kind)`` streams the columns chunk by chunk without building whole-column lists;
+``coded_chunks`` and ``numeric_chunks`` give the stored arrays to numpy without conversion (trace.json is
+written from them). ``tensor_infos`` (the tensor descriptions of every kernel launch) is kept as three
+columns too.
 """
 from __future__ import annotations
 
@@ -59,6 +65,15 @@ _NUMERIC: dict[str, frozenset[str]] = {
     "counter": frozenset({"time", "value"}),
 }
 """Columns folded into typed arrays when all their values are plain floats or plain 64-bit ints."""
+_CODED: dict[str, frozenset[str]] = {
+    "host": frozenset({"thread", "phase", "op"}),
+    "device": frozenset({"unit_kind", "op", "task_type"}),
+    "memory": frozenset({"kind"}),
+    "cache": frozenset({"thread", "cache", "kind", "op", "detail"}),
+    "instant": frozenset({"name", "track"}),
+    "counter": frozenset({"name"}),
+}
+"""Columns of names (threads, phases, ops, ...): stored as codes into the recorder's table of distinct values."""
 CHUNK_ROWS = 1 << 16
 """Records of one kind kept as growing lists before they are folded into a compact chunk."""
 
@@ -70,11 +85,72 @@ def _compact(col: list) -> Any:
     if types == {float}:
         return array("d", col)
     if types == {int}:
-        try:
-            return array("q", col)
-        except OverflowError:
-            return col
+        for typecode in ("i", "q"):  # 4 bytes a value when they fit
+            try:
+                return array(typecode, col)
+            except OverflowError:
+                pass
     return col
+
+
+class _Key:
+    """The table key of a value that is not a str: its type and the value (so 1, 1.0 and True stay apart)."""
+
+    __slots__ = ("kind", "value", "_hash")
+
+    def __init__(self, value: Any) -> None:
+        self.kind, self.value, self._hash = type(value), value, hash(value)
+
+    def __hash__(self) -> int:
+        return self._hash
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, _Key) and self.kind is other.kind and self.value == other.value
+
+
+class TensorInfos:
+    """The tensor descriptions of every kernel launch as three columns (correlation id, op, the shared info
+    dict): about 20 bytes a launch instead of a tuple each. Iterates as (corr, op, info) tuples."""
+
+    __slots__ = ("corr", "op", "info", "_values")
+
+    def __init__(self, values: list) -> None:
+        self._values = values  # the recorder's code table: `op` holds codes into it
+        self.clear()
+
+    def add(self, corr: Any, op_code: int, info: Any) -> None:
+        try:
+            self.corr.append(corr)
+        except (TypeError, OverflowError):  # not a plain 64-bit int: kept as it is
+            self.corr = [*self.corr, corr]
+        self.op.append(op_code)
+        self.info.append(info)
+
+    def __iter__(self) -> Iterator[tuple[Any, Any, Any]]:
+        return zip(self.corr, map(self._values.__getitem__, self.op), self.info)
+
+    def __len__(self) -> int:
+        return len(self.info)
+
+    def __getitem__(self, index: int | slice) -> Any:
+        if isinstance(index, slice):
+            return list(zip(self.corr[index], map(self._values.__getitem__, self.op[index]), self.info[index]))
+        return self.corr[index], self._values[self.op[index]], self.info[index]
+
+    def __eq__(self, other: object) -> bool:  # as the list of tuples it stands for
+        if isinstance(other, (TensorInfos, list)):
+            return list(self) == list(other)
+        return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"TensorInfos({list(self)!r})"
+
+    def clear(self) -> None:
+        self.corr: Any = array("q")
+        self.op = array("i")
+        self.info: list = []
 
 
 def _noop(*_args: Any, **_kwargs: Any) -> None:
@@ -87,11 +163,13 @@ class Recorder:
     def __init__(self, enabled: bool = True) -> None:
         self._chunks: dict[str, list[tuple]] = {k: [] for k in COLUMNS}
         self._folded: dict[str, int] = {k: 0 for k in COLUMNS}
-        self._strings: dict[str, str] = {}
-        self._intern = self._strings.setdefault
+        self._values: list = []  # code -> value, for every coded column (see _CODED)
+        self._code_of: dict[Any, int] = {}  # a str, or the _Key of another value -> its code
+        self._code = self._code_of.get
+        self._span_codes: dict[tuple, tuple[list, list]] = {}  # (phases, ops) -> their codes (host_spans)
         self._new_columns()
         self._corr = 0
-        self.tensor_infos: list[tuple[int, str, dict]] = []
+        self.tensor_infos = TensorInfos(self._values)
         self.enabled = True
         if not enabled:
             self.set_enabled(False)
@@ -123,7 +201,11 @@ class Recorder:
             n = len(cols[COLUMNS[kind][0]])
             if n >= CHUNK_ROWS or (force and n):
                 numeric = _NUMERIC[kind]
-                self._chunks[kind].append(tuple(_compact(col) if c in numeric else col for c, col in cols.items()))
+                coded = _CODED[kind]
+                codes = "H" if len(self._values) <= 0xFFFF else "i"
+                self._chunks[kind].append(tuple(
+                    _compact(col) if c in numeric else array(codes, col) if c in coded else col
+                    for c, col in cols.items()))
                 self._folded[kind] += n
                 full.append(kind)
         if full:
@@ -149,39 +231,59 @@ class Recorder:
             self._fold()
         return self._corr
 
+    def _new_code(self, value: Any) -> int:
+        """The code of a str seen for the first time, or of any other (hashable) value, keyed by its type too."""
+        key = value if type(value) is str else _Key(value)
+        code = self._code_of.get(key)
+        if code is None:
+            code = self._code_of[key] = len(self._values)
+            self._values.append(value)
+        return code
+
     # --- record kinds --------------------------------------------------------------------------------------
     def host_span(self, thread: Any, phase: str, op: str, start: float, dur: float, corr: int = -1) -> None:
         """A host-side phase (``phase`` as named by the cost model) that ``thread`` spent on ``op``."""
         a_thread, a_phase, a_op, a_start, a_dur, a_corr = self._host_app
-        intern = self._intern
-        a_thread(thread)
-        a_phase(intern(phase, phase))
-        a_op(intern(op, op))
+        code = self._code
+        a_thread(_c if (_c := code(thread)) is not None else self._new_code(thread))
+        a_phase(_c if (_c := code(phase)) is not None else self._new_code(phase))
+        a_op(_c if (_c := code(op)) is not None else self._new_code(op))
         a_start(start)
         a_dur(dur)
         a_corr(corr)
 
     def intern(self, text: str) -> str:
-        """The recorder's one copy of `text` (what every record method stores for a repeated string)."""
-        return self._intern(text, text)
+        """The recorder's one copy of `text` (the value every record of an equal string reads back as)."""
+        code = self._code(text)
+        return self._values[self._new_code(text) if code is None else code]
 
     def host_spans(self, thread: Any, phases: tuple, ops: tuple, starts: list, durs: tuple, corr: int = -1) -> None:
         """Spans back to back, as many `host_span` calls would record them (span i from starts[i], lasting
-        durs[i]; `starts` may hold one more value, the end): one extend per column. `phases` and `ops` are
-        stored as given: pass strings returned by `intern`."""
+        durs[i]; `starts` may hold one more value, the end): one extend per column. The codes of `phases` and
+        `ops` are looked up once per distinct pair of tuples (pass the same tuples again: templates do)."""
         a_thread, a_phase, a_op, a_start, a_dur, a_corr = self._host_cols
         n = len(durs)
-        a_thread.extend([thread] * n)
-        a_phase.extend(phases)
-        a_op.extend(ops)
+        codes = self._span_codes.get((phases, ops))
+        if codes is None:
+            codes = self._span_codes[(phases, ops)] = ([self._code_of_value(v) for v in phases],
+                                                      [self._code_of_value(v) for v in ops])
+        code = self._code(thread)
+        a_thread.extend([self._new_code(thread) if code is None else code] * n)
+        a_phase.extend(codes[0])
+        a_op.extend(codes[1])
         a_start.extend(starts[:n])
         a_dur.extend(durs)
         a_corr.extend([corr] * n)
 
+    def _code_of_value(self, value: Any) -> int:
+        code = self._code(value)
+        return self._new_code(value) if code is None else code
+
     def tensor_info(self, corr: int, op: str, info: dict) -> None:
         """Shapes, dtypes and formats of one kernel launch (torch_npu strings, `info` shared between launches
         of one signature), matched to its device task by (corr, op) in launch order."""
-        self.tensor_infos.append((corr, op, info))
+        code = self._code(op)
+        self.tensor_infos.add(corr, self._new_code(op) if code is None else code, info)
 
     def device_task(self, stream: int, unit_kind: str, units: int, task_id: int, op: str, task_type: str,
                     block_dim: int, queued: float, start: float, end: float, corr: int = -1,
@@ -189,14 +291,14 @@ class Recorder:
         """A finished device task: which stream and units ran it, and when it was queued, started and ended."""
         (a_dev, a_stream, a_kind, a_units, a_tid, a_op, a_type, a_bd, a_q, a_start, a_end,
          a_corr) = self._device_app
-        intern = self._intern
+        code = self._code
         a_dev(device)
         a_stream(stream)
-        a_kind(intern(unit_kind, unit_kind))
+        a_kind(_c if (_c := code(unit_kind)) is not None else self._new_code(unit_kind))
         a_units(units)
         a_tid(task_id)
-        a_op(intern(op, op))
-        a_type(intern(task_type, task_type))
+        a_op(_c if (_c := code(op)) is not None else self._new_code(op))
+        a_type(_c if (_c := code(task_type)) is not None else self._new_code(task_type))
         a_bd(block_dim)
         a_q(queued)
         a_start(start)
@@ -207,9 +309,10 @@ class Recorder:
                      device: int = 0) -> None:
         """A device-memory event (``kind`` is "alloc", "free" or "oom"); ``in_use`` is the total after it."""
         a_time, a_dev, a_kind, a_addr, a_size, a_in_use = self._memory_app
+        code = self._code
         a_time(time)
         a_dev(device)
-        a_kind(self._intern(kind, kind))
+        a_kind(_c if (_c := code(kind)) is not None else self._new_code(kind))
         a_addr(address)
         a_size(size)
         a_in_use(in_use)
@@ -219,29 +322,30 @@ class Recorder:
         """A cache lookup outcome: ``cache`` such as "exec" or "aicpu", ``kind`` such as "hit", "miss",
         "oneshot" or "evict"."""
         a_time, a_thread, a_cache, a_kind, a_op, a_hash, a_detail = self._cache_app
-        intern = self._intern
+        code = self._code
         a_time(time)
-        a_thread(thread)
-        a_cache(intern(cache, cache))
-        a_kind(intern(kind, kind))
-        a_op(intern(op, op))
+        a_thread(_c if (_c := code(thread)) is not None else self._new_code(thread))
+        a_cache(_c if (_c := code(cache)) is not None else self._new_code(cache))
+        a_kind(_c if (_c := code(kind)) is not None else self._new_code(kind))
+        a_op(_c if (_c := code(op)) is not None else self._new_code(op))
         a_hash(key_hash)
-        a_detail(intern(detail, detail))
+        a_detail(_c if (_c := code(detail)) is not None else self._new_code(detail))
 
     def instant(self, time: float, name: str, track: str, args: dict | None = None) -> None:
         """A point-in-time marker on ``track`` (for example a dump or an overflow detection)."""
         a_time, a_name, a_track, a_args = self._instant_app
-        intern = self._intern
+        code = self._code
         a_time(time)
-        a_name(intern(name, name))
-        a_track(intern(track, track))
+        a_name(_c if (_c := code(name)) is not None else self._new_code(name))
+        a_track(_c if (_c := code(track)) is not None else self._new_code(track))
         a_args(args)
 
     def counter(self, time: float, name: str, value: float) -> None:
         """A sampled value (for example a queue length) at ``time``."""
         a_time, a_name, a_value = self._counter_app
+        code = self._code
         a_time(time)
-        a_name(self._intern(name, name))
+        a_name(_c if (_c := code(name)) is not None else self._new_code(name))
         a_value(value)
 
     # --- reading -------------------------------------------------------------------------------------------
@@ -255,6 +359,13 @@ class Recorder:
     def iter_chunks(self, kind: str) -> Iterator[dict[str, Any]]:
         """The records of ``kind`` chunk by chunk (column name -> a sequence of values: a list or a typed
         array), in record order: a streaming read of a large trace without building whole-column lists."""
+        coded = _CODED[kind] if kind in _CODED else ()
+        decode = self._values.__getitem__
+        for chunk in self._raw_chunks(kind):
+            yield {c: list(map(decode, col)) if c in coded else col for c, col in chunk.items()}
+
+    def _raw_chunks(self, kind: str) -> Iterator[dict[str, Any]]:
+        """`iter_chunks` with the coded columns left as codes into ``self._values``."""
         cols = self._check_kind(kind)
         for chunk in self._chunks[kind]:
             yield dict(zip(COLUMNS[kind], chunk))
@@ -262,19 +373,76 @@ class Recorder:
             yield dict(cols)
 
     def records(self, kind: str) -> dict[str, list]:
-        """Columnar access: column name -> a list of the column's values in record order (read it, do not
-        modify it; it is the live list while no record of ``kind`` has been folded)."""
-        cols = self._check_kind(kind)
-        chunks = self._chunks[kind]
-        if not chunks:
-            return dict(cols)
+        """Columnar access: column name -> a list of the column's values in record order (a copy)."""
+        self._check_kind(kind)
         out: dict[str, list] = {c: [] for c in COLUMNS[kind]}
-        for chunk in chunks:
-            for c, part in zip(COLUMNS[kind], chunk):
+        for chunk in self.iter_chunks(kind):
+            for c, part in chunk.items():
                 out[c].extend(part)
-        for c, col in cols.items():
-            out[c].extend(col)
         return out
+
+    def code_values(self) -> list:
+        """The values the codes of coded columns stand for (``values[code]``; see `coded_chunks`)."""
+        return list(self._values)
+
+    def coded_chunks(self, kind: str, name: str) -> list:
+        """Column ``name`` of ``kind`` (a column of names, see _CODED) chunk by chunk, as numpy arrays of codes
+        into `code_values()`: readers format each distinct value once."""
+        import numpy as np
+        self._check_kind(kind)
+        return [np.frombuffer(chunk[name], dtype=np.dtype(chunk[name].typecode))
+                if isinstance(chunk[name], array) and len(chunk[name]) else np.array(chunk[name], dtype=np.int64)
+                for chunk in self._raw_chunks(kind)]
+
+    def coded(self, kind: str, name: str) -> tuple[Any, list]:
+        """`coded_chunks` as one array, and `code_values()`."""
+        import numpy as np
+        parts = self.coded_chunks(kind, name)
+        dtype = np.uint16 if len(self._values) <= 0x10000 else np.int32
+        return (np.concatenate(parts, dtype=dtype) if parts else np.empty(0, dtype)), self.code_values()
+
+    def numeric_chunks(self, kind: str, name: str, typecode: str) -> list[tuple[Any, dict[int, Any]]]:
+        """Column ``name`` of ``kind`` chunk by chunk as numpy arrays (views of the typed chunks; typecode "d":
+        floats wanted, "q": ints), each with the records whose value is not of that exact Python type
+        ({record index: value}; their slot holds the value when it is a plain int or float, else 0)."""
+        import numpy as np
+        self._check_kind(kind)
+        want = float if typecode == "d" else int
+        out = []
+        base = 0
+        for chunk in self._raw_chunks(kind):
+            col = chunk[name]
+            odd: dict[int, Any] = {}
+            if isinstance(col, array):
+                arr = np.frombuffer(col, dtype=np.dtype(col.typecode)) if len(col) else np.empty(0)
+                if (col.typecode == "d") != (want is float):
+                    odd = {base + i: v for i, v in enumerate(col)}
+            else:
+                arr = np.zeros(len(col), dtype=np.float64 if typecode == "d" else np.int64)
+                for i, v in enumerate(col):
+                    t = type(v)
+                    if t is want and (t is float or -(1 << 63) <= v < (1 << 63)):
+                        arr[i] = v
+                        continue
+                    odd[base + i] = v
+                    if t in (int, float) and -(1 << 53) <= v <= (1 << 53):
+                        arr[i] = v
+            out.append((arr, odd))
+            base += len(col)
+        return out
+
+    def numeric(self, kind: str, name: str, typecode: str) -> tuple[Any, dict[int, Any]]:
+        """`numeric_chunks` as one array (typecode "d": float64, "q": int64, or int32 when every chunk holds
+        4-byte ints) and one {index: value} of odd records."""
+        import numpy as np
+        dtype = np.float64 if typecode == "d" else np.int64
+        parts, odd = [], {}
+        for arr, o in self.numeric_chunks(kind, name, typecode):
+            parts.append(arr)
+            odd.update(o)
+        if parts and len({a.dtype for a in parts}) == 1 and parts[0].dtype.kind == np.dtype(dtype).kind:
+            dtype = parts[0].dtype  # 4-byte ints stay 4 bytes
+        return (np.concatenate(parts, dtype=dtype, casting="unsafe") if parts else np.empty(0, dtype)), odd
 
     def count(self, kind: str) -> int:
         """How many records of ``kind`` were taken."""
@@ -300,7 +468,7 @@ class Recorder:
 
     def clear(self) -> None:
         """Drop every record (the correlation counter keeps counting, so ids stay unique)."""
-        self.tensor_infos = []
+        self.tensor_infos.clear()
         for kind in COLUMNS:
             self._chunks[kind] = []
             self._folded[kind] = 0

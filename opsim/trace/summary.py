@@ -75,20 +75,23 @@ class SummaryStats:
 
     # --- from a finished recorder ---------------------------------------------------------------------------
     def feed_recorder(self, recorder: Any) -> "SummaryStats":
-        dev = recorder.records("device")
-        for args in zip(dev["stream"], dev["unit_kind"], dev["units"], dev["task_id"], dev["op"], dev["task_type"],
-                        dev["block_dim"], dev["queued"], dev["start"], dev["end"]):
-            self.device_task(*args)
-        for kind in recorder.records("memory")["kind"]:
-            self.memory_kinds[kind] += 1
-        cache = recorder.records("cache")
-        for c, k in zip(cache["cache"], cache["kind"]):
-            self.cache[(c, k)] += 1
-        for name in recorder.records("instant")["name"]:
-            self.instants[name] += 1
-        cnt = recorder.records("counter")
-        for t, name, value in zip(cnt["time"], cnt["name"], cnt["value"]):
-            self.counter(t, name, value)
+        """Fold a finished recorder's records into these totals (chunk by chunk: no whole-column lists)."""
+        for dev in recorder.iter_chunks("device"):
+            for args in zip(dev["stream"], dev["unit_kind"], dev["units"], dev["task_id"], dev["op"],
+                            dev["task_type"], dev["block_dim"], dev["queued"], dev["start"], dev["end"]):
+                self.device_task(*args)
+        for mem in recorder.iter_chunks("memory"):
+            for kind in mem["kind"]:
+                self.memory_kinds[kind] += 1
+        for cache in recorder.iter_chunks("cache"):
+            for c, k in zip(cache["cache"], cache["kind"]):
+                self.cache[(c, k)] += 1
+        for inst in recorder.iter_chunks("instant"):
+            for name in inst["name"]:
+                self.instants[name] += 1
+        for cnt in recorder.iter_chunks("counter"):
+            for t, name, value in zip(cnt["time"], cnt["name"], cnt["value"]):
+                self.counter(t, name, value)
         return self
 
 

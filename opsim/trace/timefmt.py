@@ -13,11 +13,15 @@ Two text forms:
 - `json_ts(ns)` and `dur_float(start_ns, end_ns)`: Chrome Trace JSON numbers, which readers parse as doubles
   and add. The duration is the largest double for which ``ts + dur`` (double addition) does not pass the end's
   double (it lands on it exactly unless the rounding of the sum cannot), so ``1.1 + 0.3 = 1.4000000000000001``
-  can never push a slice past its sibling; `SliceNester` also caps a child's sum at its parent's.
+  can never push a slice past its sibling; `nest_durations` also caps a child's sum at its parent's.
 """
 from __future__ import annotations
 
 import math
+
+from types import SimpleNamespace
+
+import numpy as np
 
 NS_PER_US = 1000
 
@@ -29,8 +33,9 @@ def to_ns(t_us: float) -> int:
 
 def to_ns_array(t_us):  # numpy array in, int64 array out
     """`to_ns` over a numpy array (bit-identical results)."""
-    import numpy as np
-    return np.rint(t_us * 1000.0).astype(np.int64)
+    x = np.multiply(t_us, 1000.0)
+    np.rint(x, out=x)
+    return x.astype(np.int64)
 
 
 def us_text(ns: int, decimals: int = 3) -> str:
@@ -56,6 +61,10 @@ def dur_float(start_ns: int, end_ns: int, cap: float = math.inf) -> float:
     below it when the rounding of the sum cannot land on it (a tie); never past it. start and end are the
     nearest doubles to start_ns / 1000 and end_ns / 1000. The plain quotient (e - s) / 1000 is used when it
     already lands (it prints shortest: ``0.3``), else the difference of the two doubles."""
+    return float(_dur_float(start_ns, end_ns, cap))
+
+
+def _dur_float(start_ns, end_ns, cap):  # plain Python, and compiled by `compiled()`
     ts = start_ns / 1000.0
     te = min(end_ns / 1000.0, cap)
     d = (end_ns - start_ns) / 1000.0
@@ -67,36 +76,123 @@ def dur_float(start_ns: int, end_ns: int, cap: float = math.inf) -> float:
     # |ts + d - te| is at most half a unit of d; the sum passes te only when d and te share a binade, so a
     # step or two of d brings it back
     while d > 0.0 and ts + d > te:
-        d = math.nextafter(d, 0.0)
+        d = np.nextafter(d, 0.0)
     return d
 
 
-class SliceNester:
-    """Places the slices of one trace track so that they nest strictly, in integer nanoseconds and in the
-    doubles a reader adds: feed them in (start, -end, record order) order; `place` clamps a child's end to its
-    parent's and returns the end and the duration to write (a child's ``ts + dur`` never passes its parent's)."""
-
-    __slots__ = ("ends", "float_ends")
-
-    def __init__(self) -> None:
-        self.ends: list[int] = []
-        self.float_ends: list[float] = []
-
-    def place(self, start_ns: int, end_ns: int) -> tuple[int, float]:
-        ends, float_ends = self.ends, self.float_ends
-        while ends and start_ns >= ends[-1]:
-            ends.pop()
-            float_ends.pop()
-        cap = math.inf
-        if ends:
-            if end_ns > ends[-1]:
-                end_ns = ends[-1]
-            cap = float_ends[-1]
-        d = dur_float(start_ns, end_ns, cap)
-        ends.append(end_ns)
-        float_ends.append(start_ns / 1000.0 + d)
-        return end_ns, d
+def nest_durations(starts, ends):
+    """Place the slices of one trace track so that they nest strictly, in integer nanoseconds and in the
+    doubles a reader adds. `starts` and `ends` (int64 arrays, nanoseconds) must already be in (start, -end,
+    record order) order; a child's end is clamped to its parent's, and its duration is chosen so that its
+    ``ts + dur`` never passes its parent's. Returns (clamped ends, durations to write)."""
+    s = np.ascontiguousarray(starts, dtype=np.int64)
+    e = np.array(ends, dtype=np.int64)  # a copy: clamped in place
+    durs = np.empty(len(s), dtype=np.float64)
+    compiled().nest(s, e, durs)
+    return e, durs
 
 
-__all__ = ["to_ns", "to_ns_array", "us_text", "json_ts", "dur_float", "ts_float", "SliceNester",
-           "NS_PER_US"]
+def _nest(s, e, durs):  # compiled by `compiled()`
+    n = len(s)
+    stack_end = np.empty(n + 1, dtype=np.int64)
+    stack_fend = np.empty(n + 1, dtype=np.float64)
+    top = 0
+    for i in range(n):
+        st = s[i]
+        en = e[i]
+        while top > 0 and st >= stack_end[top - 1]:
+            top -= 1
+        cap = np.inf
+        if top > 0:
+            if en > stack_end[top - 1]:
+                en = stack_end[top - 1]
+            cap = stack_fend[top - 1]
+        d = _dur_float_compiled(st, en, cap)
+        e[i] = en
+        durs[i] = d
+        stack_end[top] = en
+        stack_fend[top] = st / 1000.0 + d
+        top += 1
+
+
+# ---- JSON numbers written by compiled code (trace.json at scale) ----------------------------------------------
+
+JSON_US_MAX = 10**15
+"""Below this many nanoseconds (in magnitude), ``json_ts(ns)`` is the exact decimal of ns / 1000 with its trailing
+zeros dropped (a decimal of at most 15 significant digits is the shortest text of its nearest double), which
+`put_json_us` writes without a float."""
+
+
+def put_digits(buf, pos, v):
+    """Write the decimal digits of the integer v >= 0 into the uint8 array `buf` at `pos`; returns the end
+    (compiled by `compiled()`)."""
+    n = 1
+    t = v
+    while t >= 10:
+        t //= 10
+        n += 1
+    for k in range(n - 1, -1, -1):
+        buf[pos + k] = 48 + v % 10
+        v //= 10
+    return pos + n
+
+
+def put_json_us(buf, pos, ns):
+    """Write ``json_ts(ns)`` into the uint8 array `buf` at `pos` (|ns| < JSON_US_MAX); returns the end
+    (compiled by `compiled()`, for code that formats at scale)."""
+    if ns < 0:
+        buf[pos] = 45  # "-"
+        pos += 1
+        ns = -ns
+    q = ns // 1000
+    r = ns - q * 1000
+    pos = _put_digits_compiled(buf, pos, q)
+    buf[pos] = 46  # "."
+    pos += 1
+    if r == 0:
+        buf[pos] = 48
+        return pos + 1
+    digits = 3
+    while r % 10 == 0:
+        r //= 10
+        digits -= 1
+    for k in range(digits - 1, -1, -1):
+        buf[pos + k] = 48 + r % 10
+        r //= 10
+    return pos + digits
+
+
+_COMPILED: SimpleNamespace | None = None
+
+
+def compiled() -> SimpleNamespace:
+    """The compiled forms of `put_json_us`, `put_digits` and the nesting loop (Numba is imported on first use
+    only, so that reading a scenario never loads it)."""
+    global _COMPILED, _dur_float_compiled, _put_digits_compiled
+    if _COMPILED is None:
+        from numba import njit
+        _dur_float_compiled = njit(cache=True)(_dur_float)
+        _put_digits_compiled = njit(cache=True, inline="always")(put_digits)
+        _COMPILED = SimpleNamespace(nest=njit(cache=True)(_nest), put_digits=_put_digits_compiled,
+                                    put_json_us=njit(cache=True, inline="always")(put_json_us))
+    return _COMPILED
+
+
+_dur_float_compiled = None
+_put_digits_compiled = None
+
+
+def round3_ns(values):
+    """``round(x, 3)`` over a float64 array as integer thousandths (so that ``json_ts(k)`` is
+    ``repr(round(x, 3))``), and a mask of the values where that holds without doubt: non-negative, below
+    JSON_US_MAX / 1000, and not within the product's rounding error of a half (those keep Python's ``round``)."""
+    x = np.asarray(values, dtype=np.float64)
+    p = x * 1000.0
+    k = np.rint(p)
+    frac = np.abs(np.abs(p - np.floor(p)) - 0.5)
+    ok = (x >= 0.0) & ~np.signbit(x) & (p < JSON_US_MAX) & (frac > p * 2.0 ** -50 + 2.0 ** -60)
+    return np.where(ok, k, 0).astype(np.int64), ok
+
+
+__all__ = ["to_ns", "to_ns_array", "us_text", "json_ts", "dur_float", "ts_float", "nest_durations",
+           "put_json_us", "compiled", "round3_ns", "JSON_US_MAX", "NS_PER_US"]

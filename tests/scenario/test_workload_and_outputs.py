@@ -11,7 +11,8 @@ from hypothesis import strategies as st
 from scenario_helpers import SCENARIOS
 from opsim.scenario.runner import run_scenario
 from opsim.scenario.workload import Chooser, thread_rngs
-from opsim.trace.chrome_trace import _nest, check_nesting
+from opsim.trace.chrome_trace import check_nesting
+from opsim.trace.timefmt import nest_durations
 from opsim.trace.ge_profiling import aicore_blocks, format_nnopbase_line, merge_text
 from opsim.trace.msprof_csv import epoch_us_text, tensor_columns
 
@@ -159,9 +160,8 @@ def test_epoch_times_are_exact():
 
 
 def test_nesting_clamps_children_and_the_check_finds_overlaps():
-    items = [[0, 10, 0, "p"], [2, 11, 1, "c"], [11, 12, 2, "next"]]
-    durs = _nest(items)
-    assert items[1][1] == 10 and durs[1] == 8 / 1000.0
+    ends, durs = nest_durations([0, 2, 11], [10, 11, 12])
+    assert ends.tolist() == [10, 10, 12] and durs[1] == 8 / 1000.0
     ev = [{"ph": "X", "pid": 1, "tid": 1, "ts": 0.0, "dur": 0.010, "name": "p"},
           {"ph": "X", "pid": 1, "tid": 1, "ts": 0.005, "dur": 0.010, "name": "c"}]
     assert check_nesting(ev) and not check_nesting(ev[:1])

@@ -1,8 +1,9 @@
-"""Compact trace storage: folded record chunks read back as the same values, and the columnar trace.json writer
-produces exactly the bytes of the reference writer (with and without folded chunks)."""
+"""Compact trace storage: folded record chunks read back as the same values, and trace.json holds every record at
+its exact time whatever the chunking."""
 from __future__ import annotations
 
 import io
+import json
 from array import array
 from pathlib import Path
 
@@ -11,7 +12,8 @@ import pytest
 import opsim.trace.recorder as recorder_mod
 from opsim.scenario.runner import run_scenario
 from opsim.trace import COLUMNS, Recorder
-from opsim.trace.chrome_trace import _ColumnarTrace, write_chrome_trace, write_chrome_trace_reference
+from opsim.trace.chrome_trace import write_chrome_trace
+from opsim.trace.timefmt import to_ns
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -42,7 +44,9 @@ def test_compacted_records_read_back_identically():
         assert rec.rows(kind) == plain.rows(kind)
     chunk = next(rec.iter_chunks("device"))
     assert isinstance(chunk["start"], array) and chunk["start"].typecode == "d"
-    assert isinstance(chunk["task_id"], array) and chunk["task_id"].typecode == "q"
+    assert isinstance(chunk["task_id"], array) and chunk["task_id"].typecode == "i"  # 4 bytes when they fit
+    raw = next(rec._raw_chunks("device"))
+    assert isinstance(raw["op"], array) and raw["op"].typecode == "H"  # names as 2-byte codes
     host = next(rec.iter_chunks("host"))
     assert not isinstance(host["start"], array)  # int 0 among floats: kept as a list, values unchanged
     cache = next(rec.iter_chunks("cache"))
@@ -61,37 +65,58 @@ def test_folding_keeps_interning():
     assert phases[0] is phases[1]
 
 
-@pytest.mark.parametrize("name", ["quickstart", "exec_cache_and_repeat", "multi_stream_contention"])
-def test_columnar_trace_writer_matches_reference_bytes(name):
-    res = run_scenario(ROOT / "scenarios" / f"{name}.yaml", write=False)
-    assert _ColumnarTrace.prepare(res.sim, "Host") is not None  # the columnar path is the one taken
-    ref = io.StringIO()
-    n_ref = write_chrome_trace_reference(res.sim, ref)
+def _trace(sim) -> str:
     out = io.StringIO()
-    assert write_chrome_trace(res.sim, out) == n_ref
-    assert out.getvalue() == ref.getvalue()
-    res.sim.recorder.compact()  # the same from folded chunks
-    again = io.StringIO()
-    write_chrome_trace(res.sim, again)
-    assert again.getvalue() == ref.getvalue()
+    write_chrome_trace(sim, out)
+    return out.getvalue()
 
 
-def test_columnar_writer_over_many_small_chunks(monkeypatch):
-    monkeypatch.setattr(recorder_mod, "CHUNK_ROWS", 300)
+@pytest.mark.parametrize("name", ["quickstart", "exec_cache_and_repeat", "multi_stream_contention"])
+def test_trace_events_are_the_records_with_exact_times(name):
+    """An independent reading of trace.json: every host and device slice is a record, at its exact time."""
+    res = run_scenario(ROOT / "scenarios" / f"{name}.yaml", write=False)
+    rec, tids = res.sim.recorder, {th.name: th.thread_id for th in res.sim.threads}
+    events = json.loads(_trace(res.sim))["traceEvents"]
+    host = rec.records("host")
+    want = sorted((tids[t], to_ns(s) / 1000, op if ph == "op_call" else ph)
+                  for t, ph, op, s in zip(host["thread"], host["phase"], host["op"], host["start"]))
+    got = sorted((e["tid"], e["ts"], e["name"]) for e in events if e["ph"] == "X" and e["cat"] in ("host", "op_call"))
+    assert got == want
+    dev = rec.records("device")
+    want = sorted((st + 1, to_ns(s) / 1000, tid, round(q, 3), round(s - q, 3))
+                  for st, tid, q, s in zip(dev["stream"], dev["task_id"], dev["queued"], dev["start"]))
+    got = sorted((e["tid"], e["ts"], e["args"]["task_id"], e["args"]["queued_us"], e["args"]["wait_us"])
+                 for e in events if e["ph"] == "X" and e.get("pid") == 100)
+    assert got == want
+    # the same bytes from folded chunks
+    before = _trace(res.sim)
+    res.sim.recorder.compact()
+    assert _trace(res.sim) == before
+
+
+def test_trace_over_many_small_chunks_is_unchanged(monkeypatch):
     overrides = {"trace": True, "threads.0.program.0.loop.count": 400, "threads.1.program.0.loop.count": 400}
+    whole = _trace(run_scenario(ROOT / "scenarios" / "large.yaml", overrides=overrides, write=False).sim)
+    monkeypatch.setattr(recorder_mod, "CHUNK_ROWS", 300)
     res = run_scenario(ROOT / "scenarios" / "large.yaml", overrides=overrides, write=False)
     assert len(list(res.sim.recorder.iter_chunks("host"))) >= 3  # folded every 1024 correlation ids
-    ref, out = io.StringIO(), io.StringIO()
-    write_chrome_trace_reference(res.sim, ref)
-    write_chrome_trace(res.sim, out)
-    assert out.getvalue() == ref.getvalue()
+    assert _trace(res.sim) == whole
 
 
-def test_unusual_values_fall_back_to_the_reference_writer():
-    res = run_scenario(ROOT / "scenarios" / "quickstart.yaml", write=False)
-    res.sim.recorder.host_span(7, "launch", "Add", 1.0, 1.0, -1)  # a thread that is not a name
-    assert _ColumnarTrace.prepare(res.sim, "Host") is None
-    ref, out = io.StringIO(), io.StringIO()
-    write_chrome_trace_reference(res.sim, ref)
-    write_chrome_trace(res.sim, out)
-    assert out.getvalue() == ref.getvalue()
+def test_tensor_infos_read_as_tuples_and_bulk_spans_as_single_ones():
+    rec, plain = Recorder(), Recorder()
+    info = {"input_shapes": "4"}
+    rec.tensor_info(3, "Add", info)
+    rec.tensor_info(1 << 70, "Mul", info)  # beyond 64 bits: kept as it is
+    assert list(rec.tensor_infos) == [(3, "Add", info), (1 << 70, "Mul", info)] == rec.tensor_infos
+    assert rec.tensor_infos[1] == (1 << 70, "Mul", info) and rec.tensor_infos[:1] == [(3, "Add", info)]
+    phases, ops = tuple(map(rec.intern, ("tiling", "launch"))), (rec.intern("Add"),) * 2
+    rec.host_spans("t0", phases, ops, [0.0, 1.0, 3.0], (1.0, 2.0), 7)
+    rec.host_spans("t0", phases, ops, [3.0, 4.0], (1.0, 2.0))
+    for start in (0.0, 3.0):
+        plain.host_span("t0", "tiling", "Add", start, 1.0, 7 if start == 0.0 else -1)
+        plain.host_span("t0", "launch", "Add", start + 1.0, 2.0, 7 if start == 0.0 else -1)
+    assert rec.rows("host") == plain.rows("host")
+    assert rec.records("host")["phase"][0] is phases[0]
+    rec.tensor_infos.clear()
+    assert len(rec.tensor_infos) == 0

@@ -11,15 +11,15 @@ from decimal import Decimal
 from pathlib import Path
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scenario"))
 from scenario_helpers import SCENARIOS, TESTED  # noqa: E402
 
 from opsim.scenario.runner import run_scenario  # noqa: E402
-from opsim.trace.chrome_trace import _nest, check_nesting  # noqa: E402
-from opsim.trace.timefmt import dur_float, json_ts, us_text  # noqa: E402
+from opsim.trace.chrome_trace import check_nesting  # noqa: E402
+from opsim.trace.timefmt import dur_float, json_ts, nest_durations, us_text  # noqa: E402
 
 _OUT: dict[str, Path] = {}
 
@@ -118,8 +118,9 @@ def test_dur_float_never_ends_past_the_end(a, b):
 
 @given(st.lists(st.tuples(st.integers(0, 10**9), st.integers(0, 10**9)), min_size=1, max_size=40))
 def test_placed_slices_nest_exactly_as_a_reader_adds_them(pairs):
-    items = [[min(a, b), max(a, b), i] for i, (a, b) in enumerate(pairs)]
-    durs = _nest(items)
+    items = sorted(([min(a, b), max(a, b), i] for i, (a, b) in enumerate(pairs)), key=lambda x: (x[0], -x[1], x[2]))
+    _ends, durs = nest_durations([it[0] for it in items], [it[1] for it in items])
+    durs = durs.tolist()
     events = [{"ph": "X", "pid": 1, "tid": 1, "ts": float(json_ts(it[0])), "dur": float(repr(d)), "name": str(it[2])}
               for it, d in zip(items, durs)]
     assert check_nesting(events) == []
@@ -129,3 +130,36 @@ def test_placed_slices_nest_exactly_as_a_reader_adds_them(pairs):
 def test_us_text_is_exact(ns):
     assert Decimal(us_text(ns)) * 1000 == ns
     assert Decimal(us_text(ns, 6)) * 1000 == ns and len(us_text(ns, 6).partition(".")[2]) == 6
+
+
+@settings(deadline=None)  # the first example compiles
+@given(st.integers(-(10**15) + 1, 10**15 - 1))
+def test_compiled_json_us_is_json_ts(ns):
+    import numpy as np
+
+    from opsim.trace.timefmt import compiled
+    buf = np.zeros(32, dtype=np.uint8)
+    end = compiled().put_json_us(buf, 0, ns)
+    assert buf[:end].tobytes().decode() == json_ts(ns) == repr(ns / 1000.0)
+
+
+@given(st.one_of(st.floats(0, 1e13), st.integers(0, 10**12).map(lambda k: k / 1000 + 0.0005),
+                 st.integers(0, 10**9).map(lambda k: k / 1000)))
+def test_round3_ns_is_pythons_round_where_it_claims_so(x):
+    import numpy as np
+
+    from opsim.trace.timefmt import round3_ns
+    k, ok = round3_ns(np.array([x]))
+    if ok[0]:
+        assert json_ts(int(k[0])) == repr(round(x, 3))
+
+
+@given(st.lists(st.tuples(st.integers(0, 50), st.integers(0, 50)), max_size=60))
+def test_track_order_is_start_then_longest_then_record_order(pairs):
+    import numpy as np
+
+    from opsim.trace.chrome_trace import _track_order
+    s = np.array([a for a, _b in pairs], dtype=np.int64)
+    e = s + np.array([b for _a, b in pairs], dtype=np.int64)
+    rid = np.arange(len(pairs), dtype=np.int64) - 3  # record order, steps (negative) first
+    assert _track_order(s, e, rid).tolist() == np.lexsort((rid, -e, s)).tolist()
