@@ -199,7 +199,8 @@ def _check_us(*arrays: Any) -> None:
     for a in arrays:
         if len(a) and (int(a.max()) >= JSON_US_MAX or int(a.min()) <= -JSON_US_MAX):
             raise InvalidArgumentError(f"trace.json: a time beyond {JSON_US_MAX // 10**9} s of simulated time "
-                                       "cannot be written; shorten the scenario")
+                                       "cannot be written exactly; shorten the scenario or write no trace.json "
+                                       "(`outputs: {trace: false}` or `--set outputs.trace=false`)")
 
 
 def _times(rec: Any, kind: str, name: str) -> Any:

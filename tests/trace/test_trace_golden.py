@@ -27,3 +27,14 @@ def test_trace_json_bytes_match_the_golden_file():
     assert _written(sim) == want
     sim.recorder.compact()
     assert _written(sim) == want
+
+
+def test_a_time_too_large_for_exact_text_is_refused_with_the_fix():
+    """Beyond 10^15 ns the microsecond text would not be exact: the write stops and says how to go on."""
+    import pytest
+
+    from opsim.errors import InvalidArgumentError
+    sim = synthetic_sim()
+    sim.recorder.host_span("main", "launch", "Add", 2.0e12, 1.0, 7)
+    with pytest.raises(InvalidArgumentError, match=r"outputs\.trace=false"):
+        _written(sim)
