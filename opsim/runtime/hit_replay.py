@@ -9,9 +9,9 @@ unchanged (the argument objects and every field that enters the key, the process
 branches on, the cache entry still in the thread's key container and usable); `replay` then applies exactly
 the state changes and records of the framework's hit path (sequence counter, TLS log info and config, LRU
 order, profiling ids, the hit record, the host spans, the device tasks) and spends the host time like
-`HostThread._replay`. Anything unusual (profiling reports, dumps, numerics, faults, the PTA path, a
-workspace, a call whose action log is not the plain hit pattern) is never captured, and such a call runs
-through the framework as before.
+`HostThread._replay`. A workspace is allocated and freed as `run_op` does it. Anything unusual (profiling
+reports, dumps, numerics, faults, the PTA path, an operator from outside opsim's library, a call whose action
+log is not the plain hit pattern) is never captured, and such a call runs through the framework as before.
 """
 from __future__ import annotations
 
@@ -35,9 +35,9 @@ _HIT_CALLBACK = "l2_dfx_phase_1.<locals>.<lambda>"
 class HitTemplate:
     """What one executor-cache hit did, without its times and correlation id."""
 
-    __slots__ = ("run", "snapshot", "stream", "api", "api_1", "cache", "tasks", "key", "storages", "tensors", "aic", "aiv",
-                 "level", "settings", "phases", "ops", "durs", "busy", "hit_at", "submits", "infos", "profiling",
-                 "pre_call", "size", "clocks")
+    __slots__ = ("run", "snapshot", "stream", "api", "api_1", "cache", "tasks", "key", "storages", "tensors",
+                 "aic", "aiv", "level", "settings", "phases", "ops", "durs", "busy", "hit_at", "submits", "infos",
+                 "profiling", "pre_call", "size", "clocks")
 
 
 def _std(fn: Any) -> bool:
