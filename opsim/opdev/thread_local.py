@@ -122,6 +122,12 @@ class ThreadLocalContext:
         return acts
 
 
+def charged_us(actions: list) -> float:
+    """Host time charged by the spans of an action log, summed in log order (the thread's clock offset at the
+    end of it: what acl_rt stamps its allocations and frees with, and what a replayed hit must reproduce)."""
+    return sum(a[3] for a in actions if a[0] == A_SPAN)
+
+
 _current: ThreadLocalContext | None = None
 
 

@@ -7,15 +7,14 @@ from __future__ import annotations
 from typing import Any
 
 from opsim.acl.status import AclnnStatus
-from opsim.opdev.thread_local import A_SPAN, ThreadLocalContext, current
+from opsim.opdev.thread_local import ThreadLocalContext, charged_us, current
 
 S = AclnnStatus
 
 
 def _clock(ctx: ThreadLocalContext) -> float:
     """The thread's simulated time at this point of the call (now plus host time charged so far)."""
-    now = ctx.process.device.env.now
-    return now + sum(a[3] for a in ctx.actions if a[0] == A_SPAN)
+    return ctx.process.device.env.now + charged_us(ctx.actions)
 
 
 def malloc(size: int) -> tuple[AclnnStatus, int]:

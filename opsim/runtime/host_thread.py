@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, Generator
 
-from opsim.opdev.thread_local import A_CALL, A_SPAN, A_SUBMIT, A_SYNC, ThreadLocalContext, set_current
+from opsim.opdev.thread_local import A_CALL, A_SPAN, A_SUBMIT, A_SYNC, ThreadLocalContext, charged_us, set_current
 from opsim.runtime import hit_replay
 from opsim.runtime.fast_clock import skip_to
 
@@ -173,10 +173,8 @@ def run_op(thread: HostThread, get_workspace_size: Callable[..., Any], run: Call
                 phase2 = (n2, len(ctx.actions))
                 if workspace:
                     acl_rt.free_async(workspace, stream)
-                    if thread.fast_path and n0 == 0 and status == 0:  # the times acl_rt._clock gave both calls
-                        acts = ctx.actions
-                        clocks = (sum(a[3] for a in acts[:n2] if a[0] == A_SPAN),
-                                  sum(a[3] for a in acts if a[0] == A_SPAN))
+                    if thread.fast_path and n0 == 0 and status == 0:  # the offsets acl_rt's clock gave both
+                        clocks = (charged_us(ctx.actions[:n2]), charged_us(ctx.actions))
         if host is not None:
             apply = _HOST_CAL[0] if _HOST_CAL else _load_host_calibration()
             apply(ctx.actions, (n0, n1), phase2, host, getattr(executor, "kind", None) == "wrap")
