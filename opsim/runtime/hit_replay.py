@@ -20,6 +20,7 @@ from operator import attrgetter
 from typing import Any
 
 from opsim.device.task import DeviceTask
+from opsim.opdev import dfx
 from opsim.opdev.op_exec_cache import args_snapshot, fields_unchanged
 from opsim.opdev.thread_local import A_CALL, A_SPAN, A_SUBMIT, OpLogInfo
 from opsim.ops.profiled import PROFILED_HOST
@@ -50,26 +51,26 @@ def _std(fn: Any) -> bool:
     return mod.startswith("opsim.ops.")
 
 
-def _plain(ctx: Any) -> bool:
-    """No process setting that makes the hit path do more than the template records."""
+def _switched_on(ctx: Any) -> bool:
+    """A per-call switch that makes the hit path do more than a template records (PTA mode, a pending
+    overflow task, faults, profiling reports); checked on every call."""
     p = ctx.process
     sw = p.profiling
-    return not (ctx.use_pta_hash or p.faults or p.op_dump or sw.report_flag or sw.kernel_launch_flag
-                or (p.numerics and p.device is not None) or p.exception_dump or p.overflow_dump
-                or p.record_op_args or p.level2_profiling or p.disable_l2_cache or ctx.pending_overflow_task)
+    return bool(ctx.use_pta_hash or ctx.pending_overflow_task or p.faults or sw.report_flag or sw.kernel_launch_flag)
 
 
 _settings = attrgetter("aic_num", "aiv_num", "deterministic_level", "strong_consistency", "cost", "op_dump",
                        "numerics", "exception_dump", "overflow_dump", "record_op_args", "level2_profiling",
                        "disable_l2_cache")
-"""The process settings a hit reads (besides faults and profiling), in one C call: equal to a template's
-captured ones (taken while `_plain` held), the hit path is the template's."""
+"""The process settings a hit reads, in one C call: equal to a template's captured ones (taken while `_plain`
+held) and with no per-call switch on, the hit path is the template's."""
 
 
-def _level(p: Any) -> int:
-    """dfx.deterministic_level_from_rt without faults (they are excluded by `_plain`)."""
-    level = int(p.deterministic_level)
-    return 2 if level == 1 and p.strong_consistency else level
+def _plain(ctx: Any) -> bool:
+    """Nothing makes the hit path do more than the template records (checked once, at capture)."""
+    p = ctx.process
+    return not (_switched_on(ctx) or p.op_dump or (p.numerics and p.device is not None) or p.exception_dump
+                or p.overflow_dump or p.record_op_args or p.level2_profiling or p.disable_l2_cache)
 
 
 def memo_key(gws: Any, stream: Any, args: tuple) -> tuple:
@@ -151,9 +152,9 @@ def capture(thread: Any, gws: Any, run: Any, args: tuple, stream: Any, api: str,
     tpl.run, tpl.snapshot, tpl.stream, tpl.api, tpl.api_1 = run, snapshot, stream, api, p1
     tpl.cache, tpl.tasks = cache, tasks
     tpl.key, tpl.storages, tpl.tensors = key, ctx.l2_storage_list, ctx.l2_tensor_list
-    tpl.aic, tpl.aiv, tpl.level, tpl.settings = p.aic_num, p.aiv_num, _level(p), _settings(p)
-    intern = rec.intern  # a recorder keeps one copy of each string
-    tpl.phases, tpl.ops = tuple(map(intern, phases)), tuple(map(intern, ops))
+    tpl.aic, tpl.aiv, tpl.settings = p.aic_num, p.aiv_num, _settings(p)
+    tpl.level = dfx.deterministic_level_from_rt(ctx)  # no faults here: the plain query
+    tpl.phases, tpl.ops = tuple(phases), tuple(ops)
     tpl.durs, tpl.busy, tpl.hit_at = tuple(durs), busy, hit_at
     tpl.submits = tuple(submits)
     tpl.infos = tuple((t.op_name, t.info) for t in tasks if t.info is not None)
@@ -173,9 +174,7 @@ def find(thread: Any, gws: Any, run: Any, args: tuple, stream: Any, api: str | N
         return None
     ctx = thread.ctx
     p = ctx.process
-    sw = p.profiling
-    if (ctx.actions or ctx.use_pta_hash or ctx.pending_overflow_task or p.faults or sw.report_flag
-            or sw.kernel_launch_flag or _settings(p) != tpl.settings or not fields_unchanged(tpl.snapshot)):
+    if ctx.actions or _switched_on(ctx) or _settings(p) != tpl.settings or not fields_unchanged(tpl.snapshot):
         return None
     cache = tpl.cache
     m = ctx.op_cache_manager

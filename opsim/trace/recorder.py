@@ -252,11 +252,6 @@ class Recorder:
         a_dur(dur)
         a_corr(corr)
 
-    def intern(self, text: str) -> str:
-        """The recorder's one copy of `text` (the value every record of an equal string reads back as)."""
-        code = self._code(text)
-        return self._values[self._new_code(text) if code is None else code]
-
     def host_spans(self, thread: Any, phases: tuple, ops: tuple, starts: list, durs: tuple, corr: int = -1) -> None:
         """Spans back to back, as many `host_span` calls would record them (span i from starts[i], lasting
         durs[i]; `starts` may hold one more value, the end): one extend per column. The codes of `phases` and

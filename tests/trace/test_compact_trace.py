@@ -110,13 +110,13 @@ def test_tensor_infos_read_as_tuples_and_bulk_spans_as_single_ones():
     rec.tensor_info(1 << 70, "Mul", info)  # beyond 64 bits: kept as it is
     assert list(rec.tensor_infos) == [(3, "Add", info), (1 << 70, "Mul", info)] == rec.tensor_infos
     assert rec.tensor_infos[1] == (1 << 70, "Mul", info) and rec.tensor_infos[:1] == [(3, "Add", info)]
-    phases, ops = tuple(map(rec.intern, ("tiling", "launch"))), (rec.intern("Add"),) * 2
+    phases, ops = ("tiling", "launch"), ("Add", "Add")
     rec.host_spans("t0", phases, ops, [0.0, 1.0, 3.0], (1.0, 2.0), 7)
     rec.host_spans("t0", phases, ops, [3.0, 4.0], (1.0, 2.0))
     for start in (0.0, 3.0):
         plain.host_span("t0", "tiling", "Add", start, 1.0, 7 if start == 0.0 else -1)
         plain.host_span("t0", "launch", "Add", start + 1.0, 2.0, 7 if start == 0.0 else -1)
     assert rec.rows("host") == plain.rows("host")
-    assert rec.records("host")["phase"][0] is phases[0]
+    assert rec.records("host")["phase"][:2] == ["tiling", "launch"]
     rec.tensor_infos.clear()
     assert len(rec.tensor_infos) == 0
