@@ -123,18 +123,33 @@ zeros dropped (a decimal of at most 15 significant digits is the shortest text o
 `put_json_us` writes without a float."""
 
 
+_PAIRS = np.frombuffer("".join(f"{i:02d}" for i in range(100)).encode("ascii"), dtype=np.uint8)
+"""The two digits of 0..99, back to back: `put_digits` writes two digits per division."""
+_POW10 = np.array([10**k for k in range(19)], dtype=np.int64)
+"""Powers of ten up to 10**18: `put_digits` counts digits by comparing, without dividing."""
+
+
 def put_digits(buf, pos, v):
     """Write the decimal digits of the integer v >= 0 into the uint8 array `buf` at `pos`; returns the end
     (compiled by `compiled()`)."""
     n = 1
-    t = v
-    while t >= 10:
-        t //= 10
+    while n < 19 and v >= _POW10[n]:
         n += 1
-    for k in range(n - 1, -1, -1):
-        buf[pos + k] = 48 + v % 10
-        v //= 10
-    return pos + n
+    end = pos + n
+    p = end
+    while v >= 100:
+        q = v // 100
+        r = 2 * (v - q * 100)
+        p -= 2
+        buf[p] = _PAIRS[r]
+        buf[p + 1] = _PAIRS[r + 1]
+        v = q
+    if v >= 10:
+        buf[p - 2] = _PAIRS[2 * v]
+        buf[p - 1] = _PAIRS[2 * v + 1]
+    else:
+        buf[p - 1] = 48 + v
+    return end
 
 
 def put_json_us(buf, pos, ns):
