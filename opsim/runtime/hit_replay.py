@@ -236,7 +236,7 @@ def replay(thread: Any, tpl: HitTemplate, slot: int) -> float:
     starts = list(accumulate(durs, initial=start))
     name = thread.name
     if rec.enabled:
-        rec.host_spans(name, tpl.phases, tpl.ops, starts, durs, corr)
+        rec.host_spans(name, tpl.phases, tpl.ops, start, durs, corr)
         rec.cache_event(starts[tpl.hit_at], name, "exec", "hit", api_1, 0, "")
     if tpl.submits:
         stream = tpl.stream

@@ -33,7 +33,7 @@ class SummaryStats:
     def host_span(self, thread: Any, phase: str, op: str, start: float, dur: float, corr: int = -1) -> None:
         """Host time is summed by the threads themselves (HostThread.busy_us) and calls by the runner."""
 
-    def host_spans(self, thread: Any, phases: tuple, ops: tuple, starts: list, durs: tuple, corr: int = -1) -> None:
+    def host_spans(self, thread: Any, phases: tuple, ops: tuple, start: float, durs: tuple, corr: int = -1) -> None:
         """As `host_span`."""
 
     def device_task(self, stream: int, unit_kind: str, units: int, task_id: int, op: str, task_type: str,
