@@ -507,7 +507,9 @@ class Recorder:
         import numpy as np
         parts = self.coded_chunks(kind, name)
         dtype = np.uint16 if len(self._values) <= 0x10000 else np.int32
-        return (np.concatenate(parts, dtype=dtype) if parts else np.empty(0, dtype)), self.code_values()
+        # a growing (not yet folded) part reads as int64 codes, within dtype's range by the choice above
+        whole = np.concatenate(parts, dtype=dtype, casting="unsafe") if parts else np.empty(0, dtype)
+        return whole, self.code_values()
 
     def numeric_chunks(self, kind: str, name: str, typecode: str) -> list[tuple[Any, dict[int, Any]]]:
         """Column ``name`` of ``kind`` chunk by chunk as numpy arrays (views of the typed chunks; typecode "d":
