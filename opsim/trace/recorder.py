@@ -237,7 +237,7 @@ class Recorder:
         grouped = np.flatnonzero(ph < 0)
         gid = -1 - ph[grouped]
         sizes = np.ones(rows, dtype=np.int64)
-        sizes[grouped] = [len(self._group_parts[g][2]) for g in gid.tolist()]
+        sizes[grouped] = np.array([len(part[2]) for part in self._group_parts], dtype=np.int64)[gid]
         first = np.zeros(rows, dtype=np.int64)
         np.cumsum(sizes[:-1], out=first[1:])
         src = np.repeat(np.arange(rows, dtype=np.int64), sizes)  # the record each span comes from
@@ -247,13 +247,16 @@ class Recorder:
         spans = np.zeros(total, dtype=bool)  # the spans of group rows
         g_start = np.empty(total, dtype=np.float64)
         g_dur = np.empty(total, dtype=np.float64)
+        typed_start = _compact(start)
+        row_start = (np.frombuffer(typed_start, dtype=np.float64) if isinstance(typed_start, array)
+                     and typed_start.typecode == "d" else None)
         for g in np.unique(gid).tolist():
             p_codes, o_codes, durs = self._group_parts[g]
             at = grouped[gid == g]
             k = len(durs)
             pos = (first[at][:, None] + np.arange(k, dtype=np.int64)).ravel()
             table = np.empty((len(at), k), dtype=np.float64)
-            table[:, 0] = [start[i] for i in at.tolist()]
+            table[:, 0] = row_start[at] if row_start is not None else [start[i] for i in at.tolist()]
             table[:, 1:] = durs[:-1]
             np.add.accumulate(table, axis=1, out=table)
             g_start[pos] = table.ravel()
@@ -270,8 +273,8 @@ class Recorder:
             out.frombytes(values.astype(code_type).tobytes())
             return out
 
-        def numeric(col: list, computed: Any = None, where: Any = None) -> Any:
-            typed = _compact(col)
+        def numeric(col: list, computed: Any = None, where: Any = None, typed: Any = None) -> Any:
+            typed = _compact(col) if typed is None else typed
             if isinstance(typed, array) and (computed is None or typed.typecode == "d"):
                 values = np.frombuffer(typed, dtype=np.dtype(typed.typecode))[src] if rows else np.empty(0)
                 if computed is not None:
@@ -286,7 +289,7 @@ class Recorder:
             return _compact(values)
 
         return (coded(np.array(thread, dtype=np.int64)[src]), coded(out_ph), coded(out_op),
-                numeric(start, g_start, later), numeric(dur, g_dur, spans), numeric(corr))
+                numeric(start, g_start, later, typed_start), numeric(dur, g_dur, spans), numeric(corr))
 
     # --- switching ---------------------------------------------------------------------------------------
     def set_enabled(self, enabled: bool) -> None:
