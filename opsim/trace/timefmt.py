@@ -152,9 +152,23 @@ def put_digits(buf, pos, v):
     return end
 
 
+def _fractions() -> tuple[np.ndarray, np.ndarray]:
+    """The decimals of every 0..999 thousandths as `json_ts` writes them (trailing zeros dropped, "0" for none),
+    three bytes each, and their lengths."""
+    text, length = np.zeros(3000, dtype=np.uint8), np.zeros(1000, dtype=np.int64)
+    for r in range(1000):
+        t = (f"{r:03d}".rstrip("0") or "0").encode("ascii")
+        text[3 * r:3 * r + len(t)] = np.frombuffer(t, dtype=np.uint8)
+        length[r] = len(t)
+    return text, length
+
+
+_FRACTION, _FRACTION_LEN = _fractions()
+
+
 def put_json_us(buf, pos, ns):
-    """Write ``json_ts(ns)`` into the uint8 array `buf` at `pos` (|ns| < JSON_US_MAX); returns the end
-    (compiled by `compiled()`, for code that formats at scale)."""
+    """Write ``json_ts(ns)`` into the uint8 array `buf` at `pos` (|ns| < JSON_US_MAX; three bytes past the
+    text may be overwritten); returns the end (compiled by `compiled()`, for code that formats at scale)."""
     if ns < 0:
         buf[pos] = 45  # "-"
         pos += 1
@@ -163,18 +177,10 @@ def put_json_us(buf, pos, ns):
     r = ns - q * 1000
     pos = _put_digits_compiled(buf, pos, q)
     buf[pos] = 46  # "."
-    pos += 1
-    if r == 0:
-        buf[pos] = 48
-        return pos + 1
-    digits = 3
-    while r % 10 == 0:
-        r //= 10
-        digits -= 1
-    for k in range(digits - 1, -1, -1):
-        buf[pos + k] = 48 + r % 10
-        r //= 10
-    return pos + digits
+    buf[pos + 1] = _FRACTION[3 * r]
+    buf[pos + 2] = _FRACTION[3 * r + 1]
+    buf[pos + 3] = _FRACTION[3 * r + 2]
+    return pos + 1 + _FRACTION_LEN[r]
 
 
 _COMPILED: SimpleNamespace | None = None
