@@ -168,7 +168,7 @@ class Recorder:
         self._code_of: dict[Any, int] = {}  # a str, or the _Key of another value -> its code
         self._code = self._code_of.get
         self._groups: dict[int, tuple] = {}  # id(durs) -> its span group (host_spans)
-        self._group_of: dict[tuple, int] = {}  # (phases, ops, durs) -> group number
+        self._group_of: dict[tuple, int] = {}  # (phase codes, op codes, durs) -> group number
         self._group_parts: list[tuple] = []  # group number -> (phase codes, op codes, durs) as numpy arrays
         self._new_columns()
         self._corr = 0
@@ -373,7 +373,8 @@ class Recorder:
         o_codes = [self._code_of_value(v) for v in ops]
         marker = None
         if durs and len(phases) == len(ops) == len(durs) and all(type(d) is float for d in durs):
-            key = (phases, ops, durs)
+            # keyed by codes and the durations' bits: 1, 1.0 and True, or 0.0 and -0.0, stay apart
+            key = (tuple(p_codes), tuple(o_codes), np.array(durs, dtype=np.float64).tobytes())
             gid = self._group_of.get(key)
             if gid is None:
                 gid = self._group_of[key] = len(self._group_parts)

@@ -127,7 +127,11 @@ def test_tensor_infos_read_as_tuples_and_bulk_spans_as_single_ones():
 _SPAN_GROUPS = [(("tiling", "launch"), ("Add", "Add"), (0.1, 0.2)),
                 (("make key", "match cache", "launch"), ("aclnnMul", "aclnnMul", "Mul"), (1.0 / 3, 2.7, 1e-9)),
                 (("odd",), ("Relu",), (1,)),  # an int duration: recorded span by span, as it is
-                (("p",), (("a", 1),), (0.5,))]  # an op that is not a str
+                (("p",), (("a", 1),), (0.5,)),  # an op that is not a str
+                (("tiling", "launch"), ("Add", "Add"), (0.0, 0.2)),
+                (("tiling", "launch"), ("Add", "Add"), (-0.0, 0.2)),  # equal to the one above but for a zero's sign
+                (("tiling", 1), ("Add", "Add"), (0.1, 0.2)),
+                (("tiling", True), ("Add", "Add"), (0.1, 0.2))]  # equal to the one above but for a name's type
 
 
 @settings(max_examples=60, deadline=None)
@@ -154,7 +158,7 @@ def test_span_groups_read_back_as_the_spans_one_by_one(calls, chunk):
                     t = t + d
             rec.next_corr()  # folds now and then
         assert rec.count("host") == plain.count("host") == len(plain.rows("host"))
-        typed = lambda rows: [tuple((type(v), v) for v in row) for row in rows]  # noqa: E731
+        typed = lambda rows: [tuple((type(v), repr(v)) for v in row) for row in rows]  # noqa: E731
         assert typed(rec.rows("host")) == typed(plain.rows("host"))
         for c, t in (("start", "d"), ("dur", "d"), ("corr", "q")):
             got, want = rec.numeric("host", c, t), plain.numeric("host", c, t)
