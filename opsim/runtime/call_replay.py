@@ -106,8 +106,9 @@ def _event(fn: Any) -> tuple | None:
     code = fn.__code__
     cells = dict(zip(code.co_freevars, (c.cell_contents for c in fn.__closure__ or ())))
     if qual == _EXEC_CALLBACK:
-        return ("exec", "miss", cells["api_name"], 0, "") if "miss" in code.co_consts else None
-    if cells.get("kind") != "hit":
+        api = cells.get("api_name")
+        return ("exec", "miss", api, 0, "") if "miss" in code.co_consts and type(api) is str else None
+    if cells.get("kind") != "hit" or not {"op", "seed", "detail"} <= cells.keys():
         return None
     return "aicpu", "hit", cells["op"], cells["seed"], cells["detail"]
 
