@@ -15,7 +15,8 @@ cacheHasFull), and each AI CPU task still first in its bucket, free, on the same
 count in its space. `replay` then applies exactly the framework's state changes and records in its order.
 Anything else (a hit, a failure, profiling, dumps, numerics, faults, PTA mode, an operator from outside
 opsim's library, a launcher other than AI Core or cached-task AI CPU, a synchronisation, a memcpy, an AI CPU
-input converted from a scalar or host array) is never captured and runs through the framework as before.
+input tensor that is not an argument) is never captured and runs through the framework
+as before.
 """
 from __future__ import annotations
 
@@ -23,8 +24,10 @@ from itertools import accumulate
 from operator import attrgetter
 from typing import Any
 
+from opsim.acl.tensor import Tensor
 from opsim.device.task import DeviceTask, TaskKind
 from opsim.opdev import dfx
+from opsim.opdev.aicpu.key import convert_to_host_tensor, flatten_aicpu_inputs
 from opsim.opdev.aicpu.launcher import AiCpuKernelLauncher
 from opsim.opdev.aicpu.task import AicpuCCTask
 from opsim.opdev.launchers import AiCoreKernelLauncher
@@ -47,7 +50,7 @@ _PHASE_1 = "L2 phase1 entry"
 class Pending:
     """What `capture` compares with: the state before the call and the launchers phase 1 registered."""
 
-    __slots__ = ("state", "seq", "infos", "full", "launchers")
+    __slots__ = ("state", "seq", "infos", "full", "launchers", "inputs", "owned")
 
 
 class CallTemplate:
@@ -87,14 +90,17 @@ def before(thread: Any, gws: Any, run: Any, stream: Any) -> Pending | None:
     pre.seq = p.l2_sequence_counter
     pre.infos = len(p.recorder.tensor_infos)
     pre.full = ctx.cache_has_full
-    pre.launchers = None
+    pre.launchers = pre.inputs = pre.owned = None
     return pre
 
 
 def launchers_of(pre: Pending, executor: Any) -> None:
-    """Phase 1 returned `executor`: keep its launchers (destroyed with it in phase 2)."""
+    """Phase 1 returned `executor`: keep its launchers, the input OpArgs of its AI CPU launchers and the objects
+    it allocated (all destroyed with it in phase 2)."""
     if getattr(executor, "kind", None) == "executor":
-        pre.launchers = tuple(executor.kernel_launch_obj_list)
+        pre.launchers = launchers = tuple(executor.kernel_launch_obj_list)
+        pre.inputs = tuple(tuple(l.args.inputs()) if type(l) is AiCpuKernelLauncher else None for l in launchers)
+        pre.owned = tuple(executor.allocated_obj_list) if any(pre.inputs) else ()
 
 
 def _event(fn: Any) -> tuple | None:
@@ -113,23 +119,40 @@ def _event(fn: Any) -> tuple | None:
     return "aicpu", "hit", cells["op"], cells["seed"], cells["detail"]
 
 
-def _aicpu_task(launcher: Any, args: tuple, stream: Any) -> tuple | None:
+def _aicpu_task(launcher: Any, inputs: tuple, args: tuple, owned: tuple, stream: Any) -> tuple | None:
     """What a cached-task AI CPU launcher's lookup and launch depend on and leave, or None when its task is
-    not plainly reusable (inputs other than the arguments, host inputs, not in its bucket)."""
+    not plainly reusable (not in its bucket, a tensor that is not an argument, a host input placed in the
+    device region). `inputs`: the launcher's input OpArgs; each launch converts a scalar or int array among
+    them (an argument, or one phase 1 allocated from the arguments: `owned`) into a new host tensor, which a
+    replay makes afresh from the same object (`flatten_aicpu_inputs`)."""
     task = launcher.task
     space = task.space if task is not None else None
-    if space is None or task.released or task.is_visit or task.holder is not None or task.host_input_placement:
+    if space is None or task.released or task.is_visit or task.holder is not None:
         return None
     ids = set(map(id, args))
-    if any(t is not None and id(t) not in ids for t in (*task.inputs, *task.outputs)):
-        return None  # a scalar or host array becomes a new host tensor every launch
+    if any(t is not None and id(t) not in ids for t in task.outputs):
+        return None
+    if len(inputs) != len(task.inputs):
+        return None  # a tensor list input
+    sources = ids | set(map(id, owned))
+    converted = False
+    for (_, value), t in zip(inputs, task.inputs):
+        if value is t:
+            if t is not None and id(t) not in ids:
+                return None
+        elif value is None or id(value) not in sources or type(value) is Tensor:
+            return None
+        else:
+            converted = True
+    if any(where != "inline" for _, where, _ in task.host_input_placement):
+        return None
     bucket = space.hash_map.get(task.seed)
     index = next((i for i, t in enumerate(bucket or ()) if t is task), None)
     cc = isinstance(task, AicpuCCTask)
     if index is None or (cc and task.stream is not stream):
         return None
-    return (task, space, bucket, index, task.key, space.task_count, cc, tuple(task.inputs), tuple(task.outputs),
-            task.device_cache_offset)
+    return (task, space, bucket, index, task.key, space.task_count, cc, inputs if converted else tuple(task.inputs),
+            converted, tuple(task.outputs), task.device_cache_offset, tuple(task.host_input_placement))
 
 
 def capture(thread: Any, pre: Pending, gws: Any, run: Any, args: tuple, stream: Any, api: str, executor: Any,
@@ -156,12 +179,12 @@ def capture(thread: Any, pre: Pending, gws: Any, run: Any, args: tuple, stream: 
         return
     aicore = False
     tasks = []
-    for launcher in launchers:
+    for launcher, inputs in zip(launchers, pre.inputs):
         kind = type(launcher)
         if kind is AiCoreKernelLauncher:
             aicore = True
         elif kind is AiCpuKernelLauncher:
-            task = _aicpu_task(launcher, args, stream)
+            task = _aicpu_task(launcher, inputs, args, pre.owned, stream)
             if task is None or any(t[0] is task[0] for t in tasks):
                 return
             tasks.append(task)
@@ -235,7 +258,7 @@ def find(thread: Any, gws: Any, run: Any, args: tuple, stream: Any, api: str | N
     if tpl.tasks:
         if p.ge_profiling:
             return None
-        for task, space, bucket, index, key, count, cc, _, _, _ in tpl.tasks:
+        for task, space, bucket, index, key, count, cc, *_ in tpl.tasks:
             if (task.is_visit or task.released or space.task_count != count or space.hash_map.get(task.seed)
                     is not bucket or len(bucket) <= index or bucket[index] is not task or (cc and task.stream
                                                                                           is not stream)):
@@ -289,13 +312,13 @@ def replay(thread: Any, tpl: CallTemplate) -> float:
     if tpl.tasks:
         p.aicpu_timestamp_enabled = False
         stream = tpl.stream
-        for task, _, _, _, _, _, cc, ins, outs, offset in tpl.tasks:
-            task.inputs = list(ins)
+        for task, _, _, _, _, _, cc, ins, converted, outs, offset, placement in tpl.tasks:
+            task.inputs = flatten_aicpu_inputs(ins, convert_to_host_tensor) if converted else list(ins)
             task.outputs = list(outs)
             task.device_cache_offset = offset
             if cc:
                 task.stream = stream
-            task.host_input_placement = []
+            task.host_input_placement = list(placement)
             task.launches += 1
             task._shapes = None
     # the workspace (run_op's aclrtMalloc) and its stream-ordered free, both at the framework's call time

@@ -29,7 +29,7 @@ from opsim.runtime.host_thread import run_op
 from opsim.runtime.simulation import Simulation
 
 F16, F32 = DataType.DT_FLOAT16, DataType.DT_FLOAT
-N_OPS = 7
+N_OPS = 8
 _STEP = st.one_of(
     st.tuples(st.just("call"), st.integers(0, N_OPS - 1), st.integers(0, 1), st.integers(1, 4)),
     st.tuples(st.sampled_from(["reshape", "retype", "dims", "level", "profile", "reselect", "finalize", "ge",
@@ -66,6 +66,8 @@ def _arg_sets(sim):
                     (t([n, 32], F32 if k else F16), t([n, 32], F32 if k else F16))))  # two AI CPU tasks
         ops.append(((cpu.aclnn_reduce_sum_aicpu_get_workspace_size, cpu.aclnn_reduce_sum_aicpu,
                      "aclnnReduceSumAicpu"), (t([n, 16]), IntArray([1]), False, t([n]))))  # a host input
+        ops.append(((cpu.aclnn_roll_get_workspace_size, cpu.aclnn_roll, "aclnnRoll"),
+                    (t([n, 8]), IntArray([1]), IntArray([0]), t([n, 8]))))  # a TF task, two host inputs
     return [ops[i::N_OPS] for i in range(N_OPS)]  # op index -> [argument set 0, argument set 1]
 
 
@@ -104,7 +106,7 @@ def _run(programs, fast: bool, trace: bool, limits):
                 elif kind == "retype":
                     x = args[0]
                     x.dtype = F16 if x.dtype == F32 else F32
-                elif kind == "dims" and api in ("aclnnReduceSum", "aclnnReduceSumAicpu"):
+                elif kind == "dims" and api in ("aclnnReduceSum", "aclnnReduceSumAicpu", "aclnnRoll"):
                     args[1].values[0] = j
                 elif kind == "level":
                     p.deterministic_level = j
@@ -170,6 +172,8 @@ def _run(programs, fast: bool, trace: bool, limits):
            ("profile", 0, 1, 1), ("call", 0, 0, 2), ("profile", 0, 0, 1), ("call", 0, 0, 2)]], True, ("0", None))
 @example([[("call", 5, 0, 4)], [("call", 5, 1, 4)]], True, ("0", None))  # two threads, one task each
 @example([[("call", 5, 0, 2), ("call", 5, 1, 1), ("call", 5, 0, 2)]], True, ("0", None))  # a second task cached
+@example([[("call", 7, 0, 3), ("dims", 7, 1, 1), ("call", 7, 0, 3), ("stream", 0, 1, 1), ("call", 7, 0, 2),
+           ("call", 6, 0, 3)]], True, ("0", None))  # converted host inputs: a TF task, ReduceSum's axes
 @example([[("call", 0, 0, 2), ("call", 1, 0, 2), ("call", 0, 0, 2)]], True, ("1", None))  # evictions
 @example([[("call", 2, 0, 2), ("hog", 0, 0, 1), ("call", 2, 0, 2), ("hog", 0, 0, 1), ("call", 2, 0, 2)]], False,
          ("0", None))  # no room for the workspace: the framework records the failure
@@ -215,19 +219,29 @@ def test_repeated_misses_and_aicpu_hits_are_replayed_from_a_template(monkeypatch
     assert len(sim.recorder.records("device")["op"]) == 10
 
 
-def test_an_aicpu_input_converted_from_a_host_array_is_not_templated(monkeypatch):
-    """ReduceSumAicpu's axes become a new host tensor at every launch: every call runs the framework."""
+def test_an_aicpu_input_converted_from_a_host_array_is_made_afresh(monkeypatch):
+    """ReduceSumAicpu's axes become a new host tensor at every launch, replayed or not; changing the host
+    array in place makes the next call run the framework again."""
     phase_1 = _counting_phase_1(monkeypatch)
     sim = Simulation(fast_path=True, env={"ACLNN_CACHE_LIMIT": "0"})
     (gws, run, api), args = _arg_sets(sim)[6][0]
     stream = sim.device.create_stream()
+    seen: list = []
 
     def program(th):
-        for _ in range(4):
+        for k in range(6):
+            if k == 4:
+                args[1].values[0] = -1  # the same axis, other bytes
             status, _ = yield from run_op(th, gws, run, args, stream, api)
             assert status == 0
-        assert not th.call_templates
+            (space,) = [s for s in sim.process.aicpu_spaces.values() if s.op_type == "ReduceSum"]
+            (task,) = space.tasks()
+            axes = task.inputs[1]
+            seen.append((id(axes), axes, list(axes.numpy())))
+        assert len(th.call_templates) == 1
 
     sim.add_thread(program, "t")
     sim.run()
-    assert phase_1[0] == 4
+    assert phase_1[0] == 3  # the task created, the first hit (captured), the call after the change
+    assert len({i for i, _, _ in seen}) == 6
+    assert [v for _, _, v in seen] == [[1]] * 6  # the normalised axes phase 1 allocates, converted
