@@ -335,7 +335,7 @@ def replay(thread: Any, tpl: CallTemplate) -> float:
     starts = list(accumulate(durs, initial=start))
     name = thread.name
     if rec.enabled:
-        rec.host_spans(name, tpl.phases, tpl.ops, starts, durs, corr)
+        rec.host_spans(name, tpl.phases, tpl.ops, start, durs, corr)
         for i, cache, kind, op, seed, detail in tpl.events:
             rec.cache_event(starts[i], name, cache, kind, op, seed, detail)
     stream = tpl.stream
