@@ -29,7 +29,10 @@ in 64 bits) becomes a typed ``array.array`` (8 bytes a float, 4 or 8 an int, ins
 float or int object). Columns of names (threads, phases, ops, task types, ...; `_CODED`; any hashable
 value) hold codes into one table of distinct values from the first record on (the first value seen of equal
 strings is the one kept, so strings read back interned; other values are keyed by type and value), folded
-into 2-byte arrays. ``records(kind)`` converts back to plain lists holding the same values;
+into 2-byte arrays. A replayed call's host spans (``host_spans``: the same phases, ops and float durations
+every time) are recorded as one group row, which the fold turns into the spans with numpy (the starts added in
+order, as Python adds them), so a million-call trace takes no Python object per span; every reader sees the
+spans. ``records(kind)`` converts back to plain lists holding the same values;
 ``iter_chunks(kind)`` streams the columns chunk by chunk without building whole-column lists;
 ``coded_chunks`` and ``numeric_chunks`` give the stored arrays to numpy without conversion (trace.json is
 written from them). ``tensor_infos`` (the tensor descriptions of every kernel launch) is kept as three
