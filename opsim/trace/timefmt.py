@@ -188,7 +188,9 @@ _COMPILED: SimpleNamespace | None = None
 
 def compiled() -> SimpleNamespace:
     """The compiled forms of `put_json_us`, `put_digits` and the nesting loop (Numba is imported on first use
-    only, so that reading a scenario never loads it)."""
+    only, so that reading a scenario never loads it). `opsim.trace.json_rows` inlines the first two into its
+    cached row loop, and Numba's cache checks only that loop's own file: after changing them here, delete the
+    ``json_rows._render-*`` files in ``opsim/trace/__pycache__`` (a fresh install has none)."""
     global _COMPILED, _dur_float_compiled, _put_digits_compiled
     if _COMPILED is None:
         from numba import njit
