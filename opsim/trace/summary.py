@@ -144,13 +144,15 @@ def _first_seen_groups(codes: Any, values: list | None) -> list[tuple[Any, Any]]
     return [(keys[i], groups[i]) for i in np.argsort(first, kind="stable").tolist()]
 
 
-def _first_seen_counts(codes: Any, values: list) -> list[tuple[Any, int]]:
-    """(value, count) per distinct code in order of first appearance."""
+def _first_seen_counts(codes: Any, values: list | None) -> list[tuple[Any, int]]:
+    """(value, count) per distinct code in order of first appearance (`values[code]`, or the code itself as a
+    Python int when `values` is None)."""
     import numpy as np
     if not len(codes):
         return []
     distinct, first, counts = np.unique(codes, return_index=True, return_counts=True)
-    return [(values[distinct[i]], int(counts[i])) for i in np.argsort(first, kind="stable").tolist()]
+    keys = distinct.tolist() if values is None else [values[c] for c in distinct.tolist()]
+    return [(keys[i], int(counts[i])) for i in np.argsort(first, kind="stable").tolist()]
 
 
 def _counts(recorder: Any, kind: str, names: tuple[str, ...]) -> list[tuple[Any, int]]:
@@ -162,8 +164,7 @@ def _counts(recorder: Any, kind: str, names: tuple[str, ...]) -> list[tuple[Any,
         return _first_seen_counts(parts[0][0], values)
     width = len(values) + 1
     pair = parts[0][0].astype(np.int64) * width + parts[1][0]
-    return [((values[p // width], values[p % width]), n)
-            for p, n in _first_seen_counts(pair, list(range(int(pair.max()) + 1 if len(pair) else 0)))]
+    return [((values[p // width], values[p % width]), n) for p, n in _first_seen_counts(pair, None)]
 
 
 def _rate(hits: int, total: int) -> float | None:

@@ -167,7 +167,7 @@ _FRACTION, _FRACTION_LEN = _fractions()
 
 
 def put_json_us(buf, pos, ns):
-    """Write ``json_ts(ns)`` into the uint8 array `buf` at `pos` (|ns| < JSON_US_MAX; three bytes past the
+    """Write ``json_ts(ns)`` into the uint8 array `buf` at `pos` (|ns| < JSON_US_MAX; up to two bytes past the
     text may be overwritten); returns the end (compiled by `compiled()`, for code that formats at scale)."""
     if ns < 0:
         buf[pos] = 45  # "-"
