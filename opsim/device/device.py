@@ -47,11 +47,12 @@ class StreamTick(simpy.events.Event):
     stream that made it holds it, so its one callback is always the stream's (what the fast path of a
     host thread relies on to run it in place)."""
 
+    _value = None  # triggered, ok, no value: class attributes, so that making one sets two fields only
+    _ok = True
+
     def __init__(self, env: simpy.Environment, delay: float, callback: Any) -> None:
         self.env = env
         self.callbacks = [callback]
-        self._value = None
-        self._ok = True
         heappush(env._queue, (env._now + delay, NORMAL, next(env._eid), self))
 
 _AI_CORE = TaskKind.AI_CORE

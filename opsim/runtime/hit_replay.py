@@ -51,19 +51,23 @@ def library_fn(fn: Any) -> bool:
     return mod.startswith("opsim.ops.")
 
 
+switches = attrgetter("use_pta_hash", "pending_overflow_task", "process.faults", "process.profiling.report_flag",
+                      "process.profiling.kernel_launch_flag")
+"""The per-call switches of a thread's context that make the hit path do more than a template records (PTA
+mode, a pending overflow task, faults, profiling reports), in one C call."""
+
+
 def switched_on(ctx: Any) -> bool:
-    """A per-call switch that makes the hit path do more than a template records (PTA mode, a pending
-    overflow task, faults, profiling reports); checked on every call."""
-    p = ctx.process
-    sw = p.profiling
-    return bool(ctx.use_pta_hash or ctx.pending_overflow_task or p.faults or sw.report_flag or sw.kernel_launch_flag)
+    """One of `switches` is on; checked on every call."""
+    return any(switches(ctx))
 
 
 process_settings = attrgetter("aic_num", "aiv_num", "deterministic_level", "strong_consistency", "cost", "op_dump",
-                              "numerics", "exception_dump", "overflow_dump", "record_op_args", "level2_profiling",
-                              "disable_l2_cache")
-"""The process settings a hit reads, in one C call: equal to a template's captured ones (taken while `plain`
-held) and with no per-call switch on, the hit path is the template's."""
+                              "numerics", "exception_dump", "overflow_dump", "profiling.record_op_arg_flag",
+                              "profiling.level2_profiling_flag", "disable_l2_cache")
+"""The process settings a hit (or a repeated phase 2) reads, in one C call (`record_op_args` and
+`level2_profiling` are properties reading the two profiling flags): equal to a template's captured ones (taken
+while `plain` held) and with no per-call switch on, the path is the template's."""
 
 
 def plain(ctx: Any) -> bool:

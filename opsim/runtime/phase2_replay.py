@@ -15,7 +15,8 @@ executor, workspace, size and stream objects; the process settings and per-call 
 check (`opsim.runtime.hit_replay`); the executor's fields (alive, repeatable, its lists, cache, planned size,
 log info and config); for a cache run the cache (usable, its API name, its recorded tasks); for a launcher
 run every launcher (not destroyed, its callback, launch state and argument context), every field of each
-launch state (a dataclass of plain values) and the descriptor fields of every argument. `replay` applies the
+launch state (a dataclass of plain values) and the descriptor fields of every argument (unless the callback
+declares `state_only`: what it submits depends on its launch state alone). `replay` applies the
 run's state changes in the framework's order, records its host spans and submits its device tasks with the
 caller's correlation id (set by the caller, not by the call), and returns the end of its host time. Only
 launch callbacks of opsim's own operators are accepted: they submit through `rt.submit_kernel` and read
@@ -33,10 +34,10 @@ from opsim.opdev.direct_invoke import DirectInvokeKernelLauncher
 from opsim.opdev.executor import AclOpExecutor
 from opsim.opdev.op_args import OpArgDef
 from opsim.opdev.op_def import RepeatMode
-from opsim.opdev.op_exec_cache import args_snapshot
+from opsim.opdev.op_exec_cache import args_snapshot, fields_unchanged
 from opsim.opdev.thread_local import A_SPAN, A_SUBMIT, OpLogInfo
-from opsim.runtime.hit_replay import (TEMPLATES_MAX, apply_cache_run, cache_run_effects, host_replay, library_fn,
-                                      plain, plain_task, process_settings, switched_on)
+from opsim.runtime.hit_replay import (TEMPLATES_MAX, apply_cache_run, cache_run_effects, host_replay,
+                                      library_fn, plain, plain_task, process_settings, switches)
 
 PHASE_2_ENTRY = "L2 phase2 entry"
 """The first host span of every L2 phase 2 (`l2_dfx_phase_2`): what makes `HostThread.call` offer a call to
@@ -44,35 +45,25 @@ PHASE_2_ENTRY = "L2 phase2 entry"
 _BIND = "update tensor addr"  # the span of a launcher run's address binding (a cache run has none)
 _CACHE_REPLAY = "cache replay"
 
-_executor_fields = attrgetter(
+_executor = attrgetter(
     "alive", "repeat_mode", "op_exec_cache", "graph", "kernel_launch_obj_list", "allocated_tensor_list",
-    "tensor_relation", "planned_workspace_size", "log_info.l2_api_name", "log_info.l0_name",
-    "log_info.l2_sequence_counter", "config.aic_num", "config.aiv_num", "config.is_deterministic_on",
-    "config.is_op_dump_enable", "config.deterministic_level")
-"""What phase 2 reads of a repeatable executor (its lists by identity; their lengths are checked too)."""
-_cache_fields = attrgetter("usable", "l2_name", "tasks")
-_launcher_fields = attrgetter("destroyed", "launch_fn", "launch_state", "args", "args.destroy_count")
+    "tensor_relation", "planned_workspace_size", "log_info.l2_api_name", "log_info.l2_sequence_counter",
+    "config.aic_num", "config.aiv_num", "config.is_deterministic_on", "config.is_op_dump_enable",
+    "config.deterministic_level")
+"""What phase 2 reads of a repeatable executor."""
+_nodes = attrgetter("nodes")
+_cache = attrgetter("usable", "l2_name", "tasks")
+_launcher = attrgetter("destroyed", "launch_fn", "launch_state", "args", "args.destroy_count")
 _tensors = attrgetter("tensors")
 _PLAIN_VALUES = (int, float, str, bool, type(None))
-_STATE_GETTERS: dict[type, Any] = {}
 
 
 class Phase2Template:
     """What one phase-2 run of a repeatable executor did, without its time and correlation id."""
 
-    __slots__ = ("fn", "workspace", "size", "executor", "stream", "api", "getters", "objects", "values",
-                 "launcher", "cache", "infos", "profiling", "phases", "ops", "durs", "submits", "busy", "result")
-
-
-def _state_getter(state: Any) -> Any:
-    """A reader of every field of a dataclass launch state in one C call; None for other states."""
-    tp = type(state)
-    getter = _STATE_GETTERS.get(tp)
-    if getter is None and dataclasses.is_dataclass(tp):
-        names = tuple(f.name for f in dataclasses.fields(tp))
-        getter = _STATE_GETTERS[tp] = attrgetter(*names) if len(names) > 1 else (
-            lambda s: tuple(getattr(s, n) for n in names))
-    return getter
+    __slots__ = ("fn", "workspace", "size", "executor", "stream", "api", "readers", "objects", "values",
+                 "snapshots", "launcher", "cache", "infos", "profiling", "phases", "ops", "durs", "submits",
+                 "busy", "result")
 
 
 def _plain_value(v: Any) -> bool:
@@ -80,7 +71,35 @@ def _plain_value(v: Any) -> bool:
     return tv in _PLAIN_VALUES or (tv is tuple and all(type(x) in _PLAIN_VALUES for x in v))
 
 
-def _launcher_checks(launchers: list, checks: list) -> bool:
+class _Checks:
+    """What a template checks on every call: readers of objects (each an attrgetter: its result at capture is
+    kept, lists and dicts as copies of their items, and compared by identity, then by equality) and argument
+    snapshots (`op_exec_cache.args_snapshot`)."""
+
+    def __init__(self) -> None:
+        self.readers: list = []
+        self.objects: list = []
+        self.snapshots: list = []
+
+    def add(self, reader: Any, obj: Any) -> None:
+        self.readers.append(reader)
+        self.objects.append(obj)
+
+    def values(self) -> tuple:
+        return tuple(_kept(v) for v in map(call, self.readers, self.objects))
+
+
+def _kept(v: Any) -> Any:
+    """A value as a template keeps it: lists and dicts (also inside a tuple) by a copy of their items."""
+    tv = type(v)
+    if tv is list or tv is dict:
+        return v.copy()
+    if tv is tuple:
+        return tuple(map(_kept, v))
+    return v
+
+
+def _launcher_checks(launchers: list, checks: _Checks) -> bool:
     """Add the checks of a launcher run (each launcher, its launch state, its arguments); False when a
     launcher's run could depend on something they do not cover."""
     for launcher in launchers:
@@ -89,27 +108,30 @@ def _launcher_checks(launchers: list, checks: list) -> bool:
         fn = launcher.launch_fn
         if type(fn) is not FunctionType or not (fn.__module__ or "").startswith("opsim.ops."):
             return False
-        checks.append((_launcher_fields, launcher))
+        checks.add(_launcher, launcher)
         state = launcher.launch_state
-        if state is not None:
-            getter = _state_getter(state)
-            if getter is None or not all(map(_plain_value, getter(state))):
+        if state is not None:  # a dataclass of plain values: all of its fields, by value
+            if not dataclasses.is_dataclass(state) or isinstance(state, type) or not hasattr(state, "__dict__"):
                 return False
-            checks.append((getter, state))
+            if not all(map(_plain_value, vars(state).values())):
+                return False
+            checks.add(vars, state)
         values = []
         for kind in (OpArgDef.OP_INPUT_ARG, OpArgDef.OP_OUTPUT_ARG, OpArgDef.OP_ATTR_ARG, OpArgDef.OP_WORKSPACE_ARG,
                      OpArgDef.OP_OUTSHAPE_ARG):
             for arg in launcher.args.kind_args(kind):
                 v = arg.value
                 if type(v) is TensorList:
-                    checks.append((_tensors, v))
+                    checks.add(_tensors, v)
                     values.extend(v.tensors)
                 else:
                     values.append(v)
+        if getattr(fn, "state_only", False):  # its submissions depend on the launch state alone
+            continue
         snapshot = args_snapshot(tuple(values))
         if snapshot is None:
             return False
-        checks.extend(zip(snapshot[3], snapshot[2]))
+        checks.snapshots.append(snapshot)
     return True
 
 
@@ -126,8 +148,10 @@ def capture(thread: Any, fn: Any, args: tuple, kwargs: dict, result: Any) -> Non
         return
     acts = ctx.actions
     p = ctx.process
-    checks = [(process_settings, p), (switched_on, ctx), (_executor_fields, ex)]
-    checks += [(len, lst) for lst in (ex.kernel_launch_obj_list, ex.allocated_tensor_list, ex.tensor_relation)]
+    checks = _Checks()
+    checks.add(process_settings, p)
+    checks.add(switches, ctx)  # all off (plain): compared by value, stricter than `switched_on`
+    checks.add(_executor, ex)
     cache = ex.op_exec_cache
     launcher = None
     if len(acts) > 1 and acts[1][0] == A_SPAN and acts[1][1] == _BIND:  # a launcher run
@@ -139,7 +163,7 @@ def capture(thread: Any, fn: Any, args: tuple, kwargs: dict, result: Any) -> Non
         if any(node.original_id >= len(launchers) for node in graph.nodes):
             return
         order = [launchers[node.original_id] for node in graph.nodes]
-        checks.append((len, graph.nodes))
+        checks.add(_nodes, graph)
         if not _launcher_checks(order, checks):
             return
         launcher = order[-1] if order else None
@@ -149,7 +173,7 @@ def capture(thread: Any, fn: Any, args: tuple, kwargs: dict, result: Any) -> Non
             return
         if len(acts) > 1 and not (acts[1][0] == A_SPAN and acts[1][1] == _CACHE_REPLAY):
             return
-        checks += [(_cache_fields, cache), (len, cache.tasks)]
+        checks.add(_cache, cache)
         infos, profiling = cache_run_effects(cache.tasks)
     # the action log: host spans and plain kernel tasks on `stream`, all with the caller's correlation id
     corr = ctx.current_corr
@@ -171,10 +195,8 @@ def capture(thread: Any, fn: Any, args: tuple, kwargs: dict, result: Any) -> Non
     tpl = Phase2Template()
     tpl.fn, tpl.workspace, tpl.size, tpl.executor, tpl.stream = fn, workspace, size, ex, stream
     tpl.api = acts[0][2]
-    getters, objects = zip(*checks)
-    tpl.getters, tpl.objects = getters, objects
-    tpl.values = tuple(map(call, getters, objects))
-    tpl.values = tuple(list(v) if type(v) is list else v for v in tpl.values)  # lists by their elements
+    tpl.readers, tpl.objects, tpl.values = tuple(checks.readers), tuple(checks.objects), checks.values()
+    tpl.snapshots = tuple(checks.snapshots)
     tpl.launcher, tpl.cache, tpl.infos, tpl.profiling = launcher, cache if launcher is None else None, infos, profiling
     tpl.phases, tpl.ops, tpl.durs, tpl.submits, tpl.busy = tuple(phases), tuple(ops), tuple(durs), tuple(submits), busy
     tpl.result = result
@@ -192,8 +214,11 @@ def find(thread: Any, fn: Any, args: tuple) -> Phase2Template | None:
         return None
     tpl = by_executor.get(id(args[2]))
     if (tpl is None or args[0] is not tpl.workspace or args[1] is not tpl.size or args[3] is not tpl.stream
-            or tuple(map(call, tpl.getters, tpl.objects)) != tpl.values):
+            or tuple(map(call, tpl.readers, tpl.objects)) != tpl.values):
         return None
+    for snapshot in tpl.snapshots:
+        if not fields_unchanged(snapshot):
+            return None
     return tpl
 
 
