@@ -51,10 +51,12 @@ def library_fn(fn: Any) -> bool:
     return mod.startswith("opsim.ops.")
 
 
-switches = attrgetter("use_pta_hash", "pending_overflow_task", "process.faults", "process.profiling.report_flag",
-                      "process.profiling.kernel_launch_flag")
-"""The per-call switches of a thread's context that make the hit path do more than a template records (PTA
-mode, a pending overflow task, faults, profiling reports), in one C call."""
+THREAD_SWITCHES = ("use_pta_hash", "pending_overflow_task")
+PROCESS_SWITCHES = ("faults", "profiling.report_flag", "profiling.kernel_launch_flag")
+"""The per-call switches (of the thread's context, of the process) that make the hit path do more than a
+template records: PTA mode, a pending overflow task, faults, profiling reports."""
+switches = attrgetter(*THREAD_SWITCHES, *(f"process.{name}" for name in PROCESS_SWITCHES))
+"""The switches of a thread's context and its process, in one C call."""
 
 
 def switched_on(ctx: Any) -> bool:
@@ -62,12 +64,14 @@ def switched_on(ctx: Any) -> bool:
     return any(switches(ctx))
 
 
-process_settings = attrgetter("aic_num", "aiv_num", "deterministic_level", "strong_consistency", "cost", "op_dump",
-                              "numerics", "exception_dump", "overflow_dump", "profiling.record_op_arg_flag",
-                              "profiling.level2_profiling_flag", "disable_l2_cache")
-"""The process settings a hit (or a repeated phase 2) reads, in one C call (`record_op_args` and
-`level2_profiling` are properties reading the two profiling flags): equal to a template's captured ones (taken
-while `plain` held) and with no per-call switch on, the path is the template's."""
+SETTINGS = ("aic_num", "aiv_num", "deterministic_level", "strong_consistency", "cost", "op_dump", "numerics",
+            "exception_dump", "overflow_dump", "profiling.record_op_arg_flag", "profiling.level2_profiling_flag",
+            "disable_l2_cache")
+"""The process settings a hit (or a repeated phase 2) reads (`record_op_args` and `level2_profiling` are
+properties reading the two profiling flags): equal to a template's captured ones (taken while `plain` held)
+and with no per-call switch on, the path is the template's."""
+process_settings = attrgetter(*SETTINGS)
+"""The settings in one C call."""
 
 
 def plain(ctx: Any) -> bool:

@@ -36,8 +36,8 @@ from opsim.opdev.op_args import OpArgDef
 from opsim.opdev.op_def import RepeatMode
 from opsim.opdev.op_exec_cache import args_snapshot, fields_unchanged
 from opsim.opdev.thread_local import A_SPAN, A_SUBMIT, OpLogInfo
-from opsim.runtime.hit_replay import (TEMPLATES_MAX, apply_cache_run, cache_run_effects, host_replay,
-                                      library_fn, plain, plain_task, process_settings, switches)
+from opsim.runtime.hit_replay import (PROCESS_SWITCHES, SETTINGS, THREAD_SWITCHES, TEMPLATES_MAX, apply_cache_run, cache_run_effects, host_replay,
+                                      library_fn, plain, plain_task)
 
 PHASE_2_ENTRY = "L2 phase2 entry"
 """The first host span of every L2 phase 2 (`l2_dfx_phase_2`): what makes `HostThread.call` offer a call to
@@ -45,12 +45,13 @@ PHASE_2_ENTRY = "L2 phase2 entry"
 _BIND = "update tensor addr"  # the span of a launcher run's address binding (a cache run has none)
 _CACHE_REPLAY = "cache replay"
 
-_executor = attrgetter(
-    "alive", "repeat_mode", "op_exec_cache", "graph", "kernel_launch_obj_list", "allocated_tensor_list",
-    "tensor_relation", "planned_workspace_size", "log_info.l2_api_name", "log_info.l2_sequence_counter",
-    "config.aic_num", "config.aiv_num", "config.is_deterministic_on", "config.is_op_dump_enable",
-    "config.deterministic_level")
-"""What phase 2 reads of a repeatable executor."""
+_process = attrgetter(*SETTINGS, *PROCESS_SWITCHES)
+_thread_switches = attrgetter(*THREAD_SWITCHES)
+_executor = attrgetter("alive", "repeat_mode", "op_exec_cache", "graph", "kernel_launch_obj_list", "tensor_relation",
+                       "planned_workspace_size", "log_info.l2_api_name", "config.aic_num", "config.aiv_num",
+                       "config.is_op_dump_enable")
+"""What phase 2 decides on of a repeatable executor (what it only copies or binds, the rest of its log info
+and config and its workspace tensors, `replay` reads afresh)."""
 _nodes = attrgetter("nodes")
 _cache = attrgetter("usable", "l2_name", "tasks")
 _launcher = attrgetter("destroyed", "launch_fn", "launch_state", "args", "args.destroy_count")
@@ -149,8 +150,8 @@ def capture(thread: Any, fn: Any, args: tuple, kwargs: dict, result: Any) -> Non
     acts = ctx.actions
     p = ctx.process
     checks = _Checks()
-    checks.add(process_settings, p)
-    checks.add(switches, ctx)  # all off (plain): compared by value, stricter than `switched_on`
+    checks.add(_process, p)  # the switches all off (plain): compared by value, stricter than `switched_on`
+    checks.add(_thread_switches, ctx)
     checks.add(_executor, ex)
     cache = ex.op_exec_cache
     launcher = None
