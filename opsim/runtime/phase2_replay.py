@@ -12,8 +12,9 @@ After one such run has gone through the framework (`HostThread.call`), `capture`
 `Phase2Template` of the thread: its host spans and device tasks and the state the run leaves. `find` hands
 the template back for a later call only when everything the run reads is unchanged: the same function,
 executor, workspace, size and stream objects; the process settings and per-call switches the hit templates
-check (`opsim.runtime.hit_replay`); the executor's fields (alive, repeatable, its lists, cache, planned size,
-log info and config); for a cache run the cache (usable, its API name, its recorded tasks); for a launcher
+check (`opsim.runtime.hit_replay`); the executor's fields phase 2 decides on (alive, repeatable, its
+launchers, graph, tensor relations, cache, planned workspace size, API name, core counts, dump switch; what
+it only copies or binds is read afresh by `replay`); for a cache run the cache (usable, its API name, its recorded tasks); for a launcher
 run every launcher (not destroyed, its callback, launch state and argument context), every field of each
 launch state (a dataclass of plain values) and the descriptor fields of every argument (unless the callback
 declares `state_only`: what it submits depends on its launch state alone). `replay` applies the
@@ -36,8 +37,8 @@ from opsim.opdev.op_args import OpArgDef
 from opsim.opdev.op_def import RepeatMode
 from opsim.opdev.op_exec_cache import args_snapshot, fields_unchanged
 from opsim.opdev.thread_local import A_SPAN, A_SUBMIT, OpLogInfo
-from opsim.runtime.hit_replay import (PROCESS_SWITCHES, SETTINGS, THREAD_SWITCHES, TEMPLATES_MAX, apply_cache_run, cache_run_effects, host_replay,
-                                      library_fn, plain, plain_task)
+from opsim.runtime.hit_replay import (PROCESS_SWITCHES, SETTINGS, TEMPLATES_MAX, THREAD_SWITCHES, apply_cache_run,
+                                      cache_run_effects, host_replay, library_fn, plain, plain_task)
 
 PHASE_2_ENTRY = "L2 phase2 entry"
 """The first host span of every L2 phase 2 (`l2_dfx_phase_2`): what makes `HostThread.call` offer a call to
