@@ -11,10 +11,10 @@ from __future__ import annotations
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from opsim.acl import Scalar, Tensor
-from opsim.acl.dtypes import DataType
+from program_steps import F16, F32, SHARED_STEPS, device_tensor, shared_step
+
+from opsim.acl import Scalar
 from opsim.errors import UseAfterDestroyError
-from opsim.opdev import profiling
 from opsim.opdev.executor import destroy_executor, set_repeatable
 from opsim.ops.elementwise import aclnn_add, aclnn_add_get_workspace_size
 from opsim.ops.fused import (aclnn_add_rms_norm, aclnn_add_rms_norm_get_workspace_size, aclnn_fused_bias_relu,
@@ -22,25 +22,20 @@ from opsim.ops.fused import (aclnn_add_rms_norm, aclnn_add_rms_norm_get_workspac
 from opsim.runtime import acl_rt
 from opsim.runtime.simulation import Simulation
 
-F16, F32 = DataType.DT_FLOAT16, DataType.DT_FLOAT
 _OPS = 3
 _STEP = st.one_of(
     st.tuples(st.just("run"), st.integers(0, _OPS - 1), st.integers(0, 1), st.integers(1, 4)),
-    st.tuples(st.sampled_from(["build", "destroy", "rebind", "reshape", "retype", "plan", "cross", "profile",
-                               "level", "fault", "hog", "sync", "sleep"]), st.integers(0, _OPS - 1),
-              st.integers(0, 1), st.just(1)),
+    st.tuples(st.sampled_from(["build", "destroy", "rebind", "plan", "cross", "fault", *SHARED_STEPS]),
+              st.integers(0, _OPS - 1), st.integers(0, 1), st.just(1)),
 )
 _PROGRAM = st.lists(_STEP, min_size=1, max_size=30)
 
 
 def _ops(sim):
     """Per op: phase 1, phase 2 and its arguments (the same objects every call) with device addresses."""
-    mem = sim.device.memory
 
     def t(shape, dt=F16):
-        x = Tensor(shape, dt)
-        x.set_storage_address(mem.malloc(max(x.storage_nbytes, 1))[1])
-        return x
+        return device_tensor(sim, shape, dt)
 
     return [
         (aclnn_add_rms_norm_get_workspace_size, aclnn_add_rms_norm,  # DirectInvoke: launch state, workspace
@@ -64,11 +59,11 @@ def _run(programs, fast: bool, trace: bool):
     def make(k, steps, stream):
         slots: dict[int, list] = {}  # op -> [executor, workspace, size]
 
-        def release(i):
+        def release(th, i):
             ex, workspace, _ = slots.pop(i)
             if workspace:
-                yield from th_of[k].call(acl_rt.free_async, workspace, stream)
-            outcomes.append((k, "destroy", int((yield from th_of[k].call(destroy_executor, ex)))))
+                yield from th.call(acl_rt.free_async, workspace, stream)
+            outcomes.append((k, "destroy", int((yield from th.call(destroy_executor, ex)))))
 
         def program(th):
             ctx = th.ctx
@@ -76,7 +71,7 @@ def _run(programs, fast: bool, trace: bool):
                 gws, run, args = ops[i]
                 if kind == "build":
                     if i in slots:
-                        yield from release(i)
+                        yield from release(th, i)
                     status, size, ex = yield from th.call(gws, *args)
                     outcomes.append((k, "build", int(status), size))
                     if status != 0:
@@ -101,7 +96,7 @@ def _run(programs, fast: bool, trace: bool):
                     ctx.current_corr = -1
                 elif kind == "destroy" and i in slots:
                     if j:
-                        yield from release(i)
+                        yield from release(th, i)
                     else:  # destroyed, but phase 2 is still called with it
                         outcomes.append((k, "destroy", int((yield from th.call(destroy_executor, slots[i][0])))))
                 elif kind == "plan" and i in slots:  # the producer changes its launch state between runs
@@ -126,46 +121,21 @@ def _run(programs, fast: bool, trace: bool):
                         yield from th.call(acl_rt.free_async, slot[1], stream)
                     status, workspace = yield from th.call(acl_rt.malloc, max(slot[2], 1))
                     slot[1] = workspace if status == 0 else 0
-                elif kind == "reshape":  # the same dims in a new shape object, or the dims reversed
-                    x = args[0]
-                    x.set_shape(list(x.view_shape) if j else list(reversed(x.view_shape)))
-                elif kind == "retype":
-                    x = args[0]
-                    x.dtype = F16 if x.dtype == F32 else F32
-                elif kind == "profile":
-                    if j:
-                        profiling.start_profiling(sim.process, profiling.mask_of(["acl_api", "task_time"]))
-                    else:
-                        profiling.stop_profiling(sim.process)
-                elif kind == "level":
-                    sim.process.deterministic_level = j
                 elif kind == "fault":  # a launch of the op's second kernel (or of Add) fails, or no fault
                     if j:
                         sim.process.faults["rt.launch_kernel"] = lambda name, *a: name in ("AddRmsNormNormalize",
                                                                                           "Add")
                     else:
                         sim.process.faults.pop("rt.launch_kernel", None)
-                elif kind == "hog":  # take (or give back) nearly all device memory
-                    if hog:
-                        yield from th.call(acl_rt.free, hog.pop())
-                    else:
-                        free = sim.device.memory.capacity - sim.device.memory.in_use
-                        status, addr = yield from th.call(acl_rt.malloc, free - 512)
-                        if status == 0:
-                            hog.append(addr)
-                elif kind == "sync":
-                    yield from th.call(acl_rt.synchronize_stream, stream)
-                elif kind == "sleep":
-                    yield from th.sleep(2.0 * (j + 1))
+                elif kind in SHARED_STEPS:
+                    yield from shared_step(sim, th, kind, j, args[0], stream, hog)
         return program
 
-    th_of = {}
-    for k, steps in enumerate(programs):
-        th_of[k] = sim.add_thread(make(k, steps, streams[k]), f"t{k}")
+    threads = [sim.add_thread(make(k, steps, streams[k]), f"t{k}") for k, steps in enumerate(programs)]
     end = sim.run()
     records = {kind: rec.records(kind) for kind in ("host", "device", "memory", "cache", "instant", "counter")}
     state = [(th.calls, th.busy_us, th.ctx.log_info, th.ctx.config, th.ctx.profiling_info_id, th.ctx.current_op,
-              th.ctx.executor, th.ctx.op_cache_context is None) for th in th_of.values()]
+              th.ctx.executor, th.ctx.op_cache_context is None) for th in threads]
     ex_state = [(ex.alive, ex.runs, ex.repeat_mode, getattr(ex.stream, "stream_id", None), ex.workspace,
                  ex.workspace_size) for ex in executors]
     mem = sim.device.memory
@@ -181,6 +151,7 @@ def _run(programs, fast: bool, trace: bool):
            ("run", 2, 1, 4), ("fault", 0, 1, 1), ("run", 2, 1, 2), ("run", 1, 1, 1)],
           [("build", 0, 0, 1), ("profile", 0, 1, 1), ("run", 0, 1, 3), ("profile", 0, 0, 1), ("run", 0, 1, 3)]], True)
 @example([[("build", 1, 0, 1), ("run", 1, 1, 3), ("retype", 1, 0, 1), ("run", 1, 1, 3)]], True)
+@example([[("build", 2, 0, 1), ("run", 2, 1, 4), ("destroy", 2, 0, 1), ("run", 2, 1, 2)]], True)
 @example([[("build", 0, 0, 1), ("run", 0, 1, 2), ("plan", 0, 0, 1), ("run", 0, 1, 2), ("rebind", 0, 0, 1),
            ("run", 0, 1, 2), ("cross", 0, 0, 1), ("run", 0, 1, 2)]], True)
 @example([[("build", 0, 0, 1), ("run", 0, 1, 2), ("hog", 0, 0, 1), ("rebind", 0, 0, 1), ("run", 0, 1, 2)]], False)
