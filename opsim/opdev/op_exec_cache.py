@@ -170,16 +170,18 @@ def _array_key_fields(v: Any) -> tuple:
     return v.values, v.values.dtype, v.values.tobytes()
 
 
-def args_snapshot(args: tuple) -> tuple | None:
+def args_snapshot(args: tuple, tensor_fields: Any = None) -> tuple | None:
     """What the key bytes and storages of `args` come from: (number of arguments, the positions, objects,
     field readers and fields of the tensors, scalars and host arrays, the immutable values with their
     positions and types); None when an argument's key bytes could change without such a change (an unlisted
-    object: not memoised)."""
+    object: not memoised). `tensor_fields`: a reader of more tensor fields than the key's (a caller that
+    depends on more of each tensor)."""
     pos, objs, getters, values = [], [], [], []
+    tensor_getter = tensor_fields or _tensor_key_fields
     for i, v in enumerate(args):
         tv = type(v)
         if tv is Tensor:
-            getter = _tensor_key_fields
+            getter = tensor_getter
         elif tv is Scalar:
             getter = _scalar_key_fields
         elif tv in _ARRAY_TYPES:

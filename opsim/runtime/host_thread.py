@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any, Callable, Generator
 
 from opsim.opdev.thread_local import A_CALL, A_SPAN, A_SUBMIT, A_SYNC, ThreadLocalContext, charged_us, set_current
-from opsim.runtime import hit_replay, phase2_replay
+from opsim.runtime import call_replay, hit_replay, phase2_replay
 from opsim.runtime.phase2_replay import PHASE_2_ENTRY
 from opsim.runtime.fast_clock import skip_to
 
@@ -31,10 +31,12 @@ class HostThread:
         self.error: BaseException | None = None
         self.fast_path: bool = getattr(sim, "fast_path", True)
         """Spend host time in place when only the device model could run meanwhile (opsim.runtime.fast_clock),
-        and replay repeated executor-cache hits and phase-2 runs of repeatable executors from templates
-        (opsim.runtime.hit_replay, opsim.runtime.phase2_replay)."""
+        and replay repeated executor-cache hits, full calls and phase-2 runs of repeatable executors from
+        templates (opsim.runtime.hit_replay, call_replay, phase2_replay)."""
         self.hit_templates: dict = {}
         """Executor-cache hit templates of this thread (opsim.runtime.hit_replay), by callee, stream and arguments."""
+        self.call_templates: dict = {}
+        """Templates of calls that run phase 1 in full (opsim.runtime.call_replay), keyed like `hit_templates`."""
         self.phase2_templates: dict = {}
         """Phase-2 templates of repeatable executors run on this thread (opsim.runtime.phase2_replay), by
         function and executor; empty on the reference path."""
@@ -152,10 +154,11 @@ def run_op(thread: HostThread, get_workspace_size: Callable[..., Any], run: Call
     failure destroys the executor (nothing leaks)."""
     if thread.fast_path:
         found = hit_replay.find(thread, get_workspace_size, run, args, stream, api)
-        if found is not None:  # a repeated hit: the template's state changes and records, then the host time
+        full = None if found is not None else call_replay.find(thread, get_workspace_size, run, args, stream, api)
+        if found is not None or full is not None:  # a template's state changes and records, then the host time
             env = thread.env
             start = env._now
-            t = hit_replay.replay(thread, *found)
+            t = hit_replay.replay(thread, *found) if full is None else call_replay.replay(thread, full)
             if t > env._now:
                 ev = skip_to(env, t - env._now)
                 if ev is not None:
@@ -165,7 +168,7 @@ def run_op(thread: HostThread, get_workspace_size: Callable[..., Any], run: Call
             if rec.enabled:
                 rec.host_span(thread.name, "op_call", api, start, env._now - start, ctx.current_corr)
             ctx.current_corr = -1
-            return 0, found[0].size
+            return 0, found[0].size if full is None else full.size
     acl_rt = _ACL_RT[0] if _ACL_RT else _load_acl_rt()
     ctx = thread.ctx
     rec = thread.sim.recorder
@@ -177,10 +180,13 @@ def run_op(thread: HostThread, get_workspace_size: Callable[..., Any], run: Call
     n0 = len(ctx.actions)
     phase2 = None
     clocks = None
+    pre = call_replay.before(thread, get_workspace_size, run, stream) if thread.fast_path and n0 == 0 else None
     try:
         status, size, executor = get_workspace_size(*args)
         n1 = len(ctx.actions)
         if status == 0:
+            if pre is not None:
+                call_replay.launchers_of(pre, executor)
             workspace = 0
             if size:
                 status, workspace = acl_rt.malloc(size)
@@ -203,6 +209,9 @@ def run_op(thread: HostThread, get_workspace_size: Callable[..., Any], run: Call
     thread.calls += 1
     if thread.fast_path and status == 0 and n0 == 0 and (size == 0 or clocks is not None):
         hit_replay.capture(thread, get_workspace_size, run, args, stream, api, executor, ctx.actions, size, clocks)
+        if pre is not None:
+            call_replay.capture(thread, pre, get_workspace_size, run, args, stream, api, executor, ctx.actions, size,
+                                clocks)
     if ctx.actions:
         yield from thread._replay()
     if rec.enabled:
