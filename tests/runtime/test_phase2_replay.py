@@ -2,8 +2,9 @@
 
 Random programs on one or two threads build repeatable executors (DirectInvoke tasks with and without a
 workspace and launch state, AI Core launches replayed from the executor's OpExecCache), run phase 2 on them
-repeatedly, and in between mutate what a template depends on (a tensor's shape or dtype, the workspace, the
-executor's life, profiling, the deterministic level, injected launch faults, memory pressure); the run with
+repeatedly, and in between mutate what a template depends on (a tensor's shape or dtype, the producer's
+launch state, the workspace, a run through another operator's phase 2, the executor's life, profiling, the
+deterministic level, injected launch faults, memory pressure); the run with
 the fast path and the reference run must give the same statuses, records of every kind, end time and opbase
 state (TLS, executors, memory)."""
 from __future__ import annotations
