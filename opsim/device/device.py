@@ -41,17 +41,19 @@ from opsim.trace.recorder import Recorder
 __all__ = ["Device", "Stream", "StreamEvent", "DeviceTask", "TaskKind", "UnitPool"]
 
 
-class StreamTick(simpy.events.Event):
+class StreamTick:
     """A stream's own wake-up or kernel end: `env.timeout(delay)` with one callback, scheduled at the same
     time, priority and event id, without the Timeout's generic set-up (two of these per kernel). Only the
     stream that made it holds it, so its one callback is always the stream's (what the fast path of a
-    host thread relies on to run it in place)."""
+    host thread relies on to run it in place). SimPy's `Environment.step` needs of a queued event only its
+    `callbacks` and `_ok`, so a tick is a two-slot object, not an `Event` with its dict."""
+
+    __slots__ = ("callbacks",)
+    _ok = True  # it never fails; `_value` as a processed Timeout's
+    _value = None
 
     def __init__(self, env: simpy.Environment, delay: float, callback: Any) -> None:
-        self.env = env
         self.callbacks = [callback]
-        self._value = None
-        self._ok = True
         heappush(env._queue, (env._now + delay, NORMAL, next(env._eid), self))
 
 _AI_CORE = TaskKind.AI_CORE
@@ -280,7 +282,9 @@ class Stream:
                     n = 1
                 task.units = n
                 self._pool = pool
-                if not pool.acquire(n, self):
+                if pool.free >= n and not pool._waiters:  # UnitPool.acquire's immediate grant, inline
+                    pool.free -= n
+                elif not pool.acquire(n, self):
                     return  # `_granted` starts it
                 if not self._begin(task):
                     return
@@ -323,7 +327,10 @@ class Stream:
                      self._device_id)
         if pool is not None:
             self._pool = None
-            pool.release(task.units)
+            if pool._waiters:
+                pool.release(task.units)
+            else:  # UnitPool.release with nobody waiting, inline
+                pool.free += task.units
         if task.kind is _EVENT_RECORD:
             task.event._complete(task._target, now)
         if task.on_done is not None:

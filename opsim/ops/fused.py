@@ -131,6 +131,11 @@ def _add_rms_norm_launch(plan: AddRmsNormPlan, args: OpArgContext, stream: Any) 
     return S.ACLNN_SUCCESS
 
 
+_add_rms_norm_launch.state_only = True  # type: ignore[attr-defined]
+"""With numerics off, what the launch submits depends on its launch state alone (and the length of its
+workspace list), not on the argument descriptors: a phase-2 template need not check them."""
+
+
 def _add_rms_norm_destroy(plan: AddRmsNormPlan) -> None:
     plan.alive = False
     plan.workspace_sizes = ()

@@ -20,12 +20,11 @@ as before.
 """
 from __future__ import annotations
 
-from itertools import accumulate
 from operator import attrgetter
 from typing import Any
 
 from opsim.acl.tensor import Tensor
-from opsim.device.task import DeviceTask, TaskKind
+from opsim.device.task import TaskKind
 from opsim.opdev import dfx
 from opsim.opdev.aicpu.key import convert_to_host_tensor, flatten_aicpu_inputs
 from opsim.opdev.aicpu.launcher import AiCpuKernelLauncher
@@ -33,7 +32,8 @@ from opsim.opdev.aicpu.task import AicpuCCTask
 from opsim.opdev.launchers import AiCoreKernelLauncher
 from opsim.opdev.op_exec_cache import args_snapshot, fields_unchanged
 from opsim.opdev.thread_local import A_CALL, A_SPAN, A_SUBMIT, OpConfigInfo, OpLogInfo
-from opsim.runtime.hit_replay import TEMPLATES_MAX, _plain, _settings, _std, _switched_on, memo_key
+from opsim.runtime.hit_replay import (TEMPLATES_MAX, host_replay, library_fn, memo_key, plain, plain_task,
+                                      process_settings, switched_on)
 
 _tensor_fields = attrgetter("view_shape", "strides", "storage_shape", "dtype", "view_offset", "view_format",
                             "storage", "storage_format", "origin_shape", "origin_format", "storage.placement",
@@ -82,7 +82,7 @@ def before(thread: Any, gws: Any, run: Any, stream: Any) -> Pending | None:
     """The state before a call that could be captured (None when it cannot: no stream, an operator from
     outside opsim's library, or something unusual switched on)."""
     ctx = thread.ctx
-    if stream is None or not _std(gws) or not _std(run) or not _plain(ctx):
+    if stream is None or not library_fn(gws) or not library_fn(run) or not plain(ctx):
         return None
     p = ctx.process
     pre = Pending()
@@ -200,10 +200,10 @@ def capture(thread: Any, pre: Pending, gws: Any, run: Any, args: tuple, stream: 
             phases.append(a[1]), ops.append(a[2]), durs.append(a[3])
         elif k == A_SUBMIT:
             dt = a[2]
-            if (a[1] is not stream or dt.kind not in _KERNEL_KINDS or dt.callback is not None
-                    or dt.on_done is not None or dt.event is not None or dt.nbytes or dt.corr_id != corr):
+            task = plain_task(dt)
+            if a[1] is not stream or dt.kind not in _KERNEL_KINDS or task is None or dt.corr_id != corr:
                 return
-            submits.append((len(durs), (dt.kind, dt.duration, dt.block_dim, dt.op_name, dt.task_type)))
+            submits.append((len(durs), task))
         elif k == A_CALL:
             ev = _event(a[1])
             if ev is None:
@@ -223,7 +223,7 @@ def capture(thread: Any, pre: Pending, gws: Any, run: Any, args: tuple, stream: 
     ids = ctx.profiling_info_id
     tpl = CallTemplate()
     tpl.run, tpl.snapshot, tpl.stream, tpl.api, tpl.api_1 = run, snapshot, stream, api, acts[0][2]
-    tpl.settings, tpl.full, tpl.pool, tpl.manager = _settings(p), pre.full, ctx.pool_index, m
+    tpl.settings, tpl.full, tpl.pool, tpl.manager = process_settings(p), pre.full, ctx.pool_index, m
     tpl.key, tpl.storages, tpl.tensors = key, ctx.l2_storage_list, ctx.l2_tensor_list
     tpl.config = (cfg.aic_num, cfg.aiv_num, cfg.is_deterministic_on, cfg.is_op_dump_enable, cfg.deterministic_level)
     if cfg.deterministic_level != dfx.deterministic_level_from_rt(ctx):
@@ -250,7 +250,7 @@ def find(thread: Any, gws: Any, run: Any, args: tuple, stream: Any, api: str | N
         return None
     ctx = thread.ctx
     p = ctx.process
-    if ctx.actions or _switched_on(ctx) or _settings(p) != tpl.settings or not fields_unchanged(tpl.snapshot):
+    if ctx.actions or switched_on(ctx) or process_settings(p) != tpl.settings or not fields_unchanged(tpl.snapshot):
         return None
     m = ctx.op_cache_manager
     if m is not tpl.manager or tpl.key in m._slots or ctx.cache_has_full is not tpl.full or ctx.pool_index != tpl.pool:
@@ -330,17 +330,10 @@ def replay(thread: Any, tpl: CallTemplate) -> float:
         for op, info in tpl.infos:
             rec.tensor_info(corr, op, info)
     thread.calls += 1
-    # the host replay (HostThread._replay): spans back to back, callbacks and submissions at their points
-    durs = tpl.durs
-    starts = list(accumulate(durs, initial=start))
-    name = thread.name
+    # the host replay (HostThread._replay): spans back to back, submissions and cache records at their points
+    starts = host_replay(thread, tpl, rec, start, corr)
     if rec.enabled:
-        rec.host_spans(name, tpl.phases, tpl.ops, start, durs, corr)
+        name = thread.name
         for i, cache, kind, op, seed, detail in tpl.events:
             rec.cache_event(starts[i], name, cache, kind, op, seed, detail)
-    stream = tpl.stream
-    trusted = DeviceTask.trusted
-    for i, (kind, dur, block_dim, op, task_type) in tpl.submits:
-        stream.submit(trusted(kind, dur, block_dim, op, task_type, corr), starts[i])
-    thread.busy_us += tpl.busy
     return starts[-1]

@@ -45,12 +45,11 @@ def skip_to(env: Any, delay: float) -> Event | None:
         if head[0] > at or (head[0] == at and (head[1] > NORMAL or (head[1] == NORMAL and head[2] > eid))):
             break
         ev = head[3]
-        if type(ev) is StreamTick:  # env.step() for the stream's own event, inline
+        if type(ev) is StreamTick:  # env.step() for the stream's own event (one callback), inline
             heappop(q)
             env._now = head[0]
             cbs, ev.callbacks = ev.callbacks, None
-            for cb in cbs:
-                cb(ev)
+            cbs[0](ev)
             continue
         cbs = ev.callbacks
         if not ev._ok or (len(cbs) != 1 or getattr(cbs[0], "__func__", None) not in _INLINE) and any(

@@ -41,7 +41,7 @@ class HitTemplate:
                  "profiling", "pre_call", "size", "clocks")
 
 
-def _std(fn: Any) -> bool:
+def library_fn(fn: Any) -> bool:
     """An operator of opsim's own library (the L2 skeleton of opsim.ops._common; a profiled op adds at most
     its host-time top-up span), possibly wrapped with a `pre_call(ctx)` hook (the scenario runner's
     correlation tagging)."""
@@ -51,26 +51,42 @@ def _std(fn: Any) -> bool:
     return mod.startswith("opsim.ops.")
 
 
-def _switched_on(ctx: Any) -> bool:
-    """A per-call switch that makes the hit path do more than a template records (PTA mode, a pending
-    overflow task, faults, profiling reports); checked on every call."""
-    p = ctx.process
-    sw = p.profiling
-    return bool(ctx.use_pta_hash or ctx.pending_overflow_task or p.faults or sw.report_flag or sw.kernel_launch_flag)
+THREAD_SWITCHES = ("use_pta_hash", "pending_overflow_task")
+PROCESS_SWITCHES = ("faults", "profiling.report_flag", "profiling.kernel_launch_flag")
+"""The per-call switches (of the thread's context, of the process) that make the hit path do more than a
+template records: PTA mode, a pending overflow task, faults, profiling reports."""
+switches = attrgetter(*THREAD_SWITCHES, *(f"process.{name}" for name in PROCESS_SWITCHES))
+"""The switches of a thread's context and its process, in one C call."""
 
 
-_settings = attrgetter("aic_num", "aiv_num", "deterministic_level", "strong_consistency", "cost", "op_dump",
-                       "numerics", "exception_dump", "overflow_dump", "record_op_args", "level2_profiling",
-                       "disable_l2_cache")
-"""The process settings a hit reads, in one C call: equal to a template's captured ones (taken while `_plain`
-held) and with no per-call switch on, the hit path is the template's."""
+def switched_on(ctx: Any) -> bool:
+    """One of `switches` is on; checked on every call."""
+    return any(switches(ctx))
 
 
-def _plain(ctx: Any) -> bool:
+SETTINGS = ("aic_num", "aiv_num", "deterministic_level", "strong_consistency", "cost", "op_dump", "numerics",
+            "exception_dump", "overflow_dump", "profiling.record_op_arg_flag", "profiling.level2_profiling_flag",
+            "disable_l2_cache")
+"""The process settings a hit (or a repeated phase 2) reads (`record_op_args` and `level2_profiling` are
+properties reading the two profiling flags): equal to a template's captured ones (taken while `plain` held)
+and with no per-call switch on, the path is the template's."""
+process_settings = attrgetter(*SETTINGS)
+"""The settings in one C call."""
+
+
+def plain(ctx: Any) -> bool:
     """Nothing makes the hit path do more than the template records (checked once, at capture)."""
     p = ctx.process
-    return not (_switched_on(ctx) or p.op_dump or (p.numerics and p.device is not None) or p.exception_dump
+    return not (switched_on(ctx) or p.op_dump or (p.numerics and p.device is not None) or p.exception_dump
                 or p.overflow_dump or p.record_op_args or p.level2_profiling or p.disable_l2_cache)
+
+
+def plain_task(dt: DeviceTask) -> tuple | None:
+    """A submitted kernel task's `DeviceTask.trusted` arguments (without its correlation id), or None when it
+    carries more than a plain kernel (a callback, an event, bytes)."""
+    if dt.callback is not None or dt.on_done is not None or dt.event is not None or dt.nbytes:
+        return None
+    return dt.kind, dt.duration, dt.block_dim, dt.op_name, dt.task_type
 
 
 def memo_key(gws: Any, stream: Any, args: tuple) -> tuple:
@@ -86,7 +102,7 @@ def capture(thread: Any, gws: Any, run: Any, args: tuple, stream: Any, api: str,
     charged before its malloc and before its stream-ordered free, as acl_rt's clock summed it)."""
     ctx = thread.ctx
     p = ctx.process
-    if getattr(executor, "kind", None) != "wrap" or not _std(gws) or not _std(run) or not _plain(ctx):
+    if getattr(executor, "kind", None) != "wrap" or not library_fn(gws) or not library_fn(run) or not plain(ctx):
         return
     cache = executor.cache
     tasks = cache.tasks
@@ -131,10 +147,10 @@ def capture(thread: Any, gws: Any, run: Any, args: tuple, stream: Any, api: str,
         if stream is not None:
             if i >= n or acts[i][0] != A_SUBMIT or acts[i][1] is not stream:
                 return
-            dt = acts[i][2]
-            if dt.callback is not None or dt.on_done is not None or dt.event is not None or dt.nbytes:
+            task = plain_task(acts[i][2])
+            if task is None:
                 return
-            submits.append((len(durs), (dt.kind, dt.duration, dt.block_dim, dt.op_name, dt.task_type)))
+            submits.append((len(durs), task))
             i += 1
     tail = [(PROFILED_HOST, False), ("rt free", True)] if size else [(PROFILED_HOST, False)]
     for phase, required in tail:  # a profiled op's top-up to its recorded host time, then the free
@@ -152,13 +168,12 @@ def capture(thread: Any, gws: Any, run: Any, args: tuple, stream: Any, api: str,
     tpl.run, tpl.snapshot, tpl.stream, tpl.api, tpl.api_1 = run, snapshot, stream, api, p1
     tpl.cache, tpl.tasks = cache, tasks
     tpl.key, tpl.storages, tpl.tensors = key, ctx.l2_storage_list, ctx.l2_tensor_list
-    tpl.aic, tpl.aiv, tpl.settings = p.aic_num, p.aiv_num, _settings(p)
+    tpl.aic, tpl.aiv, tpl.settings = p.aic_num, p.aiv_num, process_settings(p)
     tpl.level = dfx.deterministic_level_from_rt(ctx)  # no faults here: the plain query
     tpl.phases, tpl.ops = tuple(phases), tuple(ops)
     tpl.durs, tpl.busy, tpl.hit_at = tuple(durs), busy, hit_at
     tpl.submits = tuple(submits)
-    tpl.infos = tuple((t.op_name, t.info) for t in tasks if t.info is not None)
-    tpl.profiling = tasks[-1].profiling if tasks else None
+    tpl.infos, tpl.profiling = cache_run_effects(tasks)
     tpl.pre_call = getattr(gws, "pre_call", None)
     tpl.size, tpl.clocks = size, clocks
     table = thread.hit_templates
@@ -174,7 +189,7 @@ def find(thread: Any, gws: Any, run: Any, args: tuple, stream: Any, api: str | N
         return None
     ctx = thread.ctx
     p = ctx.process
-    if ctx.actions or _switched_on(ctx) or _settings(p) != tpl.settings or not fields_unchanged(tpl.snapshot):
+    if ctx.actions or switched_on(ctx) or process_settings(p) != tpl.settings or not fields_unchanged(tpl.snapshot):
         return None
     cache = tpl.cache
     m = ctx.op_cache_manager
@@ -224,24 +239,42 @@ def replay(thread: Any, tpl: HitTemplate, slot: int) -> float:
         memory.free_async(workspace, tpl.stream, start + tpl.clocks[1])
     # phase 2: the log info restored from the wrapper's copy, the recorded tasks resubmitted
     ctx.log_info = OpLogInfo(api_1, None, seq)
-    if tpl.profiling is not None:
-        ids = ctx.profiling_info_id
-        ids.kernel_launcher_id, ids.summary_item_id = tpl.profiling
-    if tpl.infos and rec.enabled:
-        for op, info in tpl.infos:
-            rec.tensor_info(corr, op, info)
+    apply_cache_run(ctx, rec, corr, tpl.infos, tpl.profiling)
     thread.calls += 1
-    # the host replay (HostThread._replay): spans back to back, submissions at their points
+    starts = host_replay(thread, tpl, rec, start, corr)
+    if rec.enabled:
+        rec.cache_event(starts[tpl.hit_at], thread.name, "exec", "hit", api_1, 0, "")
+    return starts[-1]
+
+
+def cache_run_effects(tasks: list) -> tuple[tuple, tuple | None]:
+    """What `OpExecCache.run` over `tasks` leaves besides its actions: the tensor descriptions it records
+    ((op, info) per task that has one) and the profiling ids of its last task (None: no task)."""
+    return tuple((t.op_name, t.info) for t in tasks if t.info is not None), tasks[-1].profiling if tasks else None
+
+
+def apply_cache_run(ctx: Any, rec: Any, corr: int, infos: tuple, profiling: tuple | None) -> None:
+    """Those effects again (profiling reports off: `report_replayed_task` only sets the two TLS ids)."""
+    if profiling is not None:
+        ids = ctx.profiling_info_id
+        ids.kernel_launcher_id, ids.summary_item_id = profiling
+    if infos and rec.enabled:
+        for op, info in infos:
+            rec.tensor_info(corr, op, info)
+
+
+def host_replay(thread: Any, tpl: Any, rec: Any, start: float, corr: int) -> list[float]:
+    """`HostThread._replay` of a template's action log from `start`: its host spans back to back (`phases`,
+    `ops`, `durs`), its device tasks (`submits`: span index and `DeviceTask.trusted` arguments) submitted to
+    `stream` at their points, its busy time added. Returns the span starts and the end."""
     durs = tpl.durs
     starts = list(accumulate(durs, initial=start))
-    name = thread.name
     if rec.enabled:
-        rec.host_spans(name, tpl.phases, tpl.ops, start, durs, corr)
-        rec.cache_event(starts[tpl.hit_at], name, "exec", "hit", api_1, 0, "")
+        rec.host_spans(thread.name, tpl.phases, tpl.ops, start, durs, corr)
     if tpl.submits:
         stream = tpl.stream
         trusted = DeviceTask.trusted
         for i, (kind, dur, block_dim, op, task_type) in tpl.submits:
             stream.submit(trusted(kind, dur, block_dim, op, task_type, corr), starts[i])
     thread.busy_us += tpl.busy
-    return starts[-1]
+    return starts

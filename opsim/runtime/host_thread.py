@@ -11,7 +11,8 @@ from __future__ import annotations
 from typing import Any, Callable, Generator
 
 from opsim.opdev.thread_local import A_CALL, A_SPAN, A_SUBMIT, A_SYNC, ThreadLocalContext, charged_us, set_current
-from opsim.runtime import call_replay, hit_replay
+from opsim.runtime import call_replay, hit_replay, phase2_replay
+from opsim.runtime.phase2_replay import PHASE_2_ENTRY
 from opsim.runtime.fast_clock import skip_to
 
 
@@ -30,11 +31,15 @@ class HostThread:
         self.error: BaseException | None = None
         self.fast_path: bool = getattr(sim, "fast_path", True)
         """Spend host time in place when only the device model could run meanwhile (opsim.runtime.fast_clock),
-        and replay repeated executor-cache hits from templates (opsim.runtime.hit_replay)."""
+        and replay repeated executor-cache hits, full calls and phase-2 runs of repeatable executors from
+        templates (opsim.runtime.hit_replay, call_replay, phase2_replay)."""
         self.hit_templates: dict = {}
         """Executor-cache hit templates of this thread (opsim.runtime.hit_replay), by callee, stream and arguments."""
         self.call_templates: dict = {}
         """Templates of calls that run phase 1 in full (opsim.runtime.call_replay), keyed like `hit_templates`."""
+        self.phase2_templates: dict = {}
+        """Phase-2 templates of repeatable executors run on this thread (opsim.runtime.phase2_replay), by
+        function and executor; empty on the reference path."""
         self.proc = self.env.process(self._main())
 
     @property
@@ -50,13 +55,28 @@ class HostThread:
 
     def call(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Generator[Any, Any, Any]:
         """Run one framework call on this thread, then spend its simulated host time (use `yield from`)."""
-        prev = set_current(self.ctx)
+        ctx = self.ctx
+        fresh = not ctx.actions
+        if fresh and self.phase2_templates:  # a repeated phase 2 of a repeatable executor (fast path only)
+            tpl = phase2_replay.find(self, fn, args) if not kwargs else None
+            if tpl is not None:
+                env = self.env
+                t = phase2_replay.replay(self, tpl)
+                if t > env._now:
+                    ev = skip_to(env, t - env._now)
+                    if ev is not None:
+                        yield ev
+                return tpl.result
+        prev = set_current(ctx)
         try:
             result = fn(*args, **kwargs)
         finally:
             set_current(prev)
         self.calls += 1
-        if self.ctx.actions:
+        acts = ctx.actions
+        if acts:
+            if fresh and acts[0][1] == PHASE_2_ENTRY and self.fast_path:
+                phase2_replay.capture(self, fn, args, kwargs, result)
             yield from self._replay()
         return result
 

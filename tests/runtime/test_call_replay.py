@@ -12,10 +12,10 @@ from __future__ import annotations
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from opsim.acl import Scalar, Tensor
-from opsim.acl.dtypes import DataType
+from program_steps import F16, F32, SHARED_STEPS, device_tensor, shared_step
+
+from opsim.acl import Scalar
 from opsim.acl.tensor import IntArray
-from opsim.opdev import profiling
 from opsim.opdev.aicpu.task_space import aclnn_aicpu_finalize
 from opsim.opdev.op_exec_cache import reselect_static_kernel
 from opsim.opdev.thread_local import current
@@ -24,17 +24,14 @@ from opsim.ops import elementwise as ew
 from opsim.ops.fused import aclnn_add_rms_norm, aclnn_add_rms_norm_get_workspace_size
 from opsim.ops.reduce import aclnn_reduce_sum, aclnn_reduce_sum_get_workspace_size
 from opsim.ops.softmax import aclnn_softmax, aclnn_softmax_get_workspace_size
-from opsim.runtime import acl_rt
 from opsim.runtime.host_thread import run_op
 from opsim.runtime.simulation import Simulation
 
-F16, F32 = DataType.DT_FLOAT16, DataType.DT_FLOAT
 N_OPS = 8
 _STEP = st.one_of(
     st.tuples(st.just("call"), st.integers(0, N_OPS - 1), st.integers(0, 1), st.integers(1, 4)),
-    st.tuples(st.sampled_from(["reshape", "retype", "dims", "level", "profile", "reselect", "finalize", "ge",
-                               "stream", "hog", "sync", "sleep"]), st.integers(0, N_OPS - 1), st.integers(0, 1),
-              st.just(1)),
+    st.tuples(st.sampled_from(["dims", "reselect", "finalize", "ge", "stream", *SHARED_STEPS]),
+              st.integers(0, N_OPS - 1), st.integers(0, 1), st.just(1)),
 )
 _PROGRAM = st.lists(_STEP, min_size=1, max_size=40)
 _LIMITS = st.sampled_from([("0", None), ("1", None), ("0", "1")])  # ACLNN_CACHE_LIMIT, ACLNN_AICPU_CACHE_LIMIT
@@ -42,12 +39,9 @@ _LIMITS = st.sampled_from([("0", None), ("1", None), ("0", "1")])  # ACLNN_CACHE
 
 def _arg_sets(sim):
     """Per op: two argument tuples (the same objects every call) with device addresses."""
-    mem = sim.device.memory
 
     def t(shape, dt=F32):
-        x = Tensor(shape, dt)
-        x.set_storage_address(mem.malloc(max(x.storage_nbytes, 1))[1])
-        return x
+        return device_tensor(sim, shape, dt)
 
     ops = []
     for k in range(2):
@@ -100,21 +94,9 @@ def _run(programs, fast: bool, trace: bool, limits):
                 if kind == "call":
                     for _ in range(times):
                         yield from run_op(th, gws, run, args, own[which], api)
-                elif kind == "reshape":  # a new shape object with the same dims, then another shape
-                    x = args[0]
-                    x.set_shape(list(x.view_shape) if j else list(reversed(x.view_shape)))
-                elif kind == "retype":
-                    x = args[0]
-                    x.dtype = F16 if x.dtype == F32 else F32
-                elif kind == "dims" and api in ("aclnnReduceSum", "aclnnReduceSumAicpu", "aclnnRoll"):
-                    args[1].values[0] = j
-                elif kind == "level":
-                    p.deterministic_level = j
-                elif kind == "profile":
-                    if j:
-                        profiling.start_profiling(p, profiling.mask_of(["acl_api", "task_time"]))
-                    else:
-                        profiling.stop_profiling(p)
+                elif kind == "dims":
+                    if api in ("aclnnReduceSum", "aclnnReduceSumAicpu", "aclnnRoll"):
+                        args[1].values[0] = j
                 elif kind == "reselect":
                     yield from th.call(lambda: reselect_static_kernel(current()))
                 elif kind == "finalize":
@@ -123,18 +105,8 @@ def _run(programs, fast: bool, trace: bool, limits):
                     p.env["GE_PROFILING_TO_STD_OUT"] = str(j)
                 elif kind == "stream":
                     which = j
-                elif kind == "hog":  # take (or give back) nearly all device memory: workspaces then fail
-                    if hog:
-                        yield from th.call(acl_rt.free, hog.pop())
-                    else:
-                        free = sim.device.memory.capacity - sim.device.memory.in_use
-                        status, addr = yield from th.call(acl_rt.malloc, free - 512)
-                        if status == 0:
-                            hog.append(addr)
-                elif kind == "sync":
-                    yield from th.call(acl_rt.synchronize_stream, own[which])
                 else:
-                    yield from th.sleep(3.0 * (j + 1))
+                    yield from shared_step(sim, th, kind, j, args[0], own[which], hog)
         return program
 
     threads = [sim.add_thread(make(steps, streams[k]), f"t{k}") for k, steps in enumerate(programs)]

@@ -10,10 +10,10 @@ import numpy as np
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from opsim.acl import Scalar, Tensor
-from opsim.acl.dtypes import DataType
+from program_steps import F16, F32, SHARED_STEPS, device_tensor, shared_step
+
+from opsim.acl import Scalar
 from opsim.acl.tensor import IntArray
-from opsim.opdev import profiling
 from opsim.opdev.op_exec_cache import reselect_static_kernel
 from opsim.opdev.thread_local import current
 from opsim.ops.elementwise import aclnn_add, aclnn_add_get_workspace_size, aclnn_mul, aclnn_mul_get_workspace_size
@@ -21,27 +21,22 @@ from opsim.ops.fused import aclnn_add_rms_norm, aclnn_add_rms_norm_get_workspace
 from opsim.ops.matmul import aclnn_matmul, aclnn_matmul_get_workspace_size
 from opsim.ops.reduce import aclnn_reduce_sum, aclnn_reduce_sum_get_workspace_size
 from opsim.ops.softmax import aclnn_softmax, aclnn_softmax_get_workspace_size
-from opsim.runtime import acl_rt
 from opsim.runtime.host_thread import run_op
 from opsim.runtime.simulation import Simulation
 
-F16, F32 = DataType.DT_FLOAT16, DataType.DT_FLOAT
 _STEP = st.one_of(
     st.tuples(st.just("call"), st.integers(0, 5), st.integers(0, 1), st.integers(1, 4)),
-    st.tuples(st.sampled_from(["reshape", "retype", "dims", "level", "profile", "reselect", "hog", "sync",
-                               "sleep"]), st.integers(0, 5), st.integers(0, 1), st.just(1)),
+    st.tuples(st.sampled_from(["dims", "reselect", *SHARED_STEPS]), st.integers(0, 5), st.integers(0, 1),
+              st.just(1)),
 )
 _PROGRAM = st.lists(_STEP, min_size=1, max_size=40)
 
 
 def _arg_sets(sim):
     """Per op: two argument tuples (the same objects every call) with device addresses."""
-    mem = sim.device.memory
 
     def t(shape, dt=F32):
-        x = Tensor(shape, dt)
-        x.set_storage_address(mem.malloc(max(x.storage_nbytes, 1))[1])
-        return x
+        return device_tensor(sim, shape, dt)
 
     ops = []
     for k in range(2):
@@ -74,35 +69,13 @@ def _run(programs, fast: bool, trace: bool):
                 if kind == "call":
                     for _ in range(times):
                         yield from run_op(th, gws, run, args, stream, api)
-                elif kind == "reshape":  # a new shape object with the same dims, then another shape
-                    x = args[0]
-                    x.set_shape(list(x.view_shape) if j else list(reversed(x.view_shape)))
-                elif kind == "retype":
-                    x = args[0]
-                    x.dtype = F16 if x.dtype == F32 else F32
-                elif kind == "dims" and api == "aclnnReduceSum":
-                    args[1].values[0] = j
-                elif kind == "level":
-                    sim.process.deterministic_level = j
-                elif kind == "profile":
-                    if j:
-                        profiling.start_profiling(sim.process, profiling.mask_of(["acl_api", "task_time"]))
-                    else:
-                        profiling.stop_profiling(sim.process)
+                elif kind == "dims":
+                    if api == "aclnnReduceSum":
+                        args[1].values[0] = j
                 elif kind == "reselect":
                     yield from th.call(lambda: reselect_static_kernel(current()))
-                elif kind == "hog":  # take (or give back) nearly all device memory: workspaces then fail
-                    if hog:
-                        yield from th.call(acl_rt.free, hog.pop())
-                    else:
-                        free = sim.device.memory.capacity - sim.device.memory.in_use
-                        status, addr = yield from th.call(acl_rt.malloc, free - 512)
-                        if status == 0:
-                            hog.append(addr)
-                elif kind == "sync":
-                    yield from th.call(acl_rt.synchronize_stream, stream)
                 else:
-                    yield from th.sleep(3.0 * (j + 1))
+                    yield from shared_step(sim, th, kind, j, args[0], stream, hog)
         return program
 
     threads = [sim.add_thread(make(steps, streams[k]), f"t{k}") for k, steps in enumerate(programs)]

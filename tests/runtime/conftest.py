@@ -1,0 +1,5 @@
+"""Make the shared runtime test helpers importable (tests run with --import-mode=importlib)."""
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))

@@ -1,0 +1,51 @@
+"""What the differential tests of the fast path share: device tensors, and the program steps that change
+what a template depends on between calls (the same steps run on the fast and on the reference path)."""
+from __future__ import annotations
+
+from typing import Any, Generator
+
+from opsim.acl import Tensor
+from opsim.acl.dtypes import DataType
+from opsim.opdev import profiling
+from opsim.runtime import acl_rt
+
+F16, F32 = DataType.DT_FLOAT16, DataType.DT_FLOAT
+SHARED_STEPS = ("reshape", "retype", "level", "profile", "hog", "sync", "sleep")
+"""The steps `shared_step` runs."""
+
+
+def device_tensor(sim: Any, shape: list[int], dtype: DataType = F32) -> Tensor:
+    """A tensor with its storage in the simulation's device memory."""
+    x = Tensor(shape, dtype)
+    x.set_storage_address(sim.device.memory.malloc(max(x.storage_nbytes, 1))[1])
+    return x
+
+
+def shared_step(sim: Any, th: Any, kind: str, j: int, x: Tensor, stream: Any, hog: list) -> Generator:
+    """One of `SHARED_STEPS` on thread `th` (`x`: the tensor to reshape or retype; `j`: 0 or 1, the variant;
+    `hog`: the addresses taken by "hog", shared by the threads)."""
+    if kind == "reshape":  # a new shape object with the same dims, or the dims reversed
+        x.set_shape(list(x.view_shape) if j else list(reversed(x.view_shape)))
+    elif kind == "retype":
+        x.dtype = F16 if x.dtype == F32 else F32
+    elif kind == "level":
+        sim.process.deterministic_level = j
+    elif kind == "profile":
+        if j:
+            profiling.start_profiling(sim.process, profiling.mask_of(["acl_api", "task_time"]))
+        else:
+            profiling.stop_profiling(sim.process)
+    elif kind == "hog":  # take (or give back) nearly all device memory: workspaces then fail
+        if hog:
+            yield from th.call(acl_rt.free, hog.pop())
+        else:
+            free = sim.device.memory.capacity - sim.device.memory.in_use
+            status, addr = yield from th.call(acl_rt.malloc, free - 512)
+            if status == 0:
+                hog.append(addr)
+    elif kind == "sync":
+        yield from th.call(acl_rt.synchronize_stream, stream)
+    elif kind == "sleep":
+        yield from th.sleep(3.0 * (j + 1))
+    else:
+        raise ValueError(f"not a shared step: {kind}")
