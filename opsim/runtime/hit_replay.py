@@ -270,7 +270,7 @@ def host_replay(thread: Any, tpl: Any, rec: Any, start: float, corr: int) -> lis
     durs = tpl.durs
     starts = list(accumulate(durs, initial=start))
     if rec.enabled:
-        rec.host_spans(thread.name, tpl.phases, tpl.ops, starts, durs, corr)
+        rec.host_spans(thread.name, tpl.phases, tpl.ops, start, durs, corr)
     if tpl.submits:
         stream = tpl.stream
         trusted = DeviceTask.trusted

@@ -377,9 +377,8 @@ def _host_slices(rec: Any, tids: dict[str, int], w: _Writer, flows: _FlowSources
     first: dict[int, int] = {}
     base = 0
     for th_c, *_rest in chunks:
-        codes, at = np.unique(th_c, return_index=True)
-        for c, i in zip(codes.tolist(), at.tolist()):
-            first.setdefault(c, base + i)
+        for c in np.flatnonzero(np.bincount(th_c)).tolist() if len(th_c) else ():
+            first.setdefault(c, base + int(np.argmax(th_c == c)))
         base += len(th_c)
     order = [(c, values[c]) for c in sorted(first, key=first.get)]
     seen = {v for _c, v in order}
@@ -441,6 +440,8 @@ def _host_slices(rec: Any, tids: dict[str, int], w: _Writer, flows: _FlowSources
         del perm
         is_call = ph == op_call
         e, durs = nest_durations(s, e)
+        step_no = np.array([n if type(n) is int and 0 <= n < (1 << 63) else -1 for _s, _e, n in items] or [-1],
+                           dtype=np.int64)
         for b0 in range(0, len(s), BLOCK):
             b1 = min(b0 + BLOCK, len(s))
             n = b1 - b0
@@ -448,12 +449,12 @@ def _host_slices(rec: Any, tids: dict[str, int], w: _Writer, flows: _FlowSources
             own = Pieces()
             row = np.full(n, -1, dtype=np.int64)
             step = np.full(n, -1, dtype=np.int64)
-            for k in np.flatnonzero(brid < 0).tolist():
+            at = np.flatnonzero(brid < 0)
+            which = brid[at] + n_steps
+            step[at] = step_no[which]
+            for k in at[step_no[which] < 0].tolist():  # a step number that is not a plain int: Python's text
                 st_s, _st_e, n_step = items[int(brid[k]) + n_steps]
-                if type(n_step) is int and 0 <= n_step < (1 << 63):
-                    step[k] = n_step
-                else:
-                    row[k] = own.code(_dump({"ph": "X", "pid": HOST_PID, "tid": tid, "ts": _us(st_s),
+                row[k] = own.code(_dump({"ph": "X", "pid": HOST_PID, "tid": tid, "ts": _us(st_s),
                                              "dur": float(bd[k]), "name": f"ProfilerStep#{n_step}", "cat": "step",
                                              "args": {"step": n_step}}))
             if len(odd_rows):

@@ -12,7 +12,9 @@ import json
 from typing import Any, Sequence
 
 import numpy as np
-from numba import njit
+from numba import njit, types
+from numba.core import cgutils
+from numba.extending import intrinsic
 
 from opsim.trace.timefmt import compiled
 
@@ -154,12 +156,24 @@ class Template:
 _EMPTY = Pieces()
 
 
+@intrinsic
+def _memcpy(typingctx, dst, dst_pos, src, src_pos, n):
+    """Copy n bytes from uint8 array `src` at `src_pos` to `dst` at `dst_pos` with one memcpy: a byte loop
+    costs about three times as much for the short copies rows are made of."""
+    sig = types.void(dst, types.intp, src, types.intp, types.intp)
+
+    def codegen(context, builder, signature, args):
+        d = context.make_array(signature.args[0])(context, builder, args[0])
+        s = context.make_array(signature.args[2])(context, builder, args[2])
+        cgutils.raw_memcpy(builder, builder.gep(d.data, [args[1]]), builder.gep(s.data, [args[3]]), args[4], 1)
+
+    return sig, codegen
+
+
 @njit(cache=True, inline="always")
 def _copy(out, pos, src, lo, hi):
-    for k in range(lo, hi):
-        out[pos] = src[k]
-        pos += 1
-    return pos
+    _memcpy(out, pos, src, lo, hi - lo)
+    return pos + hi - lo
 
 
 @njit(cache=True)

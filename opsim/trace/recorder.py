@@ -29,7 +29,10 @@ in 64 bits) becomes a typed ``array.array`` (8 bytes a float, 4 or 8 an int, ins
 float or int object). Columns of names (threads, phases, ops, task types, ...; `_CODED`; any hashable
 value) hold codes into one table of distinct values from the first record on (the first value seen of equal
 strings is the one kept, so strings read back interned; other values are keyed by type and value), folded
-into 2-byte arrays. ``records(kind)`` converts back to plain lists holding the same values;
+into 2-byte arrays. A replayed call's host spans (``host_spans``: the same phases, ops and float durations
+every time) are recorded as one group row, which the fold turns into the spans with numpy (the starts added in
+order, as Python adds them), so a million-call trace takes no Python object per span; every reader sees the
+spans. ``records(kind)`` converts back to plain lists holding the same values;
 ``iter_chunks(kind)`` streams the columns chunk by chunk without building whole-column lists;
 ``coded_chunks`` and ``numeric_chunks`` give the stored arrays to numpy without conversion (trace.json is
 written from them). ``tensor_infos`` (the tensor descriptions of every kernel launch) is kept as three
@@ -38,6 +41,7 @@ columns too.
 from __future__ import annotations
 
 from array import array
+from itertools import accumulate
 from typing import Any, Iterator
 
 from opsim.errors import InvalidArgumentError, OpsimError
@@ -166,7 +170,9 @@ class Recorder:
         self._values: list = []  # code -> value, for every coded column (see _CODED)
         self._code_of: dict[Any, int] = {}  # a str, or the _Key of another value -> its code
         self._code = self._code_of.get
-        self._span_codes: dict[tuple, tuple[list, list]] = {}  # (phases, ops) -> their codes (host_spans)
+        self._groups: dict[int, tuple] = {}  # id(durs) -> its span group (host_spans)
+        self._group_of: dict[tuple, int] = {}  # (phase codes, op codes, durs) -> group number
+        self._group_parts: list[tuple] = []  # group number -> (phase codes, op codes, durs) as numpy arrays
         self._new_columns()
         self._corr = 0
         self.tensor_infos = TensorInfos(self._values)
@@ -182,6 +188,9 @@ class Recorder:
         for k in kinds:
             self._cols[k] = {c: [] for c in COLUMNS[k]}
             self._app[k] = tuple(self._cols[k][c].append for c in COLUMNS[k])
+            if k == "host":
+                self._host_grouped = 0  # group rows among the growing host records (see host_spans)
+                self._host_extra = 0  # the spans they stand for, less one each
         self._host_app = self._app["host"]
         self._host_cols = tuple(self._cols["host"][c] for c in COLUMNS["host"])
         self._device_app = self._app["device"]
@@ -194,22 +203,96 @@ class Recorder:
         """Fold every growing record list into compact column chunks now (reading gives the same values)."""
         self._fold(force=True)
 
-    def _fold(self, force: bool = False) -> None:
-        """Fold every kind with at least CHUNK_ROWS growing records (all non-empty ones with `force`)."""
+    def _fold(self, force: bool = False, only: str | None = None) -> None:
+        """Fold every kind (or kind `only`) with at least CHUNK_ROWS growing records (all non-empty ones with
+        `force`)."""
         full = []
         for kind, cols in self._cols.items():
+            if only is not None and kind != only:
+                continue
             n = len(cols[COLUMNS[kind][0]])
+            if kind == "host":
+                n += self._host_extra
             if n >= CHUNK_ROWS or (force and n):
                 numeric = _NUMERIC[kind]
                 coded = _CODED[kind]
                 codes = "H" if len(self._values) <= 0xFFFF else "i"
-                self._chunks[kind].append(tuple(
-                    _compact(col) if c in numeric else array(codes, col) if c in coded else col
-                    for c, col in cols.items()))
+                if kind == "host" and self._host_grouped:
+                    self._chunks[kind].append(self._expand_groups(cols, codes))
+                else:
+                    self._chunks[kind].append(tuple(
+                        _compact(col) if c in numeric else array(codes, col) if c in coded else col
+                        for c, col in cols.items()))
                 self._folded[kind] += n
                 full.append(kind)
         if full:
             self._new_columns(full)
+
+    def _expand_groups(self, cols: dict[str, list], codes: str) -> tuple:
+        """The growing host records as a chunk, each group row (see `host_spans`) replaced by its spans: thread
+        and corr repeated, phases, ops and durations from the group, span i starting at span i-1's start plus
+        its duration (numpy's accumulate adds in that order, as Python does). Columns keep their exact value
+        types: a value that is not a plain float or int (a first start of int 0) stays as recorded."""
+        import numpy as np
+        thread, phase, op, start, dur, corr = (cols[c] for c in COLUMNS["host"])
+        rows = len(phase)
+        ph = np.array(phase, dtype=np.int64)
+        grouped = np.flatnonzero(ph < 0)
+        gid = -1 - ph[grouped]
+        sizes = np.ones(rows, dtype=np.int64)
+        sizes[grouped] = np.array([len(part[2]) for part in self._group_parts], dtype=np.int64)[gid]
+        first = np.zeros(rows, dtype=np.int64)
+        np.cumsum(sizes[:-1], out=first[1:])
+        src = np.repeat(np.arange(rows, dtype=np.int64), sizes)  # the record each span comes from
+        total = len(src)
+        out_ph = ph[src]
+        out_op = np.array(op, dtype=np.int64)[src]
+        spans = np.zeros(total, dtype=bool)  # the spans of group rows
+        g_start = np.empty(total, dtype=np.float64)
+        g_dur = np.empty(total, dtype=np.float64)
+        typed_start = _compact(start)
+        row_start = (np.frombuffer(typed_start, dtype=np.float64) if isinstance(typed_start, array)
+                     and typed_start.typecode == "d" else None)
+        for g in np.unique(gid).tolist():
+            p_codes, o_codes, durs = self._group_parts[g]
+            at = grouped[gid == g]
+            k = len(durs)
+            pos = (first[at][:, None] + np.arange(k, dtype=np.int64)).ravel()
+            table = np.empty((len(at), k), dtype=np.float64)
+            table[:, 0] = row_start[at] if row_start is not None else [start[i] for i in at.tolist()]
+            table[:, 1:] = durs[:-1]
+            np.add.accumulate(table, axis=1, out=table)
+            g_start[pos] = table.ravel()
+            g_dur[pos] = np.tile(durs, len(at))
+            out_ph[pos] = np.tile(p_codes, len(at))
+            out_op[pos] = np.tile(o_codes, len(at))
+            spans[pos] = True
+        later = spans.copy()
+        later[first[grouped]] = False  # a group's first span starts where it was recorded (an int 0 stays one)
+        code_type = np.dtype(np.uint16 if codes == "H" else np.int32)
+
+        def coded(values: Any) -> array:
+            out = array(codes)
+            out.frombytes(values.astype(code_type).tobytes())
+            return out
+
+        def numeric(col: list, computed: Any = None, where: Any = None, typed: Any = None) -> Any:
+            typed = _compact(col) if typed is None else typed
+            if isinstance(typed, array) and (computed is None or typed.typecode == "d"):
+                values = np.frombuffer(typed, dtype=np.dtype(typed.typecode))[src] if rows else np.empty(0)
+                if computed is not None:
+                    values[where] = computed[where]
+                out = array(typed.typecode)
+                out.frombytes(values.tobytes())
+                return out
+            values = list(map(col.__getitem__, src.tolist()))
+            if computed is not None:
+                for i, v in zip(np.flatnonzero(where).tolist(), computed[where].tolist()):
+                    values[i] = v
+            return _compact(values)
+
+        return (coded(np.array(thread, dtype=np.int64)[src]), coded(out_ph), coded(out_op),
+                numeric(start, g_start, later, typed_start), numeric(dur, g_dur, spans), numeric(corr))
 
     # --- switching ---------------------------------------------------------------------------------------
     def set_enabled(self, enabled: bool) -> None:
@@ -252,23 +335,57 @@ class Recorder:
         a_dur(dur)
         a_corr(corr)
 
-    def host_spans(self, thread: Any, phases: tuple, ops: tuple, starts: list, durs: tuple, corr: int = -1) -> None:
-        """Spans back to back, as many `host_span` calls would record them (span i from starts[i], lasting
-        durs[i]; `starts` may hold one more value, the end): one extend per column. The codes of `phases` and
-        `ops` are looked up once per distinct pair of tuples (pass the same tuples again: templates do)."""
-        a_thread, a_phase, a_op, a_start, a_dur, a_corr = self._host_cols
-        n = len(durs)
-        codes = self._span_codes.get((phases, ops))
-        if codes is None:
-            codes = self._span_codes[(phases, ops)] = ([self._code_of_value(v) for v in phases],
-                                                      [self._code_of_value(v) for v in ops])
+    def host_spans(self, thread: Any, phases: tuple, ops: tuple, start: float, durs: tuple, corr: int = -1) -> None:
+        """Spans back to back, as many `host_span` calls would record them: span i of phase phases[i] on op
+        ops[i] lasting durs[i], the first from `start`, each next one from the previous start plus its duration
+        (added in that order). Passing the same three tuples again (templates do) records one group row that
+        the chunk fold turns into the spans (numpy, no Python object per span); reading sees the spans."""
+        g = self._groups.get(id(durs))
+        if g is None or g[0] is not durs or g[1] is not phases or g[2] is not ops:
+            g = self._span_group(phases, ops, durs)
         code = self._code(thread)
-        a_thread.extend([self._new_code(thread) if code is None else code] * n)
-        a_phase.extend(codes[0])
-        a_op.extend(codes[1])
-        a_start.extend(starts[:n])
+        if code is None:
+            code = self._new_code(thread)
+        if g[3] is not None and (type(start) is float or type(start) is int):
+            a_thread, a_phase, a_op, a_start, a_dur, a_corr = self._host_app
+            a_thread(code)
+            a_phase(g[3])
+            a_op(0)
+            a_start(start)
+            a_dur(0.0)
+            a_corr(corr)
+            self._host_grouped += 1
+            self._host_extra += g[4]
+            return
+        n = len(durs)
+        a_thread, a_phase, a_op, a_start, a_dur, a_corr = self._host_cols
+        a_thread.extend([code] * n)
+        a_phase.extend(g[5])
+        a_op.extend(g[6])
+        a_start.extend(list(accumulate(durs, initial=start))[:n])
         a_dur.extend(durs)
         a_corr.extend([corr] * n)
+
+    def _span_group(self, phases: tuple, ops: tuple, durs: tuple) -> tuple:
+        """(durs, phases, ops, group row marker or None, spans less one, phase codes, op codes) of a span
+        group; a marker only when the durations are plain floats (then the fold computes the same starts)."""
+        import numpy as np
+        if len(self._groups) >= 4096:  # the id cache keeps its tuples alive: bounded
+            self._groups.clear()
+        p_codes = [self._code_of_value(v) for v in phases]
+        o_codes = [self._code_of_value(v) for v in ops]
+        marker = None
+        if durs and len(phases) == len(ops) == len(durs) and all(type(d) is float for d in durs):
+            # keyed by codes and the durations' bits: 1, 1.0 and True, or 0.0 and -0.0, stay apart
+            key = (tuple(p_codes), tuple(o_codes), np.array(durs, dtype=np.float64).tobytes())
+            gid = self._group_of.get(key)
+            if gid is None:
+                gid = self._group_of[key] = len(self._group_parts)
+                self._group_parts.append((np.array(p_codes, dtype=np.int64), np.array(o_codes, dtype=np.int64),
+                                          np.array(durs, dtype=np.float64)))
+            marker = -1 - gid
+        g = self._groups[id(durs)] = (durs, phases, ops, marker, len(durs) - 1, p_codes, o_codes)
+        return g
 
     def _code_of_value(self, value: Any) -> int:
         code = self._code(value)
@@ -362,6 +479,9 @@ class Recorder:
     def _raw_chunks(self, kind: str) -> Iterator[dict[str, Any]]:
         """`iter_chunks` with the coded columns left as codes into ``self._values``."""
         cols = self._check_kind(kind)
+        if kind == "host" and self._host_grouped:  # group rows are only read as their spans
+            self._fold(force=True, only="host")
+            cols = self._cols[kind]
         for chunk in self._chunks[kind]:
             yield dict(zip(COLUMNS[kind], chunk))
         if cols[COLUMNS[kind][0]]:
@@ -394,7 +514,9 @@ class Recorder:
         import numpy as np
         parts = self.coded_chunks(kind, name)
         dtype = np.uint16 if len(self._values) <= 0x10000 else np.int32
-        return (np.concatenate(parts, dtype=dtype) if parts else np.empty(0, dtype)), self.code_values()
+        # a growing (not yet folded) part reads as int64 codes, within dtype's range by the choice above
+        whole = np.concatenate(parts, dtype=dtype, casting="unsafe") if parts else np.empty(0, dtype)
+        return whole, self.code_values()
 
     def numeric_chunks(self, kind: str, name: str, typecode: str) -> list[tuple[Any, dict[int, Any]]]:
         """Column ``name`` of ``kind`` chunk by chunk as numpy arrays (views of the typed chunks; typecode "d":
@@ -442,7 +564,7 @@ class Recorder:
     def count(self, kind: str) -> int:
         """How many records of ``kind`` were taken."""
         cols = self._check_kind(kind)
-        return self._folded[kind] + len(cols[COLUMNS[kind][0]])
+        return self._folded[kind] + len(cols[COLUMNS[kind][0]]) + (self._host_extra if kind == "host" else 0)
 
     def rows(self, kind: str) -> list[tuple]:
         """The records of ``kind`` as tuples in column order (for comparisons and small exports)."""

@@ -33,7 +33,7 @@ class SummaryStats:
     def host_span(self, thread: Any, phase: str, op: str, start: float, dur: float, corr: int = -1) -> None:
         """Host time is summed by the threads themselves (HostThread.busy_us) and calls by the runner."""
 
-    def host_spans(self, thread: Any, phases: tuple, ops: tuple, starts: list, durs: tuple, corr: int = -1) -> None:
+    def host_spans(self, thread: Any, phases: tuple, ops: tuple, start: float, durs: tuple, corr: int = -1) -> None:
         """As `host_span`."""
 
     def device_task(self, stream: int, unit_kind: str, units: int, task_id: int, op: str, task_type: str,
@@ -75,24 +75,96 @@ class SummaryStats:
 
     # --- from a finished recorder ---------------------------------------------------------------------------
     def feed_recorder(self, recorder: Any) -> "SummaryStats":
-        """Fold a finished recorder's records into these totals (chunk by chunk: no whole-column lists)."""
-        for dev in recorder.iter_chunks("device"):
-            for args in zip(dev["stream"], dev["unit_kind"], dev["units"], dev["task_id"], dev["op"],
-                            dev["task_type"], dev["block_dim"], dev["queued"], dev["start"], dev["end"]):
-                self.device_task(*args)
-        for mem in recorder.iter_chunks("memory"):
-            for kind in mem["kind"]:
-                self.memory_kinds[kind] += 1
-        for cache in recorder.iter_chunks("cache"):
-            for c, k in zip(cache["cache"], cache["kind"]):
-                self.cache[(c, k)] += 1
-        for inst in recorder.iter_chunks("instant"):
-            for name in inst["name"]:
-                self.instants[name] += 1
+        """Fold a finished recorder's records into these totals. Fresh totals are read from the columns with
+        numpy (counts per name; per-stream and per-pool sums added in record order, as the record methods
+        add them); otherwise, or when a column holds a value of an unusual type, record by record."""
+        fresh = not (self.stream_tasks or self.pool_tasks or self.task_types or self.memory_kinds or self.cache
+                     or self.instants or self.device_end)
+        if not (fresh and self._feed_device_columns(recorder)):
+            for dev in recorder.iter_chunks("device"):
+                for args in zip(dev["stream"], dev["unit_kind"], dev["units"], dev["task_id"], dev["op"],
+                                dev["task_type"], dev["block_dim"], dev["queued"], dev["start"], dev["end"]):
+                    self.device_task(*args)
+        for kind, names, into in (("memory", ("kind",), self.memory_kinds), ("cache", ("cache", "kind"), self.cache),
+                                  ("instant", ("name",), self.instants)):
+            for key, n in _counts(recorder, kind, names):
+                into[key] += n
         for cnt in recorder.iter_chunks("counter"):
             for t, name, value in zip(cnt["time"], cnt["name"], cnt["value"]):
                 self.counter(t, name, value)
         return self
+
+    def _feed_device_columns(self, recorder: Any) -> bool:
+        """`device_task` over every device record at once; False (nothing added) when a numeric column holds a
+        value of an unusual type."""
+        import numpy as np
+        recorder.compact()  # typed columns: numpy reads them without a Python step per record
+        cols = {}
+        for name, typecode in (("stream", "q"), ("units", "q"), ("start", "d"), ("end", "d")):
+            cols[name], odd = recorder.numeric("device", name, typecode)
+            if odd:
+                return False
+        types, values = recorder.coded("device", "task_type")
+        for key, n in _first_seen_counts(types, values):
+            self.task_types[key] += n
+        end, start = cols["end"], cols["start"]
+        if len(end):
+            self.device_end = max(self.device_end, float(end.max()))
+        kinds, _ = recorder.coded("device", "unit_kind")
+        none = next((c for c, v in enumerate(values) if type(v) is str and v == "none"), -1)
+        busy = np.flatnonzero(kinds != none)
+        dur = end[busy] - start[busy]
+        for key, at in _first_seen_groups(cols["stream"][busy].astype(np.int64), None):
+            self.stream_tasks[key] += len(at)
+            self.stream_busy[key] += _sum_in_order(dur[at])
+        unit_us = dur * cols["units"][busy].astype(np.float64)
+        for key, at in _first_seen_groups(kinds[busy], values):
+            self.pool_tasks[key] += len(at)
+            self.pool_unit_us[key] += _sum_in_order(unit_us[at])
+        return True
+
+
+def _sum_in_order(x: Any) -> float:
+    """0.0 + x[0] + x[1] + ..., added left to right (numpy's accumulate, unlike its sum, adds in order)."""
+    import numpy as np
+    return float(np.add.accumulate(x)[-1]) if len(x) else 0.0
+
+
+def _first_seen_groups(codes: Any, values: list | None) -> list[tuple[Any, Any]]:
+    """(value, record indices) per distinct code in order of first appearance (`values[code]`, or the code
+    itself as a Python int when `values` is None)."""
+    import numpy as np
+    if not len(codes):
+        return []
+    distinct, first, which = np.unique(codes, return_index=True, return_inverse=True)
+    order = np.argsort(which, kind="stable")
+    bounds = np.cumsum(np.bincount(which, minlength=len(distinct)))
+    groups = np.split(order, bounds[:-1])
+    keys = distinct.tolist() if values is None else [values[c] for c in distinct.tolist()]
+    return [(keys[i], groups[i]) for i in np.argsort(first, kind="stable").tolist()]
+
+
+def _first_seen_counts(codes: Any, values: list | None) -> list[tuple[Any, int]]:
+    """(value, count) per distinct code in order of first appearance (`values[code]`, or the code itself as a
+    Python int when `values` is None)."""
+    import numpy as np
+    if not len(codes):
+        return []
+    distinct, first, counts = np.unique(codes, return_index=True, return_counts=True)
+    keys = distinct.tolist() if values is None else [values[c] for c in distinct.tolist()]
+    return [(keys[i], int(counts[i])) for i in np.argsort(first, kind="stable").tolist()]
+
+
+def _counts(recorder: Any, kind: str, names: tuple[str, ...]) -> list[tuple[Any, int]]:
+    """Records of `kind` counted per value of the coded column(s) `names` (a tuple of values for two)."""
+    import numpy as np
+    parts = [recorder.coded(kind, name) for name in names]
+    values = parts[0][1]
+    if len(parts) == 1:
+        return _first_seen_counts(parts[0][0], values)
+    width = len(values) + 1
+    pair = parts[0][0].astype(np.int64) * width + parts[1][0]
+    return [((values[p // width], values[p % width]), n) for p, n in _first_seen_counts(pair, None)]
 
 
 def _rate(hits: int, total: int) -> float | None:

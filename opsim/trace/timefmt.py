@@ -123,23 +123,52 @@ zeros dropped (a decimal of at most 15 significant digits is the shortest text o
 `put_json_us` writes without a float."""
 
 
+_PAIRS = np.frombuffer("".join(f"{i:02d}" for i in range(100)).encode("ascii"), dtype=np.uint8)
+"""The two digits of 0..99, back to back: `put_digits` writes two digits per division."""
+_POW10 = np.array([10**k for k in range(19)], dtype=np.int64)
+"""Powers of ten up to 10**18: `put_digits` counts digits by comparing, without dividing."""
+
+
 def put_digits(buf, pos, v):
     """Write the decimal digits of the integer v >= 0 into the uint8 array `buf` at `pos`; returns the end
     (compiled by `compiled()`)."""
     n = 1
-    t = v
-    while t >= 10:
-        t //= 10
+    while n < 19 and v >= _POW10[n]:
         n += 1
-    for k in range(n - 1, -1, -1):
-        buf[pos + k] = 48 + v % 10
-        v //= 10
-    return pos + n
+    end = pos + n
+    p = end
+    while v >= 100:
+        q = v // 100
+        r = 2 * (v - q * 100)
+        p -= 2
+        buf[p] = _PAIRS[r]
+        buf[p + 1] = _PAIRS[r + 1]
+        v = q
+    if v >= 10:
+        buf[p - 2] = _PAIRS[2 * v]
+        buf[p - 1] = _PAIRS[2 * v + 1]
+    else:
+        buf[p - 1] = 48 + v
+    return end
+
+
+def _fractions() -> tuple[np.ndarray, np.ndarray]:
+    """The decimals of every 0..999 thousandths as `json_ts` writes them (trailing zeros dropped, "0" for none),
+    three bytes each, and their lengths."""
+    text, length = np.zeros(3000, dtype=np.uint8), np.zeros(1000, dtype=np.int64)
+    for r in range(1000):
+        t = (f"{r:03d}".rstrip("0") or "0").encode("ascii")
+        text[3 * r:3 * r + len(t)] = np.frombuffer(t, dtype=np.uint8)
+        length[r] = len(t)
+    return text, length
+
+
+_FRACTION, _FRACTION_LEN = _fractions()
 
 
 def put_json_us(buf, pos, ns):
-    """Write ``json_ts(ns)`` into the uint8 array `buf` at `pos` (|ns| < JSON_US_MAX); returns the end
-    (compiled by `compiled()`, for code that formats at scale)."""
+    """Write ``json_ts(ns)`` into the uint8 array `buf` at `pos` (|ns| < JSON_US_MAX; up to two bytes past the
+    text may be overwritten); returns the end (compiled by `compiled()`, for code that formats at scale)."""
     if ns < 0:
         buf[pos] = 45  # "-"
         pos += 1
@@ -148,18 +177,10 @@ def put_json_us(buf, pos, ns):
     r = ns - q * 1000
     pos = _put_digits_compiled(buf, pos, q)
     buf[pos] = 46  # "."
-    pos += 1
-    if r == 0:
-        buf[pos] = 48
-        return pos + 1
-    digits = 3
-    while r % 10 == 0:
-        r //= 10
-        digits -= 1
-    for k in range(digits - 1, -1, -1):
-        buf[pos + k] = 48 + r % 10
-        r //= 10
-    return pos + digits
+    buf[pos + 1] = _FRACTION[3 * r]
+    buf[pos + 2] = _FRACTION[3 * r + 1]
+    buf[pos + 3] = _FRACTION[3 * r + 2]
+    return pos + 1 + _FRACTION_LEN[r]
 
 
 _COMPILED: SimpleNamespace | None = None
@@ -167,7 +188,9 @@ _COMPILED: SimpleNamespace | None = None
 
 def compiled() -> SimpleNamespace:
     """The compiled forms of `put_json_us`, `put_digits` and the nesting loop (Numba is imported on first use
-    only, so that reading a scenario never loads it)."""
+    only, so that reading a scenario never loads it). `opsim.trace.json_rows` inlines the first two into its
+    cached row loop, and Numba's cache checks only that loop's own file: after changing them here, delete the
+    ``json_rows._render-*`` files in ``opsim/trace/__pycache__`` (a fresh install has none)."""
     global _COMPILED, _dur_float_compiled, _put_digits_compiled
     if _COMPILED is None:
         from numba import njit

@@ -8,6 +8,8 @@ from array import array
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import opsim.trace.recorder as recorder_mod
 from opsim.scenario.runner import run_scenario
@@ -111,8 +113,8 @@ def test_tensor_infos_read_as_tuples_and_bulk_spans_as_single_ones():
     assert list(rec.tensor_infos) == [(3, "Add", info), (1 << 70, "Mul", info)] == rec.tensor_infos
     assert rec.tensor_infos[1] == (1 << 70, "Mul", info) and rec.tensor_infos[:1] == [(3, "Add", info)]
     phases, ops = ("tiling", "launch"), ("Add", "Add")
-    rec.host_spans("t0", phases, ops, [0.0, 1.0, 3.0], (1.0, 2.0), 7)
-    rec.host_spans("t0", phases, ops, [3.0, 4.0], (1.0, 2.0))
+    rec.host_spans("t0", phases, ops, 0.0, (1.0, 2.0), 7)
+    rec.host_spans("t0", phases, ops, 3.0, (1.0, 2.0))
     for start in (0.0, 3.0):
         plain.host_span("t0", "tiling", "Add", start, 1.0, 7 if start == 0.0 else -1)
         plain.host_span("t0", "launch", "Add", start + 1.0, 2.0, 7 if start == 0.0 else -1)
@@ -120,3 +122,46 @@ def test_tensor_infos_read_as_tuples_and_bulk_spans_as_single_ones():
     assert rec.records("host")["phase"][:2] == ["tiling", "launch"]
     rec.tensor_infos.clear()
     assert len(rec.tensor_infos) == 0
+
+
+_SPAN_GROUPS = [(("tiling", "launch"), ("Add", "Add"), (0.1, 0.2)),
+                (("make key", "match cache", "launch"), ("aclnnMul", "aclnnMul", "Mul"), (1.0 / 3, 2.7, 1e-9)),
+                (("odd",), ("Relu",), (1,)),  # an int duration: recorded span by span, as it is
+                (("p",), (("a", 1),), (0.5,)),  # an op that is not a str
+                (("tiling", "launch"), ("Add", "Add"), (0.0, 0.2)),
+                (("tiling", "launch"), ("Add", "Add"), (-0.0, 0.2)),  # equal to the one above but for a zero's sign
+                (("tiling", 1), ("Add", "Add"), (0.1, 0.2)),
+                (("tiling", True), ("Add", "Add"), (0.1, 0.2))]  # equal to the one above but for a name's type
+
+
+@settings(max_examples=60, deadline=None)
+@given(calls=st.lists(st.tuples(st.integers(0, len(_SPAN_GROUPS)), st.one_of(
+    st.floats(-1e6, 1e12, allow_nan=False), st.integers(0, 10), st.just(0.0)), st.integers(-1, 5)), max_size=40),
+    chunk=st.sampled_from([1, 2, 3, 7, 1 << 16]))
+def test_span_groups_read_back_as_the_spans_one_by_one(calls, chunk):
+    """host_spans (a group row folded into its spans) reads back exactly as host_span per span with the starts
+    added in order: same values, same types, same order among single spans, whatever the chunking."""
+    old = recorder_mod.CHUNK_ROWS
+    recorder_mod.CHUNK_ROWS = chunk
+    try:
+        rec, plain = Recorder(), Recorder()
+        for which, start, corr in calls:
+            if which == len(_SPAN_GROUPS):
+                rec.host_span("t1", "op_call", "aclnnAdd", start, 2.5, corr)
+                plain.host_span("t1", "op_call", "aclnnAdd", start, 2.5, corr)
+            else:
+                phases, ops, durs = _SPAN_GROUPS[which]
+                rec.host_spans("t0", phases, ops, start, durs, corr)
+                t = start
+                for p, o, d in zip(phases, ops, durs):
+                    plain.host_span("t0", p, o, t, d, corr)
+                    t = t + d
+            rec.next_corr()  # folds now and then
+        assert rec.count("host") == plain.count("host") == len(plain.rows("host"))
+        typed = lambda rows: [tuple((type(v), repr(v)) for v in row) for row in rows]  # noqa: E731
+        assert typed(rec.rows("host")) == typed(plain.rows("host"))
+        for c, t in (("start", "d"), ("dur", "d"), ("corr", "q")):
+            got, want = rec.numeric("host", c, t), plain.numeric("host", c, t)
+            assert got[0].tolist() == want[0].tolist() and got[1] == want[1]
+    finally:
+        recorder_mod.CHUNK_ROWS = old
