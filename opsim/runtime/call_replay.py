@@ -30,10 +30,10 @@ from opsim.opdev.aicpu.key import convert_to_host_tensor, flatten_aicpu_inputs
 from opsim.opdev.aicpu.launcher import AiCpuKernelLauncher
 from opsim.opdev.aicpu.task import AicpuCCTask
 from opsim.opdev.launchers import AiCoreKernelLauncher
-from opsim.opdev.op_exec_cache import args_snapshot, fields_unchanged
+from opsim.opdev.op_exec_cache import args_snapshot
 from opsim.opdev.thread_local import A_CALL, A_SPAN, A_SUBMIT, OpConfigInfo, OpLogInfo
-from opsim.runtime.hit_replay import (TEMPLATES_MAX, host_replay, library_fn, memo_key, plain, plain_task,
-                                      process_settings, switched_on)
+from opsim.runtime.hit_replay import (host_replay, library_fn, lookup, memo_key, plain, plain_task, process_settings,
+                                      store)
 
 _tensor_fields = attrgetter("view_shape", "strides", "storage_shape", "dtype", "view_offset", "view_format",
                             "storage", "storage_format", "origin_shape", "origin_format", "storage.placement",
@@ -237,21 +237,16 @@ def capture(thread: Any, pre: Pending, gws: Any, run: Any, args: tuple, stream: 
     tpl.infos = tuple((op, info) for _, op, info in infos)
     tpl.pre_call = getattr(gws, "pre_call", None)
     tpl.size, tpl.clocks = size, clocks
-    table = thread.call_templates
-    if len(table) >= TEMPLATES_MAX:
-        table.clear()
-    table[memo_key(gws, stream, args)] = tpl
+    store(thread.call_templates, memo_key(gws, stream, args), tpl)
 
 
 def find(thread: Any, gws: Any, run: Any, args: tuple, stream: Any, api: str | None) -> CallTemplate | None:
     """The template when the call would do exactly what it recorded, else None."""
-    tpl = thread.call_templates.get(memo_key(gws, stream, args))
-    if tpl is None or tpl.run is not run or tpl.api != api:
+    tpl = lookup(thread.call_templates, thread, gws, run, args, stream, api)
+    if tpl is None:
         return None
     ctx = thread.ctx
     p = ctx.process
-    if ctx.actions or switched_on(ctx) or process_settings(p) != tpl.settings or not fields_unchanged(tpl.snapshot):
-        return None
     m = ctx.op_cache_manager
     if m is not tpl.manager or tpl.key in m._slots or ctx.cache_has_full is not tpl.full or ctx.pool_index != tpl.pool:
         return None

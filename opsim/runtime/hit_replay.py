@@ -176,21 +176,37 @@ def capture(thread: Any, gws: Any, run: Any, args: tuple, stream: Any, api: str,
     tpl.infos, tpl.profiling = cache_run_effects(tasks)
     tpl.pre_call = getattr(gws, "pre_call", None)
     tpl.size, tpl.clocks = size, clocks
-    table = thread.hit_templates
+    store(thread.hit_templates, memo_key(gws, stream, args), tpl)
+
+
+def store(table: dict, key: tuple, tpl: Any) -> None:
+    """Keep `tpl` in one of a thread's template tables (emptied when it holds TEMPLATES_MAX)."""
     if len(table) >= TEMPLATES_MAX:
         table.clear()
-    table[memo_key(gws, stream, args)] = tpl
+    table[key] = tpl
+
+
+def lookup(table: dict, thread: Any, gws: Any, run: Any, args: tuple, stream: Any, api: str | None) -> Any:
+    """The template of `table` for this call when its callee and API are the captured ones, the thread has no
+    pending actions, the process settings and per-call switches are as captured and every field of the
+    arguments is unchanged; else None (what each kind of template checks besides is its own)."""
+    tpl = table.get(memo_key(gws, stream, args))
+    if tpl is None or tpl.run is not run or tpl.api != api:
+        return None
+    ctx = thread.ctx
+    if ctx.actions or switched_on(ctx) or process_settings(ctx.process) != tpl.settings or not fields_unchanged(
+            tpl.snapshot):
+        return None
+    return tpl
 
 
 def find(thread: Any, gws: Any, run: Any, args: tuple, stream: Any, api: str | None) -> tuple | None:
     """(template, key-container slot) when the call would take exactly the template's hit path, else None."""
-    tpl = thread.hit_templates.get(memo_key(gws, stream, args))
-    if tpl is None or tpl.run is not run or tpl.api != api:
+    tpl = lookup(thread.hit_templates, thread, gws, run, args, stream, api)
+    if tpl is None:
         return None
     ctx = thread.ctx
     p = ctx.process
-    if ctx.actions or switched_on(ctx) or process_settings(p) != tpl.settings or not fields_unchanged(tpl.snapshot):
-        return None
     cache = tpl.cache
     m = ctx.op_cache_manager
     slot = m._slots.get(tpl.key) if m is not None else None
