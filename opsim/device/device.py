@@ -56,6 +56,7 @@ class StreamTick:
         self.callbacks = [callback]
         heappush(env._queue, (env._now + delay, NORMAL, next(env._eid), self))
 
+
 _AI_CORE = TaskKind.AI_CORE
 _AI_VECTOR = TaskKind.AI_VECTOR
 _EVENT_RECORD = TaskKind.EVENT_RECORD

@@ -16,10 +16,8 @@ from typing import Any
 
 from simpy.events import NORMAL, Event
 
-from opsim.device.device import Stream, StreamTick
+from opsim.device.device import StreamTick
 
-_INLINE = frozenset((Stream._on_wake, Stream._on_end))
-"""Callbacks that only drive the device model: safe to run from inside a host thread's step."""
 
 
 class _Resume(Event):
@@ -51,9 +49,7 @@ def skip_to(env: Any, delay: float) -> Event | None:
             cbs, ev.callbacks = ev.callbacks, None
             cbs[0](ev)
             continue
-        cbs = ev.callbacks
-        if not ev._ok or (len(cbs) != 1 or getattr(cbs[0], "__func__", None) not in _INLINE) and any(
-                getattr(cb, "__func__", None) not in _INLINE for cb in cbs):
+        if ev.callbacks or not ev._ok:  # anything else that runs code: the thread's resume takes its place
             resume = _Resume(env)
             heappush(q, (at, NORMAL, eid, resume))
             return resume
