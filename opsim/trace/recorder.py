@@ -89,6 +89,12 @@ def _compact(col: list) -> Any:
     if types == {float}:
         return array("d", col)
     if types == {int}:
+        try:  # small ints (device, stream, unit and block counts): the fast conversion of `_code_array`
+            small = bytes(col)
+        except ValueError:
+            pass
+        else:
+            return _code_chunk(_code_array(small), "i")
         for typecode in ("i", "q"):  # 4 bytes a value when they fit
             try:
                 return array(typecode, col)
@@ -97,13 +103,13 @@ def _compact(col: list) -> Any:
     return col
 
 
-def _code_array(col: list) -> Any:
-    """A list of codes (ints) as a numpy array: uint8 by way of ``bytes`` when every code is below
-    256, as it is while a run names fewer than 256 things (about three times as fast as numpy or ``array``
-    converting a list), else int64."""
+def _code_array(col: list | bytes) -> Any:
+    """A list of codes (ints) as a numpy array: uint8 by way of ``bytes`` when every code is below 256, as it is
+    while a run names fewer than 256 things (about three times as fast as numpy or ``array`` converting a list),
+    else int64. A ``bytes`` is taken as such a list already converted."""
     import numpy as np
     try:
-        return np.frombuffer(bytes(col), dtype=np.uint8)
+        return np.frombuffer(col if type(col) is bytes else bytes(col), dtype=np.uint8)
     except (ValueError, TypeError):
         return np.array(col, dtype=np.int64)
 
