@@ -117,8 +117,9 @@ def _code_array(col: list | bytes) -> Any:
 def _code_chunk(codes: Any, typecode: str) -> array:
     """A numpy array of codes as the typed array of a chunk (typecode "H" when every code fits in 2 bytes, else
     "i")."""
+    import numpy as np
     out = array(typecode)
-    out.frombytes(codes.astype(typecode).tobytes())
+    out.frombytes(codes.astype(typecode).view(np.uint8))
     return out
 
 
@@ -279,7 +280,7 @@ class Recorder:
         typed_start = _compact(start)
         row_start = (np.frombuffer(typed_start, dtype=np.float64) if isinstance(typed_start, array)
                      and typed_start.typecode == "d" else None)
-        for g in np.unique(gid).tolist():
+        for g in np.flatnonzero(np.bincount(gid)).tolist():  # the groups present, in order (no sort)
             p_codes, o_codes, durs = self._group_parts[g]
             at = grouped[gid == g]
             k = len(durs)
@@ -301,9 +302,9 @@ class Recorder:
             if isinstance(typed, array) and (computed is None or typed.typecode == "d"):
                 values = np.frombuffer(typed, dtype=np.dtype(typed.typecode))[src] if rows else np.empty(0)
                 if computed is not None:
-                    values[where] = computed[where]
+                    np.copyto(values, computed, where=where)
                 out = array(typed.typecode)
-                out.frombytes(values.tobytes())
+                out.frombytes(values.view(np.uint8))  # no intermediate bytes
                 return out
             values = list(map(col.__getitem__, src.tolist()))
             if computed is not None:
