@@ -109,6 +109,15 @@ def test_chooser_is_uniform_in_range_and_reproducible(seed, n):
     assert set(xs) <= set(range(n)) and (n == 1 or len(set(xs)) == n)
 
 
+def test_chooser_picks_scale_the_generators_doubles_across_batches():
+    rng, _ = thread_rngs(7, 0)
+    ref, _ = thread_rngs(7, 0)
+    draws = np.concatenate([ref.random(4096), ref.random(4096), ref.random(4096)])  # numpy doubles
+    chooser = Chooser(rng)
+    ns = [(3, 5, 7, 2, 6)[i % 5] for i in range(9000)]
+    assert [chooser.pick(n) for n in ns] == [int(d * n) for d, n in zip(draws, ns)]
+
+
 def test_thread_rngs_are_independent():
     a, da = thread_rngs(1, 0)
     b, _ = thread_rngs(1, 1)
