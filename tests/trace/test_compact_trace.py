@@ -165,3 +165,45 @@ def test_span_groups_read_back_as_the_spans_one_by_one(calls, chunk):
             assert got[0].tolist() == want[0].tolist() and got[1] == want[1]
     finally:
         recorder_mod.CHUNK_ROWS = old
+
+
+_NAMES = [f"name{i}" for i in range(600)]
+
+
+@settings(max_examples=40, deadline=None)
+@given(calls=st.lists(st.tuples(st.integers(0, 3), st.integers(0, len(_NAMES) - 1), st.integers(0, len(_NAMES) - 1),
+                                st.floats(0, 1e9, allow_nan=False)), max_size=60),
+       folds=st.lists(st.integers(0, 60), max_size=4), known=st.integers(0, len(_NAMES)))
+def test_name_codes_read_back_whatever_their_number(calls, folds, known):
+    """Columns of names fold into code arrays the same way below and beyond 256 distinct names (bytes or numpy):
+    records, rows and code chunks read back as from a recorder never folded, span groups included."""
+    rec, plain = Recorder(), Recorder()
+    for r in (rec, plain):
+        for name in _NAMES[:known]:  # names seen before: their codes, up to 599
+            r.counter(0.0, name, 1)
+    for i, (kind, a, b, t) in enumerate(calls):
+        if i in folds:
+            rec.compact()
+        na, nb = _NAMES[a], _NAMES[b]
+        if kind == 0:
+            phases, ops, durs = (na, nb), (nb, na), (0.5, 0.25)
+            rec.host_spans(na, phases, ops, t, durs, i)
+            plain.host_span(na, na, nb, t, 0.5, i)
+            plain.host_span(na, nb, na, t + 0.5, 0.25, i)
+        else:
+            for r in (rec, plain):
+                if kind == 1:
+                    r.device_task(0, na, 8, i, nb, na, 8, t, t + 1, t + 2, i)
+                elif kind == 2:
+                    r.cache_event(t, na, "exec", nb, na, i, nb)
+                else:
+                    r.host_span(nb, na, nb, t, 1.0, i)
+    rec.compact()
+    values = rec.code_values()
+    assert values == plain.code_values()
+    for kind in COLUMNS:
+        typed = lambda rows: [tuple((type(v), repr(v)) for v in row) for row in rows]  # noqa: E731
+        assert typed(rec.rows(kind)) == typed(plain.rows(kind)), kind
+        for name in recorder_mod._CODED[kind]:
+            got = [values[c] for part in rec.coded_chunks(kind, name) for c in part.tolist()]
+            assert got == plain.records(kind)[name], (kind, name)
