@@ -12,6 +12,22 @@ from opsim.runtime import acl_rt
 F16, F32 = DataType.DT_FLOAT16, DataType.DT_FLOAT
 SHARED_STEPS = ("reshape", "retype", "level", "profile", "hog", "sync", "sleep")
 """The steps `shared_step` runs."""
+RECORD_KINDS = ("host", "device", "memory", "cache", "instant", "counter")
+
+
+def all_records(rec: Any) -> dict[str, dict]:
+    """Every record of every kind, for comparing the two paths."""
+    return {kind: rec.records(kind) for kind in RECORD_KINDS}
+
+
+def thread_state(th: Any) -> tuple:
+    """What a call leaves on its thread that the two paths must agree on: calls, busy time, TLS log info and
+    config, profiling ids, key, hash key, current op, the L2 lists' agreement and the key container's LRU order."""
+    ctx = th.ctx
+    m = ctx.op_cache_manager
+    return (th.calls, th.busy_us, ctx.log_info, ctx.config, ctx.profiling_info_id, ctx.key, ctx.hash_key,
+            ctx.current_op, [t.storage for t in ctx.l2_tensor_list] == ctx.l2_storage_list,
+            None if m is None else [k for k, _ in m.container.values()])
 
 
 def device_tensor(sim: Any, shape: list[int], dtype: DataType = F32) -> Tensor:

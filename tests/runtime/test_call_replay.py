@@ -12,7 +12,7 @@ from __future__ import annotations
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from program_steps import F16, F32, SHARED_STEPS, device_tensor, shared_step
+from program_steps import F16, F32, SHARED_STEPS, all_records, device_tensor, shared_step, thread_state
 
 from opsim.acl import Scalar
 from opsim.acl.tensor import IntArray
@@ -112,16 +112,14 @@ def _run(programs, fast: bool, trace: bool, limits):
     threads = [sim.add_thread(make(steps, streams[k]), f"t{k}") for k, steps in enumerate(programs)]
     end = sim.run()
     rec = sim.recorder
-    records = {kind: rec.records(kind) for kind in ("host", "device", "memory", "cache", "instant", "counter")}
+    records = all_records(rec)
     state = []
     for th in threads:
         ctx = th.ctx
         m = ctx.op_cache_manager
-        state.append((th.calls, th.busy_us, ctx.log_info, ctx.config, ctx.profiling_info_id, ctx.key, ctx.hash_key,
-                      ctx.current_op, ctx.impl_mode, ctx.cache_has_full, ctx.pool_index, ctx.executor is None,
+        state.append((*thread_state(th), ctx.impl_mode, ctx.cache_has_full, ctx.pool_index, ctx.executor is None,
                       ctx.op_cache_context is None, ctx.pending_overflow_task is None,
-                      [t.storage for t in ctx.l2_tensor_list] == ctx.l2_storage_list,
-                      None if m is None else ([k for k, _ in m.container.values()], m.evictions)))
+                      None if m is None else m.evictions))
     labels = {id(a): (i, j, k) for i, sets in enumerate(table) for j, (_, args) in enumerate(sets)
               for k, a in enumerate(args)}
     spaces = [(s.op_type, s.task_count, s.live_launchers, s.has_init, [_task_state(t, labels) for t in s.tasks()])

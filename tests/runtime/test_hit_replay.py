@@ -10,7 +10,7 @@ import numpy as np
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from program_steps import F16, F32, SHARED_STEPS, device_tensor, shared_step
+from program_steps import F16, F32, SHARED_STEPS, all_records, device_tensor, shared_step, thread_state
 
 from opsim.acl import Scalar
 from opsim.acl.tensor import IntArray
@@ -81,14 +81,8 @@ def _run(programs, fast: bool, trace: bool):
     threads = [sim.add_thread(make(steps, streams[k]), f"t{k}") for k, steps in enumerate(programs)]
     end = sim.run()
     rec = sim.recorder
-    records = {kind: rec.records(kind) for kind in ("host", "device", "memory", "cache", "instant", "counter")}
-    state = []
-    for th in threads:
-        ctx = th.ctx
-        m = ctx.op_cache_manager
-        state.append((th.calls, th.busy_us, ctx.log_info, ctx.config, ctx.profiling_info_id, ctx.key, ctx.hash_key,
-                      ctx.current_op, [t.storage for t in ctx.l2_tensor_list] == ctx.l2_storage_list,
-                      None if m is None else [k for k, _ in m.container.values()]))
+    records = all_records(rec)
+    state = [thread_state(th) for th in threads]
     mem = sim.device.memory
     return (end, records, rec.tensor_infos, state, sim.process.l2_sequence_counter, mem.in_use, mem.peak,
             sorted(mem._live))

@@ -12,7 +12,7 @@ from __future__ import annotations
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from program_steps import F16, F32, SHARED_STEPS, device_tensor, shared_step
+from program_steps import F16, F32, SHARED_STEPS, all_records, device_tensor, shared_step
 
 from opsim.acl import Scalar
 from opsim.errors import UseAfterDestroyError
@@ -134,7 +134,7 @@ def _run(programs, fast: bool, trace: bool):
 
     threads = [sim.add_thread(make(k, steps, streams[k]), f"t{k}") for k, steps in enumerate(programs)]
     end = sim.run()
-    records = {kind: rec.records(kind) for kind in ("host", "device", "memory", "cache", "instant", "counter")}
+    records = all_records(rec)
     state = [(th.calls, th.busy_us, th.ctx.log_info, th.ctx.config, th.ctx.profiling_info_id, th.ctx.current_op,
               th.ctx.executor, th.ctx.op_cache_context is None) for th in threads]
     ex_state = [(ex.alive, ex.runs, ex.repeat_mode, getattr(ex.stream, "stream_id", None), ex.workspace,
