@@ -32,8 +32,8 @@ from opsim.opdev.aicpu.task import AicpuCCTask
 from opsim.opdev.launchers import AiCoreKernelLauncher
 from opsim.opdev.op_exec_cache import args_snapshot
 from opsim.opdev.thread_local import A_CALL, A_SPAN, A_SUBMIT, OpConfigInfo, OpLogInfo
-from opsim.runtime.hit_replay import (host_replay, library_fn, lookup, memo_key, plain, plain_task, process_settings,
-                                      store)
+from opsim.runtime.hit_replay import (host_replay, library_fn, lookup, memo_key, memoised_key, plain, plain_task,
+                                      process_settings, record_infos, replay_workspace, store, workspace_fits)
 
 _tensor_fields = attrgetter("view_shape", "strides", "storage_shape", "dtype", "view_offset", "view_format",
                             "storage", "storage_format", "origin_shape", "origin_format", "storage.placement",
@@ -171,8 +171,7 @@ def capture(thread: Any, pre: Pending, gws: Any, run: Any, args: tuple, stream: 
     m = ctx.op_cache_manager
     if not key or m is None or key in m._slots or not acts or acts[0][0] != A_SPAN or acts[0][1] != _PHASE_1:
         return
-    # The key must come from the phase-1 key memo, i.e. from arguments whose key bytes are fully known.
-    if not any(v[1][0] is key for v in p.key_memo.values()):
+    if not memoised_key(p, key):
         return
     snapshot = args_snapshot(args, _tensor_fields)
     if snapshot is None:
@@ -261,9 +260,7 @@ def find(thread: Any, gws: Any, run: Any, args: tuple, stream: Any, api: str | N
             for other in bucket[:index]:  # FindTask takes the first free task with the same key
                 if not other.is_visit and other.key == key:
                     return None
-    if tpl.size and not p.device.memory.can_malloc(tpl.size):
-        return None  # the framework path records the failed allocation
-    return tpl
+    return tpl if workspace_fits(p, tpl) else None
 
 
 def replay(thread: Any, tpl: CallTemplate) -> float:
@@ -316,14 +313,8 @@ def replay(thread: Any, tpl: CallTemplate) -> float:
             task.host_input_placement = list(placement)
             task.launches += 1
             task._shapes = None
-    # the workspace (run_op's aclrtMalloc) and its stream-ordered free, both at the framework's call time
-    if tpl.size:
-        memory = p.device.memory
-        workspace = memory.malloc(tpl.size, at=start + tpl.clocks[0])[1]
-        memory.free_async(workspace, tpl.stream, start + tpl.clocks[1])
-    if tpl.infos and rec.enabled:
-        for op, info in tpl.infos:
-            rec.tensor_info(corr, op, info)
+    replay_workspace(p, tpl, start)
+    record_infos(rec, corr, tpl.infos)
     thread.calls += 1
     # the host replay (HostThread._replay): spans back to back, submissions and cache records at their points
     starts = host_replay(thread, tpl, rec, start, corr)

@@ -89,6 +89,27 @@ def plain_task(dt: DeviceTask) -> tuple | None:
     return dt.kind, dt.duration, dt.block_dim, dt.op_name, dt.task_type
 
 
+def memoised_key(p: Any, key: bytes) -> bool:
+    """`key` came from the process's phase-1 key memo, i.e. from arguments whose key bytes are fully known
+    (what makes a template's argument checks cover its key)."""
+    return any(v[1][0] is key for v in p.key_memo.values())
+
+
+def workspace_fits(p: Any, tpl: Any) -> bool:
+    """A template's workspace (none, or `tpl.size` bytes) can be allocated now (else the framework path runs
+    and records the failed allocation)."""
+    return not tpl.size or p.device.memory.can_malloc(tpl.size)
+
+
+def replay_workspace(p: Any, tpl: Any, start: float) -> None:
+    """run_op's aclrtMalloc of a template's workspace and its stream-ordered free, at the times the framework's
+    clock gave them (`tpl.clocks`, from the call's start)."""
+    if tpl.size:
+        memory = p.device.memory
+        workspace = memory.malloc(tpl.size, at=start + tpl.clocks[0])[1]
+        memory.free_async(workspace, tpl.stream, start + tpl.clocks[1])
+
+
 def memo_key(gws: Any, stream: Any, args: tuple) -> tuple:
     """A template's place in its thread's table: callee, stream and the arguments' identities (the template
     holds every argument, so a matching key means the very same objects)."""
@@ -110,8 +131,7 @@ def capture(thread: Any, gws: Any, run: Any, args: tuple, stream: Any, api: str,
     p1 = acts[0][2] if acts and acts[0][0] == A_SPAN else None  # phase 1's API name (a profiled op's may differ)
     if not key or p1 is None or ctx.log_info.l2_api_name != p1 or not cache.can_use(p1):
         return
-    # The key must come from the phase-1 key memo, i.e. from arguments whose key bytes are fully known.
-    if not any(v[1][0] is key for v in p.key_memo.values()):
+    if not memoised_key(p, key):
         return
     snapshot = args_snapshot(args)
     if snapshot is None:
@@ -213,9 +233,7 @@ def find(thread: Any, gws: Any, run: Any, args: tuple, stream: Any, api: str | N
     if (slot is None or m.container[slot][1] is not cache or cache.key != tpl.key or not cache.can_use(tpl.api_1)
             or cache.tasks is not tpl.tasks):
         return None
-    if tpl.size and not p.device.memory.can_malloc(tpl.size):
-        return None  # the framework path records the failed allocation
-    return tpl, slot
+    return (tpl, slot) if workspace_fits(p, tpl) else None
 
 
 def replay(thread: Any, tpl: HitTemplate, slot: int) -> float:
@@ -248,11 +266,7 @@ def replay(thread: Any, tpl: HitTemplate, slot: int) -> float:
     ctx.l2_storage_list = tpl.storages
     ctx.l2_tensor_list = tpl.tensors
     ctx.op_cache_manager.container.move_to_end(slot)
-    # the workspace (run_op's aclrtMalloc) and its stream-ordered free, both at the framework's call time
-    if tpl.size:
-        memory = p.device.memory
-        workspace = memory.malloc(tpl.size, at=start + tpl.clocks[0])[1]
-        memory.free_async(workspace, tpl.stream, start + tpl.clocks[1])
+    replay_workspace(p, tpl, start)
     # phase 2: the log info restored from the wrapper's copy, the recorded tasks resubmitted
     ctx.log_info = OpLogInfo(api_1, None, seq)
     apply_cache_run(ctx, rec, corr, tpl.infos, tpl.profiling)
@@ -274,6 +288,11 @@ def apply_cache_run(ctx: Any, rec: Any, corr: int, infos: tuple, profiling: tupl
     if profiling is not None:
         ids = ctx.profiling_info_id
         ids.kernel_launcher_id, ids.summary_item_id = profiling
+    record_infos(rec, corr, infos)
+
+
+def record_infos(rec: Any, corr: int, infos: tuple) -> None:
+    """A template's tensor descriptions ((op, info) per launch) under the call's correlation id."""
     if infos and rec.enabled:
         for op, info in infos:
             rec.tensor_info(corr, op, info)
