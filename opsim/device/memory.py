@@ -65,6 +65,25 @@ class Allocation:
         return f"Allocation(address={self.address:#x}, size={self.size}, requested={self.requested}, time={self.time})"
 
 
+class StreamFree:
+    """The callback of a stream-ordered free: releases `alloc` when its HOST_FUNC task starts (a class, not a
+    lambda, so that a batched run can tell such a task from any other and rebuild it)."""
+
+    __slots__ = ("memory", "alloc")
+
+    def __init__(self, memory: "DeviceMemory", alloc: Allocation) -> None:
+        self.memory = memory
+        self.alloc = alloc
+
+    def __call__(self, task: DeviceTask) -> None:
+        self.memory._release(self.alloc, task.start)
+
+
+def free_task(memory: "DeviceMemory", alloc: Allocation) -> DeviceTask:
+    """The HOST_FUNC task of `DeviceMemory.free_async` for `alloc`."""
+    return DeviceTask(TaskKind.HOST_FUNC, op_name="free_async", callback=StreamFree(memory, alloc))
+
+
 class DeviceMemory:
     """The HBM of one device: allocator, usage counters (recorded as memory events) and optional bytes."""
 
@@ -185,8 +204,7 @@ class DeviceMemory:
         if alloc is None or alloc.free_pending:
             self.last_error = self._bad_free_message(address, alloc)
             return _INVALID
-        stream.submit(DeviceTask(TaskKind.HOST_FUNC, op_name="free_async",
-                                 callback=lambda task: self._release(alloc, task.start)), at)
+        stream.submit(free_task(self, alloc), at)
         alloc.free_pending = True  # after submit: a rejected `at` leaves the block freeable
         return _OK
 

@@ -220,8 +220,9 @@ def lookup(table: dict, thread: Any, gws: Any, run: Any, args: tuple, stream: An
     return tpl
 
 
-def find(thread: Any, gws: Any, run: Any, args: tuple, stream: Any, api: str | None) -> tuple | None:
-    """(template, key-container slot) when the call would take exactly the template's hit path, else None."""
+def find(thread: Any, gws: Any, run: Any, args: tuple, stream: Any, api: str | None, fit: bool = True) -> tuple | None:
+    """(template, key-container slot) when the call would take exactly the template's hit path, else None
+    (`fit=False`: whatever the workspace, which a batched run checks call by call)."""
     tpl = lookup(thread.hit_templates, thread, gws, run, args, stream, api)
     if tpl is None:
         return None
@@ -233,7 +234,7 @@ def find(thread: Any, gws: Any, run: Any, args: tuple, stream: Any, api: str | N
     if (slot is None or m.container[slot][1] is not cache or cache.key != tpl.key or not cache.can_use(tpl.api_1)
             or cache.tasks is not tpl.tasks):
         return None
-    return (tpl, slot) if workspace_fits(p, tpl) else None
+    return (tpl, slot) if not fit or workspace_fits(p, tpl) else None
 
 
 def replay(thread: Any, tpl: HitTemplate, slot: int) -> float:
@@ -244,37 +245,49 @@ def replay(thread: Any, tpl: HitTemplate, slot: int) -> float:
     p = ctx.process
     rec = p.recorder
     env = thread.env
-    api, api_1 = tpl.api, tpl.api_1
     corr = ctx.current_corr = rec.next_corr()
     start = env._now
     if tpl.pre_call is not None:
         tpl.pre_call(ctx)
-    # phase 1: TLS log info and config, key and L2 lists, the entry moved to the MRU end (the current op is
-    # phase 1's API name until phase 2 names its own, which nothing here reads in between)
-    ctx.current_op = api
+    seq = p.next_sequence()
+    enter_phase_1(ctx, tpl, seq)
+    ctx.op_cache_manager.container.move_to_end(slot)
+    replay_workspace(p, tpl, start)
+    enter_phase_2(ctx, tpl, seq)
+    record_infos(rec, corr, tpl.infos)
+    thread.calls += 1
+    starts = host_replay(thread, tpl, rec, start, corr)
+    if rec.enabled:
+        rec.cache_event(starts[tpl.hit_at], thread.name, "exec", "hit", tpl.api_1, 0, "")
+    return starts[-1]
+
+
+def enter_phase_1(ctx: Any, tpl: HitTemplate, seq: int) -> None:
+    """Phase 1's TLS writes on a hit: log info and config, key and L2 lists (the current op is phase 1's API
+    name until phase 2 names its own, which nothing here reads in between)."""
+    ctx.current_op = tpl.api
     li = ctx.log_info
-    li.l2_api_name = api_1
+    li.l2_api_name = tpl.api_1
     li.l0_name = None
-    seq = li.l2_sequence_counter = p.next_sequence()
+    li.l2_sequence_counter = seq
     cfg = ctx.config
     cfg.aic_num, cfg.aiv_num = tpl.aic, tpl.aiv
     cfg.is_op_dump_enable = False
-    cfg.deterministic_level = tpl.level
-    cfg.is_deterministic_on = tpl.level >= 1
+    cfg.deterministic_level = level = tpl.level
+    cfg.is_deterministic_on = level >= 1
     ctx.key = tpl.key
     ctx.hash_key = 0
     ctx.l2_storage_list = tpl.storages
     ctx.l2_tensor_list = tpl.tensors
-    ctx.op_cache_manager.container.move_to_end(slot)
-    replay_workspace(p, tpl, start)
-    # phase 2: the log info restored from the wrapper's copy, the recorded tasks resubmitted
-    ctx.log_info = OpLogInfo(api_1, None, seq)
-    apply_cache_run(ctx, rec, corr, tpl.infos, tpl.profiling)
-    thread.calls += 1
-    starts = host_replay(thread, tpl, rec, start, corr)
-    if rec.enabled:
-        rec.cache_event(starts[tpl.hit_at], thread.name, "exec", "hit", api_1, 0, "")
-    return starts[-1]
+
+
+def enter_phase_2(ctx: Any, tpl: HitTemplate, seq: int) -> None:
+    """Phase 2's TLS writes: the log info restored from the wrapper's copy, the profiling ids of the last
+    recorded task."""
+    ctx.log_info = OpLogInfo(tpl.api_1, None, seq)
+    if tpl.profiling is not None:
+        ids = ctx.profiling_info_id
+        ids.kernel_launcher_id, ids.summary_item_id = tpl.profiling
 
 
 def cache_run_effects(tasks: list) -> tuple[tuple, tuple | None]:

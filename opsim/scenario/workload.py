@@ -13,6 +13,7 @@ from typing import Any, Callable, Generator
 
 import numpy as np
 
+from opsim.scenario import batch
 from opsim.scenario import config as C
 
 _BATCH = 4096
@@ -68,6 +69,9 @@ class ThreadWorkload:
         self.allocations: list[int] = []
         self.stopped = False
         self.step_no = 0
+        self.loop: LoopState | None = None
+        """The top loop being run in batches (opsim.scenario.batch), if any."""
+        self.thread: Any = None
         self._program = [self._compile(s, top=True) for s in cfg.program]
 
     # --- tensors ------------------------------------------------------------------------------------------
@@ -108,10 +112,13 @@ class ThreadWorkload:
     # --- compilation ----------------------------------------------------------------------------------
     def _compile(self, step: C.Step, top: bool = False) -> Callable[[Any], Generator]:
         if isinstance(step, C.OpStep):
-            return self._compile_op(step)
+            return self._compile_op(step).step
         if isinstance(step, C.LoopStep):
-            body = [self._compile(s) for s in step.body]
             count = step.count
+            if top and batch.loop_batchable(self, step):
+                plans = [self._compile_op(s) for s in step.body]
+                return lambda th: batch.batched_loop(self, th, plans, count)
+            body = [self._compile(s) for s in step.body]
             if top:
                 return lambda th: self._top_loop(th, body, count)
             return lambda th: self._loop(th, body, count)
@@ -175,7 +182,7 @@ class ThreadWorkload:
         else:
             yield from th.call(acl_rt.stream_wait_event, stream, event)
 
-    def _compile_op(self, step: C.OpStep) -> Callable[[Any], Generator]:
+    def _compile_op(self, step: C.OpStep) -> "OpPlan":
         spec = step.spec
         gws, run_fn = spec.resolve()
         api = spec.api
@@ -209,7 +216,9 @@ class ThreadWorkload:
         planned: dict[int, list] = {}
 
         def op_step(th: Any) -> Generator:
-            variant = pick(variants)
+            return op_call(th, pick(variants))
+
+        def op_call(th: Any, variant: int) -> Generator:
             try:
                 args = args_of(variant)
             except _AllocFailed as exc:
@@ -225,7 +234,7 @@ class ThreadWorkload:
             runner.current_variant = (step, variant)
             yield from call(th, gws, run_fn, args, stream, api, step, repeat)
 
-        return op_step
+        return OpPlan(step, op_step, op_call, gws, run_fn, api, stream, variants, cache)
 
     def _factory(self, out_dtype: Any) -> Callable[[Any, Any, str], Any]:
         def make(shape: Any, dtype: Any, role: str) -> Any:
@@ -278,6 +287,34 @@ def _deterministic_command(level: int | None, strong_consistency: bool | None) -
         ctx.at(lambda t: rec.instant(t, "deterministic", name, args))
 
 
+class OpPlan:
+    """One compiled op step: its generator function (`step`: pick a variant, then `call` it) and what a batched
+    loop needs to replay the call itself (callee, API, stream, number of variants, the argument tuples made so
+    far by variant)."""
+
+    __slots__ = ("config", "step", "call", "gws", "run_fn", "api", "stream", "variants", "cache")
+
+    def __init__(self, config: C.OpStep, step: Callable[[Any], Generator], call: Callable[[Any, int], Generator],
+                 gws: Any, run_fn: Any, api: str, stream: Any, variants: int, cache: dict) -> None:
+        self.config, self.step, self.call, self.gws, self.run_fn = config, step, call, gws, run_fn
+        self.api, self.stream, self.variants, self.cache = api, stream, variants, cache
+
+
+class LoopState:
+    """Where a batched top loop is: iteration `i`, body index `j`; `parked` is the event the thread waits on
+    between two calls (None while it runs), which a batch started by another thread may take over."""
+
+    __slots__ = ("i", "j", "count", "plans", "parked", "wait")
+
+    def __init__(self, count: int, plans: list) -> None:
+        self.i = 0
+        self.j = 0
+        self.count = count
+        self.plans = plans
+        self.parked: Any = None
+        self.wait = 0
+
+
 class _AllocFailed(Exception):
     def __init__(self, status: int, message: str):
         super().__init__(message)
@@ -295,4 +332,4 @@ def _parse_dtype(name: str) -> Any:
     return DataType.parse(name)
 
 
-__all__ = ["Chooser", "ThreadWorkload", "StopThread", "thread_rngs"]
+__all__ = ["Chooser", "LoopState", "OpPlan", "ThreadWorkload", "StopThread", "thread_rngs"]

@@ -1,0 +1,510 @@
+"""The compiled core of batched steady-state runs: host threads replaying executor-cache hits, their streams,
+unit pools and the workspace allocator, all in one event loop over arrays.
+
+This is a line-by-line port of what the SimPy path does for such calls, with the same floating-point
+operations in the same order, so that every time, task id, event id and running total comes out as the
+SimPy path makes it:
+
+- the thread's call: `hit_replay.replay` (correlation id, sequence number, workspace malloc at the time the
+  framework's clock gives it, its stream-ordered free submitted, the kernels submitted at their span starts,
+  host busy time) and `skip_to`'s resume at `now + (end - now)` with the next event id;
+- the stream: `Stream.submit` (arrival-order insertion), `_schedule_wake`, `_on_wake`, `_advance`, `_begin`,
+  `_on_end`, `_finish`; a unit pool's immediate grant, FIFO of waiting streams and release;
+- the allocator: `DeviceMemory.malloc` (first or best fit) and `_release` (merge with both neighbours);
+- the summary's totals: `SummaryStats.device_task`, in record order.
+
+Every function takes the same arrays first: g, gf (int and float scalars), ht, hi (the event heap), st, stf, sq
+(streams and their queues), pl, plf, pw, pn (unit pools and their waiting streams), tk, tkf, tfree (task slots),
+al, alf (allocations; the last row of `al` is the stack of free slots), fa, fs (the free list), type_count.
+
+Events are ordered as SimPy orders them: (time, priority, event id). The loop stops, leaving every state
+consistent, before the first event it does not own (the barrier) and before any call it cannot replay
+(`opsim.scenario.batch` turns the arrays back into the Python objects and hands over to SimPy).
+"""
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+# g: int64 scalars
+(HN, EID, CORR, SEQ, CALLS, PEAK_WS, HITS, INSTANTS, NALLOC, NFREE, FN, IN_USE, PEAK, REASON, RTH, TFREE, AFREE,
+ GCALL, BEST_FIT, BAR_P, BAR_E, HAS_BAR, NCALLS) = range(23)
+G_SIZE = 23
+# gf: float64 scalars
+NOW, DEV_END, BAR_T = range(3)
+GF_SIZE = 3
+
+# heap: hi[field, slot] (ht holds the times)
+H_P, H_E, H_KIND, H_IDX = range(4)
+EV_RESUME, EV_WAKE, EV_END = range(3)
+
+# threads: th[field, thread], thf[field, thread]
+(T_I, T_J, T_COUNT, T_NB, T_BODY0, T_STEPNO, T_CHI, T_NCALLS, T_FIRST_TPL, T_FIRST_SEQ, T_LAST_TPL,
+ T_LAST_SEQ) = range(12)
+T_SIZE = 12
+TF_BUSY = 0
+
+# templates: tp[field, template], tpf[field, template]
+P_STREAM, P_SIZE, P_D0, P_DN, P_S0, P_SN, P_LAST = range(7)
+P_ROWS = 7
+PF_C0, PF_C1, PF_BUSY = range(3)
+# submits: sb[field, submit], sbf[field, submit]
+B_SPAN, B_KIND, B_BLOCK, B_OP, B_TYPE, B_POOL = range(6)
+B_SIZE = 6
+BF_DUR = 0
+
+# streams: st[field, stream], stf[field, stream]; queues sq[stream, slot]
+S_CUR, S_POOL, S_PENDING, S_NEXT, S_QH, S_QN, S_TASKS, S_REC = range(8)
+S_SIZE = 8
+SF_WAKE, SF_BUSY = range(2)
+
+# pools: pl[field, pool], plf[field, pool]; waiters pw[pool, slot] (stream), pn[pool, slot] (units)
+L_CAP, L_FREE, L_WH, L_WN, L_TASKS = range(5)
+L_SIZE = 5
+LF_US = 0
+
+# tasks: tk[field, task], tkf[field, task]; free slots tfree
+K_KIND, K_BLOCK, K_OP, K_TYPE, K_CORR, K_POOL, K_ALLOC, K_EXT, K_STATE, K_UNITS, K_TID = range(11)
+K_SIZE = 11
+KF_DUR, KF_QUEUED, KF_START = range(3)
+KF_SIZE = 3
+# task states
+K_QUEUED, K_WAITING, K_RUNNING, K_DONE = range(4)
+
+# allocations: al[field, alloc], alf[field, alloc]; free slots afree
+A_ADDR, A_SIZE, A_REQ, A_EXT, A_STATE, A_FREE_ROW = range(6)
+A_ROWS = 6
+AF_TIME = 0
+A_FREE, A_LIVE, A_RELEASED = range(3)
+
+# stop reasons
+R_BARRIER, R_LOOP_END, R_DRAWS, R_NO_TEMPLATE, R_NO_FIT, R_ZERO, R_CAPACITY, R_EMPTY, R_LIMIT = range(9)
+
+NORMAL = 1  # simpy.events.NORMAL
+HOST_FUNC = 8  # TaskKind.HOST_FUNC
+AI_CORE, AI_VECTOR = 0, 1
+ALIGNMENT = 512  # opsim.device.memory.ALIGNMENT
+NDRAW = 4096  # opsim.scenario.workload._BATCH
+
+
+@njit(cache=True)
+def _less(t1, p1, e1, t2, p2, e2):
+    return t1 < t2 or (t1 == t2 and (p1 < p2 or (p1 == p2 and e1 < e2)))
+
+
+@njit(cache=True)
+def _put(ht, hi, i, t, p, e, kind, idx):
+    ht[i] = t
+    hi[H_P, i] = p
+    hi[H_E, i] = e
+    hi[H_KIND, i] = kind
+    hi[H_IDX, i] = idx
+
+
+@njit(cache=True)
+def push(g, ht, hi, t, p, e, kind, idx):
+    """heapq.heappush of (t, p, e, event)."""
+    i = g[HN]
+    g[HN] = i + 1
+    while i > 0:
+        parent = (i - 1) >> 1
+        if _less(t, p, e, ht[parent], hi[H_P, parent], hi[H_E, parent]):
+            ht[i] = ht[parent]
+            hi[:, i] = hi[:, parent]
+            i = parent
+        else:
+            break
+    _put(ht, hi, i, t, p, e, kind, idx)
+
+
+@njit(cache=True)
+def _pop(g, ht, hi):
+    n = g[HN] - 1
+    g[HN] = n
+    if n == 0:
+        return
+    t, p, e, kind, idx = ht[n], hi[H_P, n], hi[H_E, n], hi[H_KIND, n], hi[H_IDX, n]
+    i = 0
+    while True:
+        c = 2 * i + 1
+        if c >= n:
+            break
+        if c + 1 < n and _less(ht[c + 1], hi[H_P, c + 1], hi[H_E, c + 1], ht[c], hi[H_P, c], hi[H_E, c]):
+            c += 1
+        if _less(ht[c], hi[H_P, c], hi[H_E, c], t, p, e):
+            ht[i] = ht[c]
+            hi[:, i] = hi[:, c]
+            i = c
+        else:
+            break
+    _put(ht, hi, i, t, p, e, kind, idx)
+
+
+@njit(cache=True)
+def _fits(g, fs, need):
+    for i in range(g[FN]):
+        if fs[i] >= need:
+            return True
+    return False
+
+
+@njit(cache=True)
+def _malloc(g, fa, fs, need):
+    """DeviceMemory.malloc's free-list part (the caller checked that a block fits): the address."""
+    n = g[FN]
+    idx = -1
+    if g[BEST_FIT]:
+        best = 0
+        for i in range(n):
+            s = fs[i]
+            if s >= need and (idx < 0 or s < best):
+                idx = i
+                best = s
+                if s == need:
+                    break
+    else:
+        for i in range(n):
+            if fs[i] >= need:
+                idx = i
+                break
+    address = fa[idx]
+    if fs[idx] == need:
+        for i in range(idx, n - 1):
+            fa[i] = fa[i + 1]
+            fs[i] = fs[i + 1]
+        g[FN] = n - 1
+    else:
+        fa[idx] = address + need
+        fs[idx] -= need
+    g[IN_USE] += need
+    if g[IN_USE] > g[PEAK]:
+        g[PEAK] = g[IN_USE]
+    g[NALLOC] += 1
+    return address
+
+
+@njit(cache=True)
+def _release(g, fa, fs, address, size0):
+    """DeviceMemory._release's free-list part (merge with the following block, then the preceding one)."""
+    n = g[FN]
+    size = size0
+    i = np.searchsorted(fa[:n], address)
+    if i < n and fa[i] == address + size:
+        size += fs[i]
+        for j in range(i, n - 1):
+            fa[j] = fa[j + 1]
+            fs[j] = fs[j + 1]
+        n -= 1
+    if i > 0 and fa[i - 1] + fs[i - 1] == address:
+        fs[i - 1] += size
+    else:
+        for j in range(n, i, -1):
+            fa[j] = fa[j - 1]
+            fs[j] = fs[j - 1]
+        fa[i] = address
+        fs[i] = size
+        n += 1
+    g[FN] = n
+    g[IN_USE] -= size0
+    g[NFREE] += 1
+
+
+@njit(cache=True)
+def _schedule_wake(g, gf, ht, hi, stf, s, at):
+    """Stream._schedule_wake: a tick at `now + (at - now)`."""
+    now = gf[NOW]
+    stf[SF_WAKE, s] = at
+    e = g[EID]
+    g[EID] = e + 1
+    push(g, ht, hi, now + (at - now), NORMAL, e, EV_WAKE, s)
+
+
+@njit(cache=True)
+def _tick_end(g, gf, ht, hi, s, dur):
+    e = g[EID]
+    g[EID] = e + 1
+    push(g, ht, hi, gf[NOW] + dur, NORMAL, e, EV_END, s)
+
+
+@njit(cache=True)
+def _finish(g, gf, ht, hi, st, stf, sq, pl, plf, pw, pn, tk, tkf, tfree, al, alf, fa, fs, type_count, s):
+    """Stream._finish of the stream's current task: recorded (SummaryStats.device_task), its units given back
+    (UnitPool.release: waiting streams granted in order while the first one fits); its slot is free again."""
+    task = st[S_CUR, s]
+    now = gf[NOW] + 0.0
+    st[S_CUR, s] = -1
+    st[S_PENDING, s] -= 1
+    pool = st[S_POOL, s]
+    type_count[tk[K_TYPE, task]] += 1
+    if now > gf[DEV_END]:
+        gf[DEV_END] = now
+    units = tk[K_UNITS, task]
+    if pool >= 0:
+        dur = now - tkf[KF_START, task]
+        st[S_TASKS, s] += 1
+        stf[SF_BUSY, s] += dur
+        st[S_REC, s] = 1
+        pl[L_TASKS, pool] += 1
+        plf[LF_US, pool] += dur * units
+        st[S_POOL, s] = -1
+        pl[L_FREE, pool] += units
+        while pl[L_WN, pool] > 0 and pn[pool, pl[L_WH, pool]] <= pl[L_FREE, pool]:
+            w = pl[L_WH, pool]
+            need = pn[pool, w]
+            ws = pw[pool, w]
+            pl[L_WH, pool] = w + 1
+            pl[L_WN, pool] -= 1
+            if pl[L_WN, pool] == 0:
+                pl[L_WH, pool] = 0
+            pl[L_FREE, pool] -= need
+            # Stream._granted -> _begin(current): a task holding units always ends by a tick
+            cur = st[S_CUR, ws]
+            tkf[KF_START, cur] = gf[NOW] + 0.0
+            tk[K_STATE, cur] = K_RUNNING
+            _tick_end(g, gf, ht, hi, ws, tkf[KF_DUR, cur])
+    tk[K_STATE, task] = K_DONE
+    g[TFREE] += 1
+    tfree[g[TFREE] - 1] = task
+
+
+@njit(cache=True)
+def _advance(g, gf, ht, hi, st, stf, sq, pl, plf, pw, pn, tk, tkf, tfree, al, alf, fa, fs, type_count, s):
+    """Stream._advance: start queued tasks until one has to wait (for time or units) or the queue is empty."""
+    if st[S_CUR, s] >= 0:
+        return
+    while st[S_QN, s] > 0:
+        h = st[S_QH, s]
+        task = sq[s, h]
+        if tkf[KF_QUEUED, task] > gf[NOW]:
+            if tkf[KF_QUEUED, task] < stf[SF_WAKE, s]:
+                _schedule_wake(g, gf, ht, hi, stf, s, tkf[KF_QUEUED, task])
+            return
+        st[S_QH, s] = h + 1
+        st[S_QN, s] -= 1
+        if st[S_QN, s] == 0:
+            st[S_QH, s] = 0
+        st[S_CUR, s] = task
+        pool = tk[K_POOL, task]
+        if pool >= 0:
+            kind = tk[K_KIND, task]
+            cap = pl[L_CAP, pool]
+            if kind == AI_CORE or kind == AI_VECTOR:
+                n = tk[K_BLOCK, task] if tk[K_BLOCK, task] < cap else cap
+            else:
+                n = 1
+            tk[K_UNITS, task] = n
+            st[S_POOL, s] = pool
+            if pl[L_FREE, pool] >= n and pl[L_WN, pool] == 0:
+                pl[L_FREE, pool] -= n
+            else:  # UnitPool.acquire queues the stream; `_granted` starts it
+                w = pl[L_WH, pool] + pl[L_WN, pool]
+                if w >= pw.shape[1]:  # compact the FIFO to the front of its row
+                    wh = pl[L_WH, pool]
+                    for i in range(pl[L_WN, pool]):
+                        pw[pool, i] = pw[pool, wh + i]
+                        pn[pool, i] = pn[pool, wh + i]
+                    pl[L_WH, pool] = 0
+                    w = pl[L_WN, pool]
+                pn[pool, w] = n
+                pw[pool, w] = s
+                pl[L_WN, pool] += 1
+                tk[K_STATE, task] = K_WAITING
+                return
+        # Stream._begin
+        tkf[KF_START, task] = gf[NOW] + 0.0
+        tk[K_STATE, task] = K_RUNNING
+        a = tk[K_ALLOC, task]
+        if a >= 0:  # the stream-ordered free's callback: DeviceMemory._release at the task's start
+            _release(g, fa, fs, al[A_ADDR, a], al[A_SIZE, a])
+            if al[A_EXT, a] < 0:  # the slot is free again (its free stack is the last row of `al`)
+                al[A_STATE, a] = A_FREE
+                al[A_FREE_ROW, g[AFREE]] = a
+                g[AFREE] += 1
+            else:  # an allocation made before the batch: deleted from DeviceMemory._live afterwards
+                al[A_STATE, a] = A_RELEASED
+        if tkf[KF_DUR, task] > 0.0 or tk[K_UNITS, task]:
+            _tick_end(g, gf, ht, hi, s, tkf[KF_DUR, task])
+            return
+        _finish(g, gf, ht, hi, st, stf, sq, pl, plf, pw, pn, tk, tkf, tfree, al, alf, fa, fs, type_count, s)
+
+
+@njit(cache=True)
+def _submit(g, gf, ht, hi, st, stf, sq, pl, plf, pw, pn, tk, tkf, tfree, al, alf, fa, fs, type_count, s, task, at):
+    """Stream.submit (the caller checked `at >= now` and the queue's room)."""
+    tk[K_TID, task] = st[S_NEXT, s]
+    st[S_NEXT, s] += 1
+    tkf[KF_QUEUED, task] = at + 0.0
+    st[S_PENDING, s] += 1
+    h = st[S_QH, s]
+    n = st[S_QN, s]
+    if h + n >= sq.shape[1]:  # compact the queue to the front of its row
+        for i in range(n):
+            sq[s, i] = sq[s, h + i]
+        h = 0
+        st[S_QH, s] = 0
+    if n == 0 or tkf[KF_QUEUED, sq[s, h + n - 1]] <= at:
+        sq[s, h + n] = task
+    else:  # an earlier arrival from another host thread: keep the queue in arrival order
+        i = n - 1
+        while i > 0 and tkf[KF_QUEUED, sq[s, h + i - 1]] > at:
+            i -= 1
+        for j in range(n, i, -1):
+            sq[s, h + j] = sq[s, h + j - 1]
+        sq[s, h + i] = task
+    st[S_QN, s] = n + 1
+    if st[S_CUR, s] < 0 and sq[s, h] == task:
+        if at <= gf[NOW]:
+            _advance(g, gf, ht, hi, st, stf, sq, pl, plf, pw, pn, tk, tkf, tfree, al, alf, fa, fs, type_count, s)
+        elif at < stf[SF_WAKE, s]:
+            _schedule_wake(g, gf, ht, hi, stf, s, at)
+
+
+@njit(cache=True)
+def _new_task(g, tk, tkf, tfree, kind, dur, block, op, typ, corr, pool, alloc):
+    top = g[TFREE] - 1
+    g[TFREE] = top
+    t = tfree[top]
+    tk[K_KIND, t] = kind
+    tk[K_BLOCK, t] = block
+    tk[K_OP, t] = op
+    tk[K_TYPE, t] = typ
+    tk[K_CORR, t] = corr
+    tk[K_POOL, t] = pool
+    tk[K_ALLOC, t] = alloc
+    tk[K_EXT, t] = -1
+    tk[K_STATE, t] = K_QUEUED
+    tk[K_UNITS, t] = 0
+    tk[K_TID, t] = -1
+    tkf[KF_DUR, t] = dur
+    tkf[KF_QUEUED, t] = np.nan
+    tkf[KF_START, t] = np.nan
+    return t
+
+
+@njit(cache=True)
+def run(g, gf, ht, hi, st, stf, sq, pl, plf, pw, pn, tk, tkf, tfree, al, alf, fa, fs, type_count,
+        th, thf, draws, step_nvar, step_var0, var_tpl, tp, tpf, durs, sb, sbf, free_type, max_calls):
+    """Run the event loop until it has to stop; g[REASON] and g[RTH] say why (and for which thread)."""
+    qc = sq.shape[1]
+    hcap = ht.shape[0]
+    while True:
+        if g[HN] == 0:
+            g[REASON] = R_EMPTY
+            return
+        t0 = ht[0]
+        kind = hi[H_KIND, 0]
+        idx = hi[H_IDX, 0]
+        if g[HAS_BAR] and not _less(t0, hi[H_P, 0], hi[H_E, 0], gf[BAR_T], g[BAR_P], g[BAR_E]):
+            g[REASON] = R_BARRIER
+            return
+        if kind == EV_RESUME:
+            t = idx
+            g[RTH] = t
+            if g[NCALLS] >= max_calls:
+                g[REASON] = R_LIMIT
+                return
+            if th[T_J, t] == 0 and th[T_I, t] >= th[T_COUNT, t]:
+                g[REASON] = R_LOOP_END
+                return
+            k = th[T_BODY0, t] + th[T_J, t]
+            nv = step_nvar[k]
+            v = 0
+            if nv > 1:
+                ci = th[T_CHI, t]
+                if ci == NDRAW:
+                    g[REASON] = R_DRAWS
+                    return
+                v = int(draws[t, ci] * nv)
+            p = var_tpl[step_var0[k] + v]
+            if p < 0:
+                g[REASON] = R_NO_TEMPLATE
+                return
+            now = t0
+            size = tp[P_SIZE, p]
+            need = (size + ALIGNMENT - 1) // ALIGNMENT * ALIGNMENT
+            if size > 0 and not _fits(g, fs, need):
+                g[REASON] = R_NO_FIT
+                return
+            d0 = tp[P_D0, p]
+            end = now
+            for i in range(tp[P_DN, p]):
+                end += durs[d0 + i]
+            if not end > now:
+                g[REASON] = R_ZERO
+                return
+            s = tp[P_STREAM, p]
+            ns = tp[P_SN, p] + (1 if size > 0 else 0)
+            if g[TFREE] < ns or st[S_QN, s] + ns > qc or g[HN] + 2 * ns + 2 > hcap or (size > 0 and g[AFREE] == 0):
+                g[REASON] = R_CAPACITY
+                return
+            # commit: the thread resumes (SimPy's step), its loop's bookkeeping, then the call
+            _pop(g, ht, hi)
+            gf[NOW] = now
+            if th[T_J, t] == 0:
+                th[T_STEPNO, t] += 1
+                g[INSTANTS] += 1
+            if nv > 1:
+                th[T_CHI, t] += 1
+            g[CORR] += 1
+            corr = g[CORR]
+            seq = g[SEQ]
+            g[SEQ] = seq + 1
+            if th[T_NCALLS, t] == 0:
+                th[T_FIRST_TPL, t] = p
+                th[T_FIRST_SEQ, t] = seq
+            th[T_LAST_TPL, t] = p
+            th[T_LAST_SEQ, t] = seq
+            th[T_NCALLS, t] += 1
+            g[NCALLS] += 1
+            tp[P_LAST, p] = g[GCALL]
+            g[GCALL] += 1
+            if size > 0:  # run_op's workspace: malloc at the framework clock's time, then its stream-ordered free
+                addr = _malloc(g, fa, fs, need)
+                top = g[AFREE] - 1
+                g[AFREE] = top
+                a = al[A_FREE_ROW, top]
+                al[A_ADDR, a] = addr
+                al[A_SIZE, a] = need
+                al[A_REQ, a] = size
+                al[A_EXT, a] = -1
+                al[A_STATE, a] = A_LIVE
+                alf[AF_TIME, a] = now + tpf[PF_C0, p]
+                ft = _new_task(g, tk, tkf, tfree, HOST_FUNC, 0.0, 1, -1, free_type, -1, -1, a)
+                _submit(g, gf, ht, hi, st, stf, sq, pl, plf, pw, pn, tk, tkf, tfree, al, alf, fa, fs, type_count, s,
+                        ft, now + tpf[PF_C1, p])
+            # host_replay: each kernel submitted at the start of its span
+            b0 = tp[P_S0, p]
+            for q in range(tp[P_SN, p]):
+                b = b0 + q
+                at = now
+                for i in range(sb[B_SPAN, b]):
+                    at += durs[d0 + i]
+                task = _new_task(g, tk, tkf, tfree, sb[B_KIND, b], sbf[BF_DUR, b], sb[B_BLOCK, b], sb[B_OP, b],
+                                 sb[B_TYPE, b], corr, sb[B_POOL, b], -1)
+                _submit(g, gf, ht, hi, st, stf, sq, pl, plf, pw, pn, tk, tkf, tfree, al, alf, fa, fs, type_count, s,
+                        task, at)
+            thf[TF_BUSY, t] += tpf[PF_BUSY, p]
+            g[HITS] += 1
+            g[CALLS] += 1
+            if size > g[PEAK_WS]:
+                g[PEAK_WS] = size
+            th[T_J, t] += 1
+            if th[T_J, t] == th[T_NB, t]:
+                th[T_J, t] = 0
+                th[T_I, t] += 1
+                g[INSTANTS] += 1
+            # skip_to: the thread resumes at now + (end - now) with the next event id
+            e = g[EID]
+            g[EID] = e + 1
+            push(g, ht, hi, now + (end - now), NORMAL, e, EV_RESUME, t)
+        else:
+            _pop(g, ht, hi)
+            gf[NOW] = t0
+            if kind == EV_WAKE:
+                stf[SF_WAKE, idx] = np.inf
+                if st[S_CUR, idx] < 0:
+                    _advance(g, gf, ht, hi, st, stf, sq, pl, plf, pw, pn, tk, tkf, tfree, al, alf, fa, fs, type_count,
+                             idx)
+            else:
+                _finish(g, gf, ht, hi, st, stf, sq, pl, plf, pw, pn, tk, tkf, tfree, al, alf, fa, fs, type_count, idx)
+                _advance(g, gf, ht, hi, st, stf, sq, pl, plf, pw, pn, tk, tkf, tfree, al, alf, fa, fs, type_count, idx)
