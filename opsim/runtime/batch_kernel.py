@@ -28,8 +28,9 @@ from numba import njit
 
 # g: int64 scalars
 (HN, EID, CORR, SEQ, CALLS, PEAK_WS, HITS, INSTANTS, NALLOC, NFREE, FN, IN_USE, PEAK, REASON, RTH, TFREE, AFREE,
- GCALL, BEST_FIT, BAR_P, BAR_E, HAS_BAR, NCALLS) = range(23)
-G_SIZE = 23
+ GCALL, BEST_FIT, BAR_P, BAR_E, HAS_BAR, NCALLS, REC, FOLD_OK, HGROUPED, HEXTRA, NROWS) = range(28)
+G_SIZE = NROWS + 6  # NROWS + kind: the rows of each kind in the buffers
+
 # gf: float64 scalars
 NOW, DEV_END, BAR_T = range(3)
 GF_SIZE = 3
@@ -40,13 +41,13 @@ EV_RESUME, EV_WAKE, EV_END = range(3)
 
 # threads: th[field, thread], thf[field, thread]
 (T_I, T_J, T_COUNT, T_NB, T_BODY0, T_STEPNO, T_CHI, T_NCALLS, T_FIRST_TPL, T_FIRST_SEQ, T_LAST_TPL,
- T_LAST_SEQ) = range(12)
-T_SIZE = 12
-TF_BUSY = 0
+ T_LAST_SEQ, T_NAME, T_PENDING, T_P_API, T_P_CORR) = range(16)
+T_SIZE = 16
+TF_BUSY, TF_P_START = range(2)
 
 # templates: tp[field, template], tpf[field, template]
-P_STREAM, P_SIZE, P_D0, P_DN, P_S0, P_SN, P_LAST = range(7)
-P_ROWS = 7
+P_STREAM, P_SIZE, P_D0, P_DN, P_S0, P_SN, P_LAST, P_API, P_API1, P_MARKER, P_EXTRA, P_HITAT, P_I0, P_IN = range(14)
+P_ROWS = 14
 PF_C0, PF_C1, PF_BUSY = range(3)
 # submits: sb[field, submit], sbf[field, submit]
 B_SPAN, B_KIND, B_BLOCK, B_OP, B_TYPE, B_POOL = range(6)
@@ -54,13 +55,13 @@ B_SIZE = 6
 BF_DUR = 0
 
 # streams: st[field, stream], stf[field, stream]; queues sq[stream, slot]
-S_CUR, S_POOL, S_PENDING, S_NEXT, S_QH, S_QN, S_TASKS, S_REC = range(8)
-S_SIZE = 8
+S_CUR, S_POOL, S_PENDING, S_NEXT, S_QH, S_QN, S_TASKS, S_REC, S_SID = range(9)
+S_SIZE = 9
 SF_WAKE, SF_BUSY = range(2)
 
 # pools: pl[field, pool], plf[field, pool]; waiters pw[pool, slot] (stream), pn[pool, slot] (units)
-L_CAP, L_FREE, L_WH, L_WN, L_TASKS = range(5)
-L_SIZE = 5
+L_CAP, L_FREE, L_WH, L_WN, L_TASKS, L_CODE = range(6)
+L_SIZE = 6
 LF_US = 0
 
 # tasks: tk[field, task], tkf[field, task]; free slots tfree
@@ -77,8 +78,22 @@ A_ROWS = 6
 AF_TIME = 0
 A_FREE, A_LIVE, A_RELEASED = range(3)
 
+# record rows (a full trace): ri[kind, field, row], rf[kind, field, row]
+RK_HOST, RK_DEVICE, RK_MEMORY, RK_CACHE, RK_INSTANT, RK_INFO = range(6)
+# ints: host thread, phase, op, corr / device device, stream, unit_kind, units, task_id, op, task_type, block_dim,
+# corr / memory device, kind, address, size, in_use / cache thread, op / instant track, step, phase (0 begin,
+# 1 end) / info corr, op, info index; floats: host start, dur / device queued, start, end / memory, cache,
+# instant time
+RI_FIELDS, RF_FIELDS = 9, 3
+
+# cc: recorder codes of constant names, then of the batch's op names and task types (from cc[C_NAMES_AT],
+# cc[C_TYPES_AT])
+C_NONE, C_OP_CALL, C_STEP, C_EXEC, C_HIT, C_EMPTY, C_ALLOC, C_FREE, C_DEVICE, C_NAMES_AT, C_TYPES_AT = range(11)
+C_SIZE = 11
+
 # stop reasons
-R_BARRIER, R_LOOP_END, R_DRAWS, R_NO_TEMPLATE, R_NO_FIT, R_ZERO, R_CAPACITY, R_EMPTY, R_LIMIT = range(9)
+(R_BARRIER, R_LOOP_END, R_DRAWS, R_NO_TEMPLATE, R_NO_FIT, R_ZERO, R_CAPACITY, R_EMPTY, R_LIMIT, R_FOLD,
+ R_FLUSH) = range(11)
 
 NORMAL = 1  # simpy.events.NORMAL
 HOST_FUNC = 8  # TaskKind.HOST_FUNC
@@ -210,6 +225,50 @@ def _release(g, fa, fs, address, size0):
 
 
 @njit(cache=True)
+def _row(g, kind):
+    """The next row of `kind` in the record buffers."""
+    n = g[NROWS + kind]
+    g[NROWS + kind] = n + 1
+    return n
+
+
+@njit(cache=True)
+def _memory_row(g, ri, rf, cc, time, kind, address, size):
+    """Recorder.memory_event (in use: the total after it)."""
+    n = _row(g, RK_MEMORY)
+    ri[RK_MEMORY, 0, n] = cc[C_DEVICE]
+    ri[RK_MEMORY, 1, n] = cc[kind]
+    ri[RK_MEMORY, 2, n] = address
+    ri[RK_MEMORY, 3, n] = size
+    ri[RK_MEMORY, 4, n] = g[IN_USE]
+    rf[RK_MEMORY, 0, n] = time
+
+
+@njit(cache=True)
+def _host_row(g, ri, rf, thread, phase, op, corr, start, dur):
+    n = _row(g, RK_HOST)
+    ri[RK_HOST, 0, n] = thread
+    ri[RK_HOST, 1, n] = phase
+    ri[RK_HOST, 2, n] = op
+    ri[RK_HOST, 3, n] = corr
+    rf[RK_HOST, 0, n] = start
+    rf[RK_HOST, 1, n] = dur
+
+
+@njit(cache=True)
+def _instant(g, ri, rf, th, t, phase, now):
+    """The loop's "step" instant (begin 0, end 1) on the thread's track, or its count."""
+    if g[REC]:
+        n = _row(g, RK_INSTANT)
+        ri[RK_INSTANT, 0, n] = th[T_NAME, t]
+        ri[RK_INSTANT, 1, n] = th[T_STEPNO, t]
+        ri[RK_INSTANT, 2, n] = phase
+        rf[RK_INSTANT, 0, n] = now
+    else:
+        g[INSTANTS] += 1
+
+
+@njit(cache=True)
 def _schedule_wake(g, gf, ht, hi, stf, s, at):
     """Stream._schedule_wake: a tick at `now + (at - now)`."""
     now = gf[NOW]
@@ -227,25 +286,43 @@ def _tick_end(g, gf, ht, hi, s, dur):
 
 
 @njit(cache=True)
-def _finish(g, gf, ht, hi, st, stf, sq, pl, plf, pw, pn, tk, tkf, tfree, al, alf, fa, fs, type_count, s):
-    """Stream._finish of the stream's current task: recorded (SummaryStats.device_task), its units given back
-    (UnitPool.release: waiting streams granted in order while the first one fits); its slot is free again."""
+def _finish(g, gf, ht, hi, st, stf, sq, pl, plf, pw, pn, tk, tkf, tfree, al, alf, fa, fs, type_count, ri, rf, cc,
+            s):
+    """Stream._finish of the stream's current task: recorded (a device row, or SummaryStats.device_task's
+    totals), its units given back (UnitPool.release: waiting streams granted in order while the first one
+    fits); its slot is free again."""
     task = st[S_CUR, s]
     now = gf[NOW] + 0.0
     st[S_CUR, s] = -1
     st[S_PENDING, s] -= 1
     pool = st[S_POOL, s]
-    type_count[tk[K_TYPE, task]] += 1
-    if now > gf[DEV_END]:
-        gf[DEV_END] = now
     units = tk[K_UNITS, task]
+    if g[REC]:
+        n = _row(g, RK_DEVICE)
+        ri[RK_DEVICE, 0, n] = cc[C_DEVICE]
+        ri[RK_DEVICE, 1, n] = st[S_SID, s]
+        ri[RK_DEVICE, 2, n] = pl[L_CODE, pool] if pool >= 0 else cc[C_NONE]
+        ri[RK_DEVICE, 3, n] = units
+        ri[RK_DEVICE, 4, n] = tk[K_TID, task]
+        ri[RK_DEVICE, 5, n] = cc[cc[C_NAMES_AT] + tk[K_OP, task]]
+        ri[RK_DEVICE, 6, n] = cc[cc[C_TYPES_AT] + tk[K_TYPE, task]]
+        ri[RK_DEVICE, 7, n] = tk[K_BLOCK, task]
+        ri[RK_DEVICE, 8, n] = tk[K_CORR, task]
+        rf[RK_DEVICE, 0, n] = tkf[KF_QUEUED, task]
+        rf[RK_DEVICE, 1, n] = tkf[KF_START, task]
+        rf[RK_DEVICE, 2, n] = now
+    else:
+        type_count[tk[K_TYPE, task]] += 1
+        if now > gf[DEV_END]:
+            gf[DEV_END] = now
     if pool >= 0:
-        dur = now - tkf[KF_START, task]
-        st[S_TASKS, s] += 1
-        stf[SF_BUSY, s] += dur
-        st[S_REC, s] = 1
-        pl[L_TASKS, pool] += 1
-        plf[LF_US, pool] += dur * units
+        if not g[REC]:
+            dur = now - tkf[KF_START, task]
+            st[S_TASKS, s] += 1
+            stf[SF_BUSY, s] += dur
+            st[S_REC, s] = 1
+            pl[L_TASKS, pool] += 1
+            plf[LF_US, pool] += dur * units
         st[S_POOL, s] = -1
         pl[L_FREE, pool] += units
         while pl[L_WN, pool] > 0 and pn[pool, pl[L_WH, pool]] <= pl[L_FREE, pool]:
@@ -268,7 +345,8 @@ def _finish(g, gf, ht, hi, st, stf, sq, pl, plf, pw, pn, tk, tkf, tfree, al, alf
 
 
 @njit(cache=True)
-def _advance(g, gf, ht, hi, st, stf, sq, pl, plf, pw, pn, tk, tkf, tfree, al, alf, fa, fs, type_count, s):
+def _advance(g, gf, ht, hi, st, stf, sq, pl, plf, pw, pn, tk, tkf, tfree, al, alf, fa, fs, type_count, ri, rf, cc,
+             s):
     """Stream._advance: start queued tasks until one has to wait (for time or units) or the queue is empty."""
     if st[S_CUR, s] >= 0:
         return
@@ -316,6 +394,8 @@ def _advance(g, gf, ht, hi, st, stf, sq, pl, plf, pw, pn, tk, tkf, tfree, al, al
         a = tk[K_ALLOC, task]
         if a >= 0:  # the stream-ordered free's callback: DeviceMemory._release at the task's start
             _release(g, fa, fs, al[A_ADDR, a], al[A_SIZE, a])
+            if g[REC]:
+                _memory_row(g, ri, rf, cc, tkf[KF_START, task], C_FREE, al[A_ADDR, a], al[A_SIZE, a])
             if al[A_EXT, a] < 0:  # the slot is free again (its free stack is the last row of `al`)
                 al[A_STATE, a] = A_FREE
                 al[A_FREE_ROW, g[AFREE]] = a
@@ -325,11 +405,13 @@ def _advance(g, gf, ht, hi, st, stf, sq, pl, plf, pw, pn, tk, tkf, tfree, al, al
         if tkf[KF_DUR, task] > 0.0 or tk[K_UNITS, task]:
             _tick_end(g, gf, ht, hi, s, tkf[KF_DUR, task])
             return
-        _finish(g, gf, ht, hi, st, stf, sq, pl, plf, pw, pn, tk, tkf, tfree, al, alf, fa, fs, type_count, s)
+        _finish(g, gf, ht, hi, st, stf, sq, pl, plf, pw, pn, tk, tkf, tfree, al, alf, fa, fs, type_count, ri, rf, cc,
+                s)
 
 
 @njit(cache=True)
-def _submit(g, gf, ht, hi, st, stf, sq, pl, plf, pw, pn, tk, tkf, tfree, al, alf, fa, fs, type_count, s, task, at):
+def _submit(g, gf, ht, hi, st, stf, sq, pl, plf, pw, pn, tk, tkf, tfree, al, alf, fa, fs, type_count, ri, rf, cc,
+            s, task, at):
     """Stream.submit (the caller checked `at >= now` and the queue's room)."""
     tk[K_TID, task] = st[S_NEXT, s]
     st[S_NEXT, s] += 1
@@ -354,7 +436,8 @@ def _submit(g, gf, ht, hi, st, stf, sq, pl, plf, pw, pn, tk, tkf, tfree, al, alf
     st[S_QN, s] = n + 1
     if st[S_CUR, s] < 0 and sq[s, h] == task:
         if at <= gf[NOW]:
-            _advance(g, gf, ht, hi, st, stf, sq, pl, plf, pw, pn, tk, tkf, tfree, al, alf, fa, fs, type_count, s)
+            _advance(g, gf, ht, hi, st, stf, sq, pl, plf, pw, pn, tk, tkf, tfree, al, alf, fa, fs, type_count, ri, rf,
+                     cc, s)
         elif at < stf[SF_WAKE, s]:
             _schedule_wake(g, gf, ht, hi, stf, s, at)
 
@@ -382,69 +465,103 @@ def _new_task(g, tk, tkf, tfree, kind, dur, block, op, typ, corr, pool, alloc):
 
 
 @njit(cache=True)
-def run(g, gf, ht, hi, st, stf, sq, pl, plf, pw, pn, tk, tkf, tfree, al, alf, fa, fs, type_count,
-        th, thf, draws, step_nvar, step_var0, var_tpl, tp, tpf, durs, sb, sbf, free_type, max_calls):
+def _peek(g, gf, st, sq, tk, fs, ri, th, draws, step_nvar, step_var0, var_tpl, tp, durs, t, now, qc, hcap, ncap,
+          mcap, rcap):
+    """0 when thread `t`'s next call can be made now, else why not (a stop reason)."""
+    if th[T_J, t] == 0 and th[T_I, t] >= th[T_COUNT, t]:
+        return R_LOOP_END
+    k = th[T_BODY0, t] + th[T_J, t]
+    nv = step_nvar[k]
+    v = 0
+    if nv > 1:
+        ci = th[T_CHI, t]
+        if ci == NDRAW:
+            return R_DRAWS
+        v = int(draws[t, ci] * nv)
+    p = var_tpl[step_var0[k] + v]
+    if p < 0:
+        return R_NO_TEMPLATE
+    size = tp[P_SIZE, p]
+    if size > 0 and not _fits(g, fs, (size + ALIGNMENT - 1) // ALIGNMENT * ALIGNMENT):
+        return R_NO_FIT
+    end = now
+    for i in range(tp[P_DN, p]):
+        end += durs[tp[P_D0, p] + i]
+    if not end > now:
+        return R_ZERO
+    s = tp[P_STREAM, p]
+    ns = tp[P_SN, p] + (1 if size > 0 else 0)
+    if g[TFREE] < ns or st[S_QN, s] + ns > qc or g[HN] + 2 * ns + 2 > hcap or (size > 0 and g[AFREE] == 0):
+        return R_CAPACITY
+    if ((g[CORR] + 1) & 1023) == 0 and not g[FOLD_OK]:  # Recorder.next_corr folds here
+        return R_FOLD
+    if g[REC]:  # room for the call's rows and for every task and free still to end
+        if (g[NROWS + RK_HOST] + 2 > rcap or g[NROWS + RK_INSTANT] + 2 > rcap or g[NROWS + RK_CACHE] + 1 > rcap
+                or g[NROWS + RK_INFO] + tp[P_IN, p] > rcap or g[NROWS + RK_DEVICE] + ncap - g[TFREE] + ns > rcap
+                or g[NROWS + RK_MEMORY] + mcap - g[AFREE] + 2 > rcap):
+            return R_FLUSH
+    return 0
+
+
+@njit(cache=True)
+def run(g, gf, ht, hi, st, stf, sq, pl, plf, pw, pn, tk, tkf, tfree, al, alf, fa, fs, type_count, ri, rf, cc,
+        th, thf, draws, step_nvar, step_var0, var_tpl, tp, tpf, durs, sb, sbf, infos, free_type, free_op, max_calls):
     """Run the event loop until it has to stop; g[REASON] and g[RTH] say why (and for which thread)."""
     qc = sq.shape[1]
     hcap = ht.shape[0]
+    ncap = tfree.shape[0]
+    mcap = al.shape[1]
+    rcap = ri.shape[2]
     while True:
         if g[HN] == 0:
             g[REASON] = R_EMPTY
             return
         t0 = ht[0]
+        p0 = hi[H_P, 0]
+        e0 = hi[H_E, 0]
         kind = hi[H_KIND, 0]
         idx = hi[H_IDX, 0]
-        if g[HAS_BAR] and not _less(t0, hi[H_P, 0], hi[H_E, 0], gf[BAR_T], g[BAR_P], g[BAR_E]):
+        if g[HAS_BAR] and not _less(t0, p0, e0, gf[BAR_T], g[BAR_P], g[BAR_E]):
             g[REASON] = R_BARRIER
             return
+        _pop(g, ht, hi)
+        gf[NOW] = t0
         if kind == EV_RESUME:
             t = idx
-            g[RTH] = t
-            if g[NCALLS] >= max_calls:
-                g[REASON] = R_LIMIT
+            now = t0
+            if th[T_PENDING, t]:  # the previous call ends: run_op's "op_call" span, the loop's bookkeeping
+                if g[REC]:
+                    _host_row(g, ri, rf, th[T_NAME, t], cc[C_OP_CALL], th[T_P_API, t], th[T_P_CORR, t],
+                              thf[TF_P_START, t], now - thf[TF_P_START, t])
+                th[T_PENDING, t] = 0
+                th[T_J, t] += 1
+                if th[T_J, t] == th[T_NB, t]:
+                    _instant(g, ri, rf, th, t, 1, now)
+                    th[T_J, t] = 0
+                    th[T_I, t] += 1
+            reason = R_LIMIT if g[NCALLS] >= max_calls else _peek(
+                g, gf, st, sq, tk, fs, ri, th, draws, step_nvar, step_var0, var_tpl, tp, durs, t, now, qc, hcap, ncap,
+                mcap, rcap)
+            if reason:  # the thread goes on later, or in SimPy, from this very event
+                push(g, ht, hi, t0, p0, e0, EV_RESUME, t)
+                g[REASON] = reason
+                g[RTH] = t
                 return
-            if th[T_J, t] == 0 and th[T_I, t] >= th[T_COUNT, t]:
-                g[REASON] = R_LOOP_END
-                return
+            # the call
+            if th[T_J, t] == 0:
+                th[T_STEPNO, t] += 1
+                _instant(g, ri, rf, th, t, 0, now)
             k = th[T_BODY0, t] + th[T_J, t]
             nv = step_nvar[k]
             v = 0
             if nv > 1:
-                ci = th[T_CHI, t]
-                if ci == NDRAW:
-                    g[REASON] = R_DRAWS
-                    return
-                v = int(draws[t, ci] * nv)
-            p = var_tpl[step_var0[k] + v]
-            if p < 0:
-                g[REASON] = R_NO_TEMPLATE
-                return
-            now = t0
-            size = tp[P_SIZE, p]
-            need = (size + ALIGNMENT - 1) // ALIGNMENT * ALIGNMENT
-            if size > 0 and not _fits(g, fs, need):
-                g[REASON] = R_NO_FIT
-                return
-            d0 = tp[P_D0, p]
-            end = now
-            for i in range(tp[P_DN, p]):
-                end += durs[d0 + i]
-            if not end > now:
-                g[REASON] = R_ZERO
-                return
-            s = tp[P_STREAM, p]
-            ns = tp[P_SN, p] + (1 if size > 0 else 0)
-            if g[TFREE] < ns or st[S_QN, s] + ns > qc or g[HN] + 2 * ns + 2 > hcap or (size > 0 and g[AFREE] == 0):
-                g[REASON] = R_CAPACITY
-                return
-            # commit: the thread resumes (SimPy's step), its loop's bookkeeping, then the call
-            _pop(g, ht, hi)
-            gf[NOW] = now
-            if th[T_J, t] == 0:
-                th[T_STEPNO, t] += 1
-                g[INSTANTS] += 1
-            if nv > 1:
+                v = int(draws[t, th[T_CHI, t]] * nv)
                 th[T_CHI, t] += 1
+            p = var_tpl[step_var0[k] + v]
+            size = tp[P_SIZE, p]
+            d0 = tp[P_D0, p]
+            s = tp[P_STREAM, p]
+            g[FOLD_OK] = 0
             g[CORR] += 1
             corr = g[CORR]
             seq = g[SEQ]
@@ -459,7 +576,10 @@ def run(g, gf, ht, hi, st, stf, sq, pl, plf, pw, pn, tk, tkf, tfree, al, alf, fa
             tp[P_LAST, p] = g[GCALL]
             g[GCALL] += 1
             if size > 0:  # run_op's workspace: malloc at the framework clock's time, then its stream-ordered free
+                need = (size + ALIGNMENT - 1) // ALIGNMENT * ALIGNMENT
                 addr = _malloc(g, fa, fs, need)
+                if g[REC]:
+                    _memory_row(g, ri, rf, cc, now + tpf[PF_C0, p], C_ALLOC, addr, need)
                 top = g[AFREE] - 1
                 g[AFREE] = top
                 a = al[A_FREE_ROW, top]
@@ -469,9 +589,18 @@ def run(g, gf, ht, hi, st, stf, sq, pl, plf, pw, pn, tk, tkf, tfree, al, alf, fa
                 al[A_EXT, a] = -1
                 al[A_STATE, a] = A_LIVE
                 alf[AF_TIME, a] = now + tpf[PF_C0, p]
-                ft = _new_task(g, tk, tkf, tfree, HOST_FUNC, 0.0, 1, -1, free_type, -1, -1, a)
-                _submit(g, gf, ht, hi, st, stf, sq, pl, plf, pw, pn, tk, tkf, tfree, al, alf, fa, fs, type_count, s,
-                        ft, now + tpf[PF_C1, p])
+                ft = _new_task(g, tk, tkf, tfree, HOST_FUNC, 0.0, 1, free_op, free_type, -1, -1, a)
+                _submit(g, gf, ht, hi, st, stf, sq, pl, plf, pw, pn, tk, tkf, tfree, al, alf, fa, fs, type_count,
+                        ri, rf, cc, s, ft, now + tpf[PF_C1, p])
+            if g[REC]:  # its tensor descriptions, its host spans (one group row), its cache hit
+                for q in range(tp[P_IN, p]):
+                    n = _row(g, RK_INFO)
+                    ri[RK_INFO, 0, n] = corr
+                    ri[RK_INFO, 1, n] = infos[0, tp[P_I0, p] + q]
+                    ri[RK_INFO, 2, n] = tp[P_I0, p] + q
+                _host_row(g, ri, rf, th[T_NAME, t], tp[P_MARKER, p], 0, corr, now, 0.0)
+                g[HGROUPED] += 1
+                g[HEXTRA] += tp[P_EXTRA, p]
             # host_replay: each kernel submitted at the start of its span
             b0 = tp[P_S0, p]
             for q in range(tp[P_SN, p]):
@@ -481,30 +610,40 @@ def run(g, gf, ht, hi, st, stf, sq, pl, plf, pw, pn, tk, tkf, tfree, al, alf, fa
                     at += durs[d0 + i]
                 task = _new_task(g, tk, tkf, tfree, sb[B_KIND, b], sbf[BF_DUR, b], sb[B_BLOCK, b], sb[B_OP, b],
                                  sb[B_TYPE, b], corr, sb[B_POOL, b], -1)
-                _submit(g, gf, ht, hi, st, stf, sq, pl, plf, pw, pn, tk, tkf, tfree, al, alf, fa, fs, type_count, s,
-                        task, at)
+                _submit(g, gf, ht, hi, st, stf, sq, pl, plf, pw, pn, tk, tkf, tfree, al, alf, fa, fs, type_count,
+                        ri, rf, cc, s, task, at)
             thf[TF_BUSY, t] += tpf[PF_BUSY, p]
-            g[HITS] += 1
+            if g[REC]:
+                at = now
+                for i in range(tp[P_HITAT, p]):
+                    at += durs[d0 + i]
+                n = _row(g, RK_CACHE)
+                ri[RK_CACHE, 0, n] = th[T_NAME, t]
+                ri[RK_CACHE, 1, n] = tp[P_API1, p]
+                rf[RK_CACHE, 0, n] = at
+            else:
+                g[HITS] += 1
             g[CALLS] += 1
             if size > g[PEAK_WS]:
                 g[PEAK_WS] = size
-            th[T_J, t] += 1
-            if th[T_J, t] == th[T_NB, t]:
-                th[T_J, t] = 0
-                th[T_I, t] += 1
-                g[INSTANTS] += 1
+            th[T_PENDING, t] = 1
+            th[T_P_API, t] = tp[P_API, p]
+            th[T_P_CORR, t] = corr
+            thf[TF_P_START, t] = now
             # skip_to: the thread resumes at now + (end - now) with the next event id
+            end = now
+            for i in range(tp[P_DN, p]):
+                end += durs[d0 + i]
             e = g[EID]
             g[EID] = e + 1
             push(g, ht, hi, now + (end - now), NORMAL, e, EV_RESUME, t)
+        elif kind == EV_WAKE:
+            stf[SF_WAKE, idx] = np.inf
+            if st[S_CUR, idx] < 0:
+                _advance(g, gf, ht, hi, st, stf, sq, pl, plf, pw, pn, tk, tkf, tfree, al, alf, fa, fs, type_count,
+                         ri, rf, cc, idx)
         else:
-            _pop(g, ht, hi)
-            gf[NOW] = t0
-            if kind == EV_WAKE:
-                stf[SF_WAKE, idx] = np.inf
-                if st[S_CUR, idx] < 0:
-                    _advance(g, gf, ht, hi, st, stf, sq, pl, plf, pw, pn, tk, tkf, tfree, al, alf, fa, fs, type_count,
-                             idx)
-            else:
-                _finish(g, gf, ht, hi, st, stf, sq, pl, plf, pw, pn, tk, tkf, tfree, al, alf, fa, fs, type_count, idx)
-                _advance(g, gf, ht, hi, st, stf, sq, pl, plf, pw, pn, tk, tkf, tfree, al, alf, fa, fs, type_count, idx)
+            _finish(g, gf, ht, hi, st, stf, sq, pl, plf, pw, pn, tk, tkf, tfree, al, alf, fa, fs, type_count, ri, rf,
+                    cc, idx)
+            _advance(g, gf, ht, hi, st, stf, sq, pl, plf, pw, pn, tk, tkf, tfree, al, alf, fa, fs, type_count, ri, rf,
+                     cc, idx)

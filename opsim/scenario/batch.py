@@ -36,6 +36,8 @@ ALLOC_SLOTS = 4096
 """Stream-ordered workspace frees pending at once in a batch."""
 CALLS_PER_ENTRY = 65536
 """Calls per entry into the compiled loop (the progress bar moves between entries)."""
+ROWS = 16384
+"""Rows of each record kind the compiled loop fills before they are handed to the recorder (full trace)."""
 MIN_BATCH = 32
 """A batch shorter than this makes its thread try again only after `BACKOFF` calls."""
 BACKOFF = 256
@@ -45,7 +47,7 @@ def loop_batchable(wl: Any, step: Any) -> bool:
     """Whether a top loop of `wl` can run in batches (decided once, when the program is compiled)."""
     run = wl.run
     sim = wl.sim
-    if not sim.fast_path or run.config.trace or run.capture_calls or sim.process.numerics or not step.body:
+    if not sim.fast_path or run.capture_calls or sim.process.numerics or not step.body:
         return False
     from opsim.scenario.config import OpStep
     for s in step.body:
@@ -71,7 +73,15 @@ def batched_loop(wl: Any, th: Any, plans: list, count: int) -> Generator:
     find = hit_replay.find
     replay = hit_replay.replay
     try:
-        while state.i < count:
+        while True:
+            if state.pending is not None:  # the call made before the wait ends: run_op's span, the loop's count
+                api, start, corr = state.pending
+                state.pending = None
+                rec.host_span(name, "op_call", api, start, env._now - start, corr)
+                ctx.current_corr = -1
+                _next(state, nb, wl, rec, env, name)
+            if state.j == 0 and state.i >= count:
+                break
             if state.wait:
                 state.wait -= 1
             else:
@@ -95,23 +105,19 @@ def batched_loop(wl: Any, th: Any, plans: list, count: int) -> Generator:
                 yield from plan.call(th, variant)
                 _next(state, nb, wl, rec, env, name)
                 continue
-            # run_op's template path, with the thread's wait at this loop's level
+            # run_op's template path, with the thread's wait at this loop's level (the rest of the call is
+            # `state.pending`, so that a batch can take the thread over while it waits)
             run.current_variant = (plan.config, variant)
             start = env._now
             t = replay(th, *found)
-            corr = ctx.current_corr
-            ctx.current_corr = -1
             run._count(th, found[0].size)
-            _next(state, nb, wl, rec, env, name)
+            state.pending = (plan.api, start, ctx.current_corr)
             if t > env._now:
-                rec.host_span(name, "op_call", plan.api, start, (start + (t - start)) - start, corr)
                 ev = skip_to(env, t - env._now)
                 if ev is not None:
                     state.parked = ev
                     yield ev
                     state.parked = None
-            else:
-                rec.host_span(name, "op_call", plan.api, start, env._now - start, corr)
     finally:
         wl.loop = None
 
@@ -162,9 +168,12 @@ class _Batch:
         p = sim.process
         rec = sim.recorder
         stats = run.stats
-        if getattr(rec.device_task, "__self__", None) is not stats or p.numerics:
+        owner = getattr(rec.device_task, "__self__", None)
+        if p.numerics or not rec.enabled or (owner is not stats and owner is not rec):
             return None
+        full = owner is rec  # the full trace: every record as a row (else only the summary's totals)
         self = cls()
+        self.full = full
         self.run, self.sim, self.env, self.p, self.rec, self.stats = run, sim, env, p, rec, stats
         self.shown = run.calls
         self.device = device = sim.device
@@ -175,6 +184,18 @@ class _Batch:
         names = _Tables()
         types = _Tables()
         self.names, self.types = names, types
+        missing = []
+
+        def rec_code(value: Any) -> int:
+            """The recorder's code of a name (with the full trace; 0 otherwise)."""
+            if not full:
+                return 0
+            c = rec._code(value)
+            if c is None:
+                missing.append(value)
+                return 0
+            return c
+
         streams: list = []
         stream_ix: dict = {}
         pools: list = []
@@ -202,7 +223,7 @@ class _Batch:
                     found = None if args is None else hit_replay.find(th, plan.gws, plan.run_fn, args, plan.stream,
                                                                       plan.api, fit=False)
                     code = -1
-                    if found is not None and _eligible(found[0], kind_pool):
+                    if found is not None and _eligible(found[0], kind_pool, rec if full else None):
                         tpl = found[0]
                         code = tpl_ix.get(id(tpl))
                         if code is None:
@@ -298,6 +319,7 @@ class _Batch:
                 sq[s, q] = i
             st[K.S_QN, s] = len(stream._queue)
             st[K.S_TASKS, s] = stats.stream_tasks.get(stream.stream_id, 0)
+            st[K.S_SID, s] = stream.stream_id
             stf[K.SF_WAKE, s] = stream._wake_at
             stf[K.SF_BUSY, s] = stats.stream_busy.get(stream.stream_id, 0.0)
         tfree = np.arange(N - 1, used - 1, -1, dtype=np.int64)
@@ -365,7 +387,7 @@ class _Batch:
         # the threads
         T = len(wls)
         th = np.zeros((K.T_SIZE, T), np.int64)
-        thf = np.zeros((1, T), np.float64)
+        thf = np.zeros((2, T), np.float64)
         draws = np.zeros((T, K.NDRAW), np.float64)
         for t, w in enumerate(wls):
             th[K.T_I, t], th[K.T_J, t], th[K.T_COUNT, t] = w.loop.i, w.loop.j, w.loop.count
@@ -373,13 +395,30 @@ class _Batch:
             th[K.T_CHI, t] = w.chooser._i
             thf[K.TF_BUSY, t] = w.thread.busy_us
             draws[t, :len(w.chooser._buf)] = w.chooser._buf
+            if w.loop.pending is not None:
+                api, start, corr = w.loop.pending
+                if type(corr) is not int or type(start) is not float:
+                    return None
+                th[K.T_PENDING, t], th[K.T_P_API, t], th[K.T_P_CORR, t] = 1, rec_code(api), corr
+                thf[K.TF_P_START, t] = start
+            th[K.T_NAME, t] = rec_code(w.thread.name)
         # the templates
         P = len(tpls)
         tp = np.zeros((K.P_ROWS, P), np.int64)
         tpf = np.zeros((3, P), np.float64)
         durs: list = []
         subs: list = []
+        infos: list = []
+        self.infos = []
         for i, (tpl, _th) in enumerate(tpls):
+            tp[K.P_API, i], tp[K.P_API1, i], tp[K.P_HITAT, i] = rec_code(tpl.api), rec_code(tpl.api_1), tpl.hit_at
+            if full:
+                group = _span_group(rec, tpl)
+                tp[K.P_MARKER, i], tp[K.P_EXTRA, i] = group[3], group[4]
+            tp[K.P_I0, i], tp[K.P_IN, i] = len(infos), len(tpl.infos)
+            for op, info in tpl.infos:
+                infos.append(rec_code(op))
+                self.infos.append(info)
             tp[K.P_STREAM, i], tp[K.P_SIZE, i] = stream_ix[id(tpl.stream)], tpl.size
             tp[K.P_D0, i], tp[K.P_DN, i] = len(durs), len(tpl.durs)
             tp[K.P_S0, i], tp[K.P_SN, i], tp[K.P_LAST, i] = len(subs), len(tpl.submits), -1
@@ -391,11 +430,30 @@ class _Batch:
                 subs.append((span, int(kind), block_dim, names.code(op), types.code(task_type), kind_pool[kind], dur))
         sb = np.array([x[:6] for x in subs], np.int64).T.copy() if subs else np.zeros((K.B_SIZE, 0), np.int64)
         sbf = np.array([[x[6] for x in subs]], np.float64)
-        free_type = types.code("HOST_FUNC")
+        free_type, free_op = types.code("HOST_FUNC"), names.code("free_async")
+        for j in set(tk[K.K_POOL, :used].tolist()) | {x[5] for x in subs}:  # the pools of the batch's tasks
+            if j >= 0:
+                pl[K.L_CODE, j] = rec_code(pools[j].name)
+        cc = np.zeros(K.C_SIZE + len(names.values) + len(types.values), np.int64)
+        for slot, value in ((K.C_NONE, "none"), (K.C_OP_CALL, "op_call"), (K.C_STEP, "step"), (K.C_EXEC, "exec"),
+                            (K.C_HIT, "hit"), (K.C_EMPTY, ""), (K.C_ALLOC, "alloc"), (K.C_FREE, "free")):
+            cc[slot] = rec_code(value)
+        cc[K.C_DEVICE] = memory.device_id
+        cc[K.C_NAMES_AT], cc[K.C_TYPES_AT] = K.C_SIZE, K.C_SIZE + len(names.values)
+        cc[K.C_SIZE:K.C_SIZE + len(names.values)] = [rec_code(v) for v in names.values]
+        cc[K.C_SIZE + len(names.values):] = [rec_code(v) for v in types.values]
+        if missing:  # a name the recorder has not coded yet: its first record is the reference path's to make
+            return None
+        rows = ROWS if full else 1
+        self.cc = cc
+        self.ri = np.zeros((6, K.RI_FIELDS, rows), np.int64)
+        self.rf = np.zeros((6, K.RF_FIELDS, rows), np.float64)
+        g[K.REC] = int(full)
         self.arrays = (g, gf, ht, hi, st, stf, sq, pl, plf, pw, pn, tk, tkf, tfree_full, al, alf, fa, fs)
         self.th, self.thf, self.draws = th, thf, draws
         self.kernel_rest = (np.array(step_nvar, np.int64), np.array(step_var0, np.int64), np.array(var_tpl, np.int64),
-                            tp, tpf, np.array(durs, np.float64), sb, sbf, free_type)
+                            tp, tpf, np.array(durs, np.float64), sb, sbf,
+                            np.array([infos], np.int64).reshape(1, len(infos)), free_type, free_op)
         self.ext_tasks, self.ext_allocs = ext_tasks, ext_allocs
         return self
 
@@ -407,10 +465,19 @@ class _Batch:
         while True:
             type_count = np.zeros(len(types.values) + 1, np.int64)
             g[K.NCALLS] = 0
-            K.run(*self.arrays, type_count, th, self.thf, self.draws, *self.kernel_rest, CALLS_PER_ENTRY)
+            K.run(*self.arrays, type_count, self.ri, self.rf, self.cc, th, self.thf, self.draws, *self.kernel_rest,
+                  CALLS_PER_ENTRY)
             made += int(g[K.NCALLS])
             self._fold_counts(type_count)
             reason = int(g[K.REASON])
+            if self.full:
+                self._flush()
+            if reason == K.R_FOLD:  # Recorder.next_corr's fold, before the call that takes the next id
+                self.rec._fold()
+                g[K.FOLD_OK] = 1
+                continue
+            if reason == K.R_FLUSH:
+                continue
             if reason == K.R_DRAWS:  # the chooser's next batch of draws, as Chooser.pick draws it
                 t = int(g[K.RTH])
                 ch = self.wls[t].chooser
@@ -427,32 +494,67 @@ class _Batch:
             return 0, None
         return made, self._write_back()
 
-    def _fold_counts(self, type_count: np.ndarray) -> None:
-        task_types = self.stats.task_types
-        for code in np.flatnonzero(type_count):
-            task_types[self.types.values[code]] += int(type_count[code])
+    def _flush(self) -> None:
+        """Hand the rows the compiled loop filled to the recorder, as its record methods append them."""
+        g, ri, rf, rec, cc = self.arrays[0], self.ri, self.rf, self.rec, self.cc
+        cols = rec._cols
+        counts = [int(g[K.NROWS + kind]) for kind in range(6)]
+        g[K.NROWS:K.NROWS + 6] = 0
+        n = counts[K.RK_HOST]
+        if n:
+            c = cols["host"]
+            i, f = ri[K.RK_HOST, :, :n], rf[K.RK_HOST, :, :n]
+            for name, values in (("thread", i[0]), ("phase", i[1]), ("op", i[2]), ("start", f[0]), ("dur", f[1]),
+                                 ("corr", i[3])):
+                c[name].extend(values.tolist())
+            rec._host_grouped += int(g[K.HGROUPED])
+            rec._host_extra += int(g[K.HEXTRA])
+            g[K.HGROUPED] = g[K.HEXTRA] = 0
+        n = counts[K.RK_DEVICE]
+        if n:
+            c = cols["device"]
+            i, f = ri[K.RK_DEVICE, :, :n], rf[K.RK_DEVICE, :, :n]
+            for name, values in (("device", i[0]), ("stream", i[1]), ("unit_kind", i[2]), ("units", i[3]),
+                                 ("task_id", i[4]), ("op", i[5]), ("task_type", i[6]), ("block_dim", i[7]),
+                                 ("queued", f[0]), ("start", f[1]), ("end", f[2]), ("corr", i[8])):
+                c[name].extend(values.tolist())
+        n = counts[K.RK_MEMORY]
+        if n:
+            c = cols["memory"]
+            i, f = ri[K.RK_MEMORY, :, :n], rf[K.RK_MEMORY, :, :n]
+            for name, values in (("time", f[0]), ("device", i[0]), ("kind", i[1]), ("address", i[2]), ("size", i[3]),
+                                 ("in_use", i[4])):
+                c[name].extend(values.tolist())
+        n = counts[K.RK_CACHE]
+        if n:
+            c = cols["cache"]
+            c["time"].extend(rf[K.RK_CACHE, 0, :n].tolist())
+            c["thread"].extend(ri[K.RK_CACHE, 0, :n].tolist())
+            c["cache"].extend([int(cc[K.C_EXEC])] * n)
+            c["kind"].extend([int(cc[K.C_HIT])] * n)
+            c["op"].extend(ri[K.RK_CACHE, 1, :n].tolist())
+            c["key_hash"].extend([0] * n)
+            c["detail"].extend([int(cc[K.C_EMPTY])] * n)
+        n = counts[K.RK_INSTANT]
+        if n:
+            c = cols["instant"]
+            c["time"].extend(rf[K.RK_INSTANT, 0, :n].tolist())
+            c["name"].extend([int(cc[K.C_STEP])] * n)
+            c["track"].extend(ri[K.RK_INSTANT, 0, :n].tolist())
+            c["args"].extend({"step": step, "phase": "end" if phase else "begin"}
+                             for step, phase in zip(ri[K.RK_INSTANT, 1, :n].tolist(), ri[K.RK_INSTANT, 2, :n].tolist()))
+        n = counts[K.RK_INFO]
+        if n:
+            ti = rec.tensor_infos
+            ti.corr.extend(ri[K.RK_INFO, 0, :n].tolist())
+            ti.op.extend(ri[K.RK_INFO, 1, :n].tolist())
+            infos = self.infos
+            ti.info.extend(infos[k] for k in ri[K.RK_INFO, 2, :n].tolist())
 
-    def _progress(self) -> None:
-        """The progress callback, called as `_Run._count` calls it: with every multiple of 1024 calls reached."""
-        run = self.run
-        calls = int(self.arrays[0][K.CALLS])
-        if run.progress is not None:
-            for n in range((self.shown >> 10) + 1, (calls >> 10) + 1):
-                run.progress(n << 10)
-        self.shown = calls
-
-    def _write_back(self) -> Any:
-        (g, gf, ht, hi, st, stf, sq, pl, plf, pw, pn, tk, tkf, tfree, al, alf, fa, fs) = self.arrays
-        env, run, stats, memory, rec, p = self.env, self.run, self.stats, self.memory, self.rec, self.p
-        th, thf = self.th, self.thf
-        # counters and totals
-        run.calls = int(g[K.CALLS])
-        run.peak_workspace = int(g[K.PEAK_WS])
-        corr0 = rec._corr
-        rec._corr = int(g[K.CORR])
-        if (corr0 >> 10) != (rec._corr >> 10):
-            rec._fold()
-        p.l2_sequence_counter = int(g[K.SEQ])
+    def _fold_totals(self) -> None:
+        """SummaryStats' totals as its record methods would have left them."""
+        g, gf, st, stf, pl, plf = (self.arrays[i] for i in (0, 1, 4, 5, 7, 8))
+        stats = self.stats
         if g[K.HITS]:
             stats.cache[("exec", "hit")] += int(g[K.HITS])
         if g[K.INSTANTS]:
@@ -471,6 +573,32 @@ class _Batch:
             if pl[K.L_TASKS, j] != stats.pool_tasks.get(pool.name, 0):
                 stats.pool_tasks[pool.name] = int(pl[K.L_TASKS, j])
                 stats.pool_unit_us[pool.name] = float(plf[K.LF_US, j])
+
+    def _fold_counts(self, type_count: np.ndarray) -> None:
+        task_types = self.stats.task_types
+        for code in np.flatnonzero(type_count):
+            task_types[self.types.values[code]] += int(type_count[code])
+
+    def _progress(self) -> None:
+        """The progress callback, called as `_Run._count` calls it: with every multiple of 1024 calls reached."""
+        run = self.run
+        calls = int(self.arrays[0][K.CALLS])
+        if run.progress is not None:
+            for n in range((self.shown >> 10) + 1, (calls >> 10) + 1):
+                run.progress(n << 10)
+        self.shown = calls
+
+    def _write_back(self) -> Any:
+        (g, gf, ht, hi, st, stf, sq, pl, plf, pw, pn, tk, tkf, tfree, al, alf, fa, fs) = self.arrays
+        env, run, memory, rec, p = self.env, self.run, self.memory, self.rec, self.p
+        th, thf = self.th, self.thf
+        # counters and totals
+        run.calls = int(g[K.CALLS])
+        run.peak_workspace = int(g[K.PEAK_WS])
+        rec._corr = int(g[K.CORR])  # its folds were made at their points (R_FOLD)
+        p.l2_sequence_counter = int(g[K.SEQ])
+        if not self.full:  # the summary's totals (with the full trace, the rows were handed to the recorder)
+            self._fold_totals()
         # the allocator and its allocations
         memory.in_use, memory.peak = int(g[K.IN_USE]), int(g[K.PEAK])
         n = int(g[K.FN])
@@ -546,23 +674,29 @@ class _Batch:
         env._queue = queue
         env._now = float(gf[K.NOW])
         env._eid = counter(int(g[K.EID]))
-        # each thread: its loop, chooser, counters, TLS state and LRU order
+        # each thread: its loop, chooser, counters, the call it waits for, TLS state and LRU order
         for t, w in enumerate(self.wls):
             ncalls = int(th[K.T_NCALLS, t])
-            w.loop.i, w.loop.j, w.step_no = int(th[K.T_I, t]), int(th[K.T_J, t]), int(th[K.T_STEPNO, t])
+            loop = w.loop
+            loop.i, loop.j, w.step_no = int(th[K.T_I, t]), int(th[K.T_J, t]), int(th[K.T_STEPNO, t])
             w.chooser._i = int(th[K.T_CHI, t])
+            thread = w.thread
+            ctx = thread.ctx
+            if not th[K.T_PENDING, t]:
+                loop.pending = None
+            elif ncalls:  # else still the one it waited for before the batch
+                loop.pending = (self.tpls[th[K.T_LAST_TPL, t]][0].api, float(thf[K.TF_P_START, t]),
+                                int(th[K.T_P_CORR, t]))
+            ctx.current_corr = loop.pending[2] if loop.pending is not None else -1
             if not ncalls:
                 continue
-            thread = w.thread
             thread.calls += ncalls
             thread.busy_us = float(thf[K.TF_BUSY, t])
             run.calls_by_thread[thread.name] = run.calls_by_thread.get(thread.name, 0) + ncalls
-            ctx = thread.ctx
             for which, seq in ((K.T_FIRST_TPL, K.T_FIRST_SEQ), (K.T_LAST_TPL, K.T_LAST_SEQ)):
                 tpl = self.tpls[th[which, t]][0]
                 hit_replay.enter_phase_1(ctx, tpl, int(th[seq, t]))
                 hit_replay.enter_phase_2(ctx, tpl, int(th[seq, t]))
-            ctx.current_corr = -1
             container = ctx.op_cache_manager.container
             tp = self.kernel_rest[3]
             used = [(tp[K.P_LAST, i], self.slots[i]) for i, (_tpl, owner) in enumerate(self.tpls)
@@ -573,9 +707,20 @@ class _Batch:
         return mine
 
 
-def _eligible(tpl: Any, kind_pool: list) -> bool:
-    """A hit template the compiled loop replays: no pre-call hook, a stream, kernels that take units, and the
-    profiling ids of a last task (so that the last call's TLS state is its own)."""
+def _eligible(tpl: Any, kind_pool: list, rec: Any) -> bool:
+    """A hit template the compiled loop replays: no pre-call hook, a stream, kernels that take units, the
+    profiling ids of a last task (so that the last call's TLS state is its own) and, with the full trace, host
+    spans the recorder keeps as one group row."""
     if tpl.pre_call is not None or tpl.stream is None or tpl.profiling is None:
         return False
+    if rec is not None and _span_group(rec, tpl)[3] is None:
+        return False
     return all(kind_pool[task[0]] >= 0 for _span, task in tpl.submits)
+
+
+def _span_group(rec: Any, tpl: Any) -> tuple:
+    """The recorder's span group of a template's host spans (as `Recorder.host_spans` finds or makes it)."""
+    g = rec._groups.get(id(tpl.durs))
+    if g is None or g[0] is not tpl.durs or g[1] is not tpl.phases or g[2] is not tpl.ops:
+        g = rec._span_group(tpl.phases, tpl.ops, tpl.durs)
+    return g

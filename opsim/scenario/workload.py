@@ -301,16 +301,18 @@ class OpPlan:
 
 
 class LoopState:
-    """Where a batched top loop is: iteration `i`, body index `j`; `parked` is the event the thread waits on
-    between two calls (None while it runs), which a batch started by another thread may take over."""
+    """Where a batched top loop is: iteration `i`, body index `j`; `pending` is the call the thread is waiting
+    for (API, start, correlation id: what is left to record when the wait ends); `parked` is the event it waits
+    on between two calls (None while it runs), which a batch started by another thread may take over."""
 
-    __slots__ = ("i", "j", "count", "plans", "parked", "wait")
+    __slots__ = ("i", "j", "count", "plans", "pending", "parked", "wait")
 
     def __init__(self, count: int, plans: list) -> None:
         self.i = 0
         self.j = 0
         self.count = count
         self.plans = plans
+        self.pending: tuple | None = None
         self.parked: Any = None
         self.wait = 0
 

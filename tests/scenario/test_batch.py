@@ -78,8 +78,21 @@ def test_large_yaml_cut_runs_in_batches_and_writes_the_same_bytes(monkeypatch, t
     assert spy.calls > 3000, spy.calls
 
 
-def test_no_batches_on_the_reference_path_or_with_the_trace(monkeypatch, tmp_path):
-    for overrides, fast in (({"trace": True}, True), ({}, False)):
+def test_large_yaml_cut_with_the_full_trace_runs_in_batches_and_writes_the_same_bytes(monkeypatch, tmp_path):
+    """The same with the full trace kept and trace.json written: the rows of every record kind come from the
+    batches, and trace.json, summary.json and records.json.gz are byte for byte the same."""
+    cut = {"threads.0.program.0.loop.count": 500, "threads.1.program.0.loop.count": 500, "trace": True,
+           "outputs.trace": True}
+    outs, spy = _run_three_ways(monkeypatch, tmp_path, SCENARIOS / "large.yaml", cut)
+    assert {"trace.json", "records.json.gz"} <= set(outs["batched"])
+    assert outs["batched"] == outs["plain"] == outs["reference"]
+    assert spy.calls > 3000, spy.calls
+
+
+def test_no_batches_on_the_reference_path_or_with_per_call_csvs(monkeypatch, tmp_path):
+    """The reference path never batches; nor does a run writing the CSVs (each call is tagged with its step and
+    variant by a hook that a batch does not run)."""
+    for overrides, fast in (({"trace": True, "outputs.csv": True}, True), ({}, False)):
         cut = {"threads.0.program.0.loop.count": 50, "threads.1.program.0.loop.count": 50, **overrides}
         with monkeypatch.context() as m:
             spy = _Spy(m)
@@ -122,8 +135,9 @@ def _scenarios(draw):
         elif extra == "two_loops":
             program.append({"loop": {"count": draw(st.integers(1, 20)), "body": [dict(draw(st.sampled_from(_OPS)))]}})
         threads.append({"name": f"t{i}", "streams": [f"s{i}"], "program": program})
-    scenario = {"name": "batched", "seed": draw(st.integers(0, 1000)), "trace": False,
-                "outputs": {"trace": False, "csv": False}, "threads": threads,
+    trace = draw(st.booleans())
+    scenario = {"name": "batched", "seed": draw(st.integers(0, 1000)), "trace": trace,
+                "outputs": {"trace": trace, "csv": False}, "threads": threads,
                 "on_error": draw(st.sampled_from(["stop", "continue"]))}
     if shared:
         scenario["streams"] = ["shared"]
@@ -145,13 +159,16 @@ def _scenarios(draw):
     return scenario
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(_scenarios())
-def test_random_scenarios_give_the_same_summary_with_and_without_batches(monkeypatch, tmp_path, scenario):
+def test_random_scenarios_give_the_same_outputs_with_and_without_batches(monkeypatch, tmp_path, scenario):
     """One to three threads, own and shared streams, few vector cores (units waited for), little HBM (failed
     workspaces and tensors), both allocation strategies, executor-cache limits (misses, evictions), sleeps,
-    syncs, loops that are not batched and ops after the loops: the same summary all three ways."""
-    outs, _spy = _run_three_ways(monkeypatch, tmp_path, scenario, write=False, eager=True)
+    syncs, loops that are not batched and ops after the loops, with the full trace or only the totals: the
+    same output files (trace.json with the trace) all three ways."""
+    import shutil
+    shutil.rmtree(tmp_path, ignore_errors=True)
+    outs, _spy = _run_three_ways(monkeypatch, tmp_path, scenario, write=True, eager=True)
     assert outs["batched"] == outs["plain"]
     assert outs["batched"] == outs["reference"]
 
