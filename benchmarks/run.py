@@ -429,6 +429,9 @@ def measure(quick: bool, log: Callable[[str], None]) -> dict[str, Any]:
         rows.append(_row("opsim run scenarios/large.yaml", None, "s", "< 12 s; full trace < 40 s, < 1.2 GiB", None,
                          "skipped (--quick)"))
     else:
+        log("opsim run scenarios/large.yaml, warm-up (fills Numba's cache, as for the quickstart figure)...")
+        with tempfile.TemporaryDirectory() as tmp:
+            large_run(False, Path(tmp) / "large", calls=100_000)
         for trace in (False, True):
             label = "full trace" if trace else "trace: false"
             log(f"opsim run scenarios/large.yaml, {label} (subprocess)...")

@@ -29,7 +29,7 @@ from numba import njit
 # g: int64 scalars
 (HN, EID, CORR, SEQ, CALLS, PEAK_WS, HITS, INSTANTS, NALLOC, NFREE, FN, IN_USE, PEAK, REASON, RTH, TFREE, AFREE,
  GCALL, BEST_FIT, BAR_P, BAR_E, HAS_BAR, NCALLS, REC, FOLD_OK, HGROUPED, HEXTRA, NROWS) = range(28)
-G_SIZE = NROWS + 6  # NROWS + kind: the rows of each kind in the buffers
+G_SIZE = NROWS + 7  # NROWS + kind: the rows of each kind in the buffers
 
 # gf: float64 scalars
 NOW, DEV_END, BAR_T = range(3)
@@ -46,8 +46,9 @@ T_SIZE = 16
 TF_BUSY, TF_P_START = range(2)
 
 # templates: tp[field, template], tpf[field, template]
-P_STREAM, P_SIZE, P_D0, P_DN, P_S0, P_SN, P_LAST, P_API, P_API1, P_MARKER, P_EXTRA, P_HITAT, P_I0, P_IN = range(14)
-P_ROWS = 14
+(P_STREAM, P_SIZE, P_D0, P_DN, P_S0, P_SN, P_LAST, P_API, P_API1, P_MARKER, P_EXTRA, P_HITAT, P_I0, P_IN,
+ P_TAG) = range(15)
+P_ROWS = 15
 PF_C0, PF_C1, PF_BUSY = range(3)
 # submits: sb[field, submit], sbf[field, submit]
 B_SPAN, B_KIND, B_BLOCK, B_OP, B_TYPE, B_POOL = range(6)
@@ -79,10 +80,11 @@ AF_TIME = 0
 A_FREE, A_LIVE, A_RELEASED = range(3)
 
 # record rows (a full trace): ri[kind, field, row], rf[kind, field, row]
-RK_HOST, RK_DEVICE, RK_MEMORY, RK_CACHE, RK_INSTANT, RK_INFO = range(6)
+RK_HOST, RK_DEVICE, RK_MEMORY, RK_CACHE, RK_INSTANT, RK_INFO, RK_TAG = range(7)
+RK_KINDS = 7
 # ints: host thread, phase, op, corr / device device, stream, unit_kind, units, task_id, op, task_type, block_dim,
 # corr / memory device, kind, address, size, in_use / cache thread, op / instant track, step, phase (0 begin,
-# 1 end) / info corr, op, info index; floats: host start, dur / device queued, start, end / memory, cache,
+# 1 end) / info corr, op, info index / tag corr, step, variant (the CSVs' call tagging); floats: host start, dur / device queued, start, end / memory, cache,
 # instant time
 RI_FIELDS, RF_FIELDS = 9, 3
 
@@ -410,9 +412,9 @@ def _advance(g, gf, ht, hi, st, stf, sq, pl, plf, pw, pn, tk, tkf, tfree, al, al
 
 
 @njit(cache=True)
-def _submit(g, gf, ht, hi, st, stf, sq, pl, plf, pw, pn, tk, tkf, tfree, al, alf, fa, fs, type_count, ri, rf, cc,
-            s, task, at):
-    """Stream.submit (the caller checked `at >= now` and the queue's room)."""
+def _submit(g, gf, ht, hi, st, stf, sq, tk, tkf, s, task, at):
+    """Stream.submit (the caller checked `at >= now` and the queue's room). True when the stream has to start
+    its work now (`_advance`, which the caller runs: one call site keeps the compiled code small)."""
     tk[K_TID, task] = st[S_NEXT, s]
     st[S_NEXT, s] += 1
     tkf[KF_QUEUED, task] = at + 0.0
@@ -436,10 +438,10 @@ def _submit(g, gf, ht, hi, st, stf, sq, pl, plf, pw, pn, tk, tkf, tfree, al, alf
     st[S_QN, s] = n + 1
     if st[S_CUR, s] < 0 and sq[s, h] == task:
         if at <= gf[NOW]:
-            _advance(g, gf, ht, hi, st, stf, sq, pl, plf, pw, pn, tk, tkf, tfree, al, alf, fa, fs, type_count, ri, rf,
-                     cc, s)
-        elif at < stf[SF_WAKE, s]:
+            return True
+        if at < stf[SF_WAKE, s]:
             _schedule_wake(g, gf, ht, hi, stf, s, at)
+    return False
 
 
 @njit(cache=True)
@@ -497,7 +499,7 @@ def _peek(g, gf, st, sq, tk, fs, ri, th, draws, step_nvar, step_var0, var_tpl, t
         return R_FOLD
     if g[REC]:  # room for the call's rows and for every task and free still to end
         if (g[NROWS + RK_HOST] + 2 > rcap or g[NROWS + RK_INSTANT] + 2 > rcap or g[NROWS + RK_CACHE] + 1 > rcap
-                or g[NROWS + RK_INFO] + tp[P_IN, p] > rcap or g[NROWS + RK_DEVICE] + ncap - g[TFREE] + ns > rcap
+                or g[NROWS + RK_INFO] + tp[P_IN, p] > rcap or g[NROWS + RK_TAG] + 1 > rcap or g[NROWS + RK_DEVICE] + ncap - g[TFREE] + ns > rcap
                 or g[NROWS + RK_MEMORY] + mcap - g[AFREE] + 2 > rcap):
             return R_FLUSH
     return 0
@@ -575,6 +577,7 @@ def run(g, gf, ht, hi, st, stf, sq, pl, plf, pw, pn, tk, tkf, tfree, al, alf, fa
             g[NCALLS] += 1
             tp[P_LAST, p] = g[GCALL]
             g[GCALL] += 1
+            a = -1
             if size > 0:  # run_op's workspace: malloc at the framework clock's time, then its stream-ordered free
                 need = (size + ALIGNMENT - 1) // ALIGNMENT * ALIGNMENT
                 addr = _malloc(g, fa, fs, need)
@@ -589,9 +592,11 @@ def run(g, gf, ht, hi, st, stf, sq, pl, plf, pw, pn, tk, tkf, tfree, al, alf, fa
                 al[A_EXT, a] = -1
                 al[A_STATE, a] = A_LIVE
                 alf[AF_TIME, a] = now + tpf[PF_C0, p]
-                ft = _new_task(g, tk, tkf, tfree, HOST_FUNC, 0.0, 1, free_op, free_type, -1, -1, a)
-                _submit(g, gf, ht, hi, st, stf, sq, pl, plf, pw, pn, tk, tkf, tfree, al, alf, fa, fs, type_count,
-                        ri, rf, cc, s, ft, now + tpf[PF_C1, p])
+            if tp[P_TAG, p]:  # the runner's call tagging (`pre_call`): this call's step and variant
+                n = _row(g, RK_TAG)
+                ri[RK_TAG, 0, n] = corr
+                ri[RK_TAG, 1, n] = k
+                ri[RK_TAG, 2, n] = v
             if g[REC]:  # its tensor descriptions, its host spans (one group row), its cache hit
                 for q in range(tp[P_IN, p]):
                     n = _row(g, RK_INFO)
@@ -601,17 +606,23 @@ def run(g, gf, ht, hi, st, stf, sq, pl, plf, pw, pn, tk, tkf, tfree, al, alf, fa
                 _host_row(g, ri, rf, th[T_NAME, t], tp[P_MARKER, p], 0, corr, now, 0.0)
                 g[HGROUPED] += 1
                 g[HEXTRA] += tp[P_EXTRA, p]
-            # host_replay: each kernel submitted at the start of its span
+            # the workspace's stream-ordered free (submitted first, at its later time), then host_replay's
+            # kernels, each at the start of its span
             b0 = tp[P_S0, p]
-            for q in range(tp[P_SN, p]):
-                b = b0 + q
-                at = now
-                for i in range(sb[B_SPAN, b]):
-                    at += durs[d0 + i]
-                task = _new_task(g, tk, tkf, tfree, sb[B_KIND, b], sbf[BF_DUR, b], sb[B_BLOCK, b], sb[B_OP, b],
-                                 sb[B_TYPE, b], corr, sb[B_POOL, b], -1)
-                _submit(g, gf, ht, hi, st, stf, sq, pl, plf, pw, pn, tk, tkf, tfree, al, alf, fa, fs, type_count,
-                        ri, rf, cc, s, task, at)
+            for q in range(-1 if size > 0 else 0, tp[P_SN, p]):
+                if q < 0:
+                    task = _new_task(g, tk, tkf, tfree, HOST_FUNC, 0.0, 1, free_op, free_type, -1, -1, a)
+                    at = now + tpf[PF_C1, p]
+                else:
+                    b = b0 + q
+                    at = now
+                    for i in range(sb[B_SPAN, b]):
+                        at += durs[d0 + i]
+                    task = _new_task(g, tk, tkf, tfree, sb[B_KIND, b], sbf[BF_DUR, b], sb[B_BLOCK, b], sb[B_OP, b],
+                                     sb[B_TYPE, b], corr, sb[B_POOL, b], -1)
+                if _submit(g, gf, ht, hi, st, stf, sq, tk, tkf, s, task, at):
+                    _advance(g, gf, ht, hi, st, stf, sq, pl, plf, pw, pn, tk, tkf, tfree, al, alf, fa, fs, type_count,
+                             ri, rf, cc, s)
             thf[TF_BUSY, t] += tpf[PF_BUSY, p]
             if g[REC]:
                 at = now
@@ -637,13 +648,12 @@ def run(g, gf, ht, hi, st, stf, sq, pl, plf, pw, pn, tk, tkf, tfree, al, alf, fa
             e = g[EID]
             g[EID] = e + 1
             push(g, ht, hi, now + (end - now), NORMAL, e, EV_RESUME, t)
-        elif kind == EV_WAKE:
-            stf[SF_WAKE, idx] = np.inf
+        else:  # a stream's wake-up (Stream._on_wake) or the end of its task (Stream._on_end)
+            if kind == EV_WAKE:
+                stf[SF_WAKE, idx] = np.inf
+            else:
+                _finish(g, gf, ht, hi, st, stf, sq, pl, plf, pw, pn, tk, tkf, tfree, al, alf, fa, fs, type_count, ri,
+                        rf, cc, idx)
             if st[S_CUR, idx] < 0:
                 _advance(g, gf, ht, hi, st, stf, sq, pl, plf, pw, pn, tk, tkf, tfree, al, alf, fa, fs, type_count,
                          ri, rf, cc, idx)
-        else:
-            _finish(g, gf, ht, hi, st, stf, sq, pl, plf, pw, pn, tk, tkf, tfree, al, alf, fa, fs, type_count, ri, rf,
-                    cc, idx)
-            _advance(g, gf, ht, hi, st, stf, sq, pl, plf, pw, pn, tk, tkf, tfree, al, alf, fa, fs, type_count, ri, rf,
-                     cc, idx)

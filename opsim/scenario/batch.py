@@ -38,6 +38,10 @@ CALLS_PER_ENTRY = 65536
 """Calls per entry into the compiled loop (the progress bar moves between entries)."""
 ROWS = 16384
 """Rows of each record kind the compiled loop fills before they are handed to the recorder (full trace)."""
+MIN_CALLS = 100_000
+"""A run plans at least this many calls before its loops run in batches: the compiled loop is compiled once per
+machine (about 25 s, then kept in Numba's cache) and loaded once per process (about half a second), which a
+short run would not win back."""
 MIN_BATCH = 32
 """A batch shorter than this makes its thread try again only after `BACKOFF` calls."""
 BACKOFF = 256
@@ -47,7 +51,9 @@ def loop_batchable(wl: Any, step: Any) -> bool:
     """Whether a top loop of `wl` can run in batches (decided once, when the program is compiled)."""
     run = wl.run
     sim = wl.sim
-    if not sim.fast_path or run.capture_calls or sim.process.numerics or not step.body:
+    if not sim.fast_path or sim.process.numerics or not step.body:
+        return False
+    if run.config.planned_calls() < MIN_CALLS:
         return False
     from opsim.scenario.config import OpStep
     for s in step.body:
@@ -210,12 +216,14 @@ class _Batch:
         slots: list = []
         tpl_ix: dict = {}
         step_nvar, step_var0, var_tpl, body0, nbody = [], [], [], [], []
+        self.steps = steps = []
         for w in wls:
             th = w.thread
             body0.append(len(step_nvar))
             plans = w.loop.plans
             nbody.append(len(plans))
             for plan in plans:
+                steps.append(plan.config)
                 step_nvar.append(plan.variants)
                 step_var0.append(len(var_tpl))
                 for variant in range(plan.variants):
@@ -223,7 +231,7 @@ class _Batch:
                     found = None if args is None else hit_replay.find(th, plan.gws, plan.run_fn, args, plan.stream,
                                                                       plan.api, fit=False)
                     code = -1
-                    if found is not None and _eligible(found[0], kind_pool, rec if full else None):
+                    if found is not None and _eligible(found[0], kind_pool, rec if full else None, run):
                         tpl = found[0]
                         code = tpl_ix.get(id(tpl))
                         if code is None:
@@ -354,14 +362,14 @@ class _Batch:
             else:
                 if kind[0] == K.EV_END:
                     ends[kind[1]] += 1
-                K.push(g, ht, hi, item[0], item[1], item[2], kind[0], kind[1])
+                K.push(g, ht, hi, float(item[0]), item[1], item[2], kind[0], kind[1])
         if found_parked != len(wls) - 1:
             return None
         for s in range(S):  # a running task has exactly one end tick pending
             running = st[K.S_CUR, s] >= 0 and tk[K.K_STATE, st[K.S_CUR, s]] == K.K_RUNNING
             if ends[s] != (1 if running else 0):
                 return None
-        K.push(g, ht, hi, env._now, NORMAL, -1, K.EV_RESUME, 0)  # `wl`'s thread, running now
+        K.push(g, ht, hi, float(env._now), NORMAL, -1, K.EV_RESUME, 0)  # `wl`'s thread, running now
         self.rest = rest
         if barrier is not None:
             gf[K.BAR_T], g[K.BAR_P], g[K.BAR_E], g[K.HAS_BAR] = barrier[0], barrier[1], barrier[2], 1
@@ -412,6 +420,7 @@ class _Batch:
         self.infos = []
         for i, (tpl, _th) in enumerate(tpls):
             tp[K.P_API, i], tp[K.P_API1, i], tp[K.P_HITAT, i] = rec_code(tpl.api), rec_code(tpl.api_1), tpl.hit_at
+            tp[K.P_TAG, i] = tpl.pre_call is not None
             if full:
                 group = _span_group(rec, tpl)
                 tp[K.P_MARKER, i], tp[K.P_EXTRA, i] = group[3], group[4]
@@ -446,8 +455,8 @@ class _Batch:
             return None
         rows = ROWS if full else 1
         self.cc = cc
-        self.ri = np.zeros((6, K.RI_FIELDS, rows), np.int64)
-        self.rf = np.zeros((6, K.RF_FIELDS, rows), np.float64)
+        self.ri = np.zeros((K.RK_KINDS, K.RI_FIELDS, rows), np.int64)
+        self.rf = np.zeros((K.RK_KINDS, K.RF_FIELDS, rows), np.float64)
         g[K.REC] = int(full)
         self.arrays = (g, gf, ht, hi, st, stf, sq, pl, plf, pw, pn, tk, tkf, tfree_full, al, alf, fa, fs)
         self.th, self.thf, self.draws = th, thf, draws
@@ -498,8 +507,8 @@ class _Batch:
         """Hand the rows the compiled loop filled to the recorder, as its record methods append them."""
         g, ri, rf, rec, cc = self.arrays[0], self.ri, self.rf, self.rec, self.cc
         cols = rec._cols
-        counts = [int(g[K.NROWS + kind]) for kind in range(6)]
-        g[K.NROWS:K.NROWS + 6] = 0
+        counts = [int(g[K.NROWS + kind]) for kind in range(K.RK_KINDS)]
+        g[K.NROWS:K.NROWS + K.RK_KINDS] = 0
         n = counts[K.RK_HOST]
         if n:
             c = cols["host"]
@@ -550,6 +559,11 @@ class _Batch:
             ti.op.extend(ri[K.RK_INFO, 1, :n].tolist())
             infos = self.infos
             ti.info.extend(infos[k] for k in ri[K.RK_INFO, 2, :n].tolist())
+        n = counts[K.RK_TAG]
+        if n:  # what the runner's call tagging records: the call's (op step, variant)
+            steps, corr_variant = self.steps, self.run.corr_variant
+            for corr, k, v in zip(*ri[K.RK_TAG, :3, :n].tolist()):
+                corr_variant[corr] = (steps[k], v)
 
     def _fold_totals(self) -> None:
         """SummaryStats' totals as its record methods would have left them."""
@@ -707,11 +721,11 @@ class _Batch:
         return mine
 
 
-def _eligible(tpl: Any, kind_pool: list, rec: Any) -> bool:
-    """A hit template the compiled loop replays: no pre-call hook, a stream, kernels that take units, the
+def _eligible(tpl: Any, kind_pool: list, rec: Any, run: Any) -> bool:
+    """A hit template the compiled loop replays: no pre-call hook but the runner's call tagging, a stream, kernels that take units, the
     profiling ids of a last task (so that the last call's TLS state is its own) and, with the full trace, host
     spans the recorder keeps as one group row."""
-    if tpl.pre_call is not None or tpl.stream is None or tpl.profiling is None:
+    if (tpl.pre_call is not None and tpl.pre_call not in run.call_tags) or tpl.stream is None or tpl.profiling is None:
         return False
     if rec is not None and _span_group(rec, tpl)[3] is None:
         return False

@@ -89,6 +89,8 @@ class _Run:
         self.peak_workspace = 0
         self.progress = progress
         self.capture_calls = config.trace and config.outputs.csv
+        self.call_tags: set = set()
+        """The `pre_call` hooks of `call_tagger` (a batch records what they would, opsim.scenario.batch)."""
         self.corr_variant: dict[int, tuple[OpStep, int]] = {}
         self.variant_info: dict[tuple[int, int], dict[str, str]] = {}
         self.current_variant: tuple[OpStep, int] | None = None
@@ -122,6 +124,7 @@ class _Run:
         tagged.__name__ = getattr(gws, "__name__", "get_workspace_size")
         tagged.__wrapped__ = gws  # type: ignore[attr-defined]
         tagged.pre_call = pre_call  # type: ignore[attr-defined]  # what a replayed hit runs instead of the wrapper
+        self.call_tags.add(pre_call)
         return tagged
 
     def describe_variant(self, step: OpStep, variant: int, shapes: Any, dtype: str, out_shapes: Any,

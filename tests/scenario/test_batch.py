@@ -32,9 +32,11 @@ class _Spy:
     def __init__(self, monkeypatch):
         self.calls = 0
         self.batches = 0
+        self.attempts = 0
         run = batch.run_batch
 
         def spy(wl):
+            self.attempts += 1
             made, ev = run(wl)
             self.calls += made
             self.batches += bool(made)
@@ -49,6 +51,7 @@ def _run_three_ways(monkeypatch, tmp_path, source, overrides=None, write=True, e
     outs = {}
     with monkeypatch.context() as m:
         spy = _Spy(m)
+        m.setattr(batch, "MIN_CALLS", 0)
         if eager:
             m.setattr(batch, "BACKOFF", 0)
         res = run_scenario(source, out_dir=tmp_path / "batched", overrides=overrides, write=write)
@@ -89,15 +92,39 @@ def test_large_yaml_cut_with_the_full_trace_runs_in_batches_and_writes_the_same_
     assert spy.calls > 3000, spy.calls
 
 
-def test_no_batches_on_the_reference_path_or_with_per_call_csvs(monkeypatch, tmp_path):
-    """The reference path never batches; nor does a run writing the CSVs (each call is tagged with its step and
-    variant by a hook that a batch does not run)."""
-    for overrides, fast in (({"trace": True, "outputs.csv": True}, True), ({}, False)):
-        cut = {"threads.0.program.0.loop.count": 50, "threads.1.program.0.loop.count": 50, **overrides}
-        with monkeypatch.context() as m:
-            spy = _Spy(m)
-            run_scenario(SCENARIOS / "large.yaml", overrides=cut, write=False, fast_path=fast)
-        assert spy.calls == 0
+def test_short_runs_are_not_batched(monkeypatch):
+    """A run of fewer than MIN_CALLS planned calls never loads the compiled loop (large.yaml's million are)."""
+    cut = {"threads.0.program.0.loop.count": 50, "threads.1.program.0.loop.count": 50}
+    with monkeypatch.context() as m:
+        spy = _Spy(m)
+        run_scenario(SCENARIOS / "large.yaml", overrides=cut, write=False)
+    assert spy.batches == 0 and spy.attempts == 0
+    with monkeypatch.context() as m:
+        spy = _Spy(m)
+        m.setattr(batch, "MIN_CALLS", 400)
+        m.setattr(batch, "BACKOFF", 0)
+        run_scenario(SCENARIOS / "large.yaml", overrides=cut, write=False)
+    assert spy.batches > 0
+
+
+def test_large_yaml_cut_with_the_csvs_runs_in_batches_and_writes_the_same_bytes(monkeypatch, tmp_path):
+    """With the CSVs too, whose rows name each call's op step and variant (the runner's call tagging, which a
+    batch records for the calls it makes): every file the same."""
+    cut = {"threads.0.program.0.loop.count": 300, "threads.1.program.0.loop.count": 300, "trace": True,
+           "outputs.trace": True, "outputs.csv": True}
+    outs, spy = _run_three_ways(monkeypatch, tmp_path, SCENARIOS / "large.yaml", cut)
+    assert {"trace.json", "op_summary.csv", "task_time.csv"} <= set(outs["batched"])
+    assert outs["batched"] == outs["plain"] == outs["reference"]
+    assert spy.calls > 1500, spy.calls
+
+
+def test_no_batches_on_the_reference_path(monkeypatch):
+    cut = {"threads.0.program.0.loop.count": 50, "threads.1.program.0.loop.count": 50}
+    with monkeypatch.context() as m:
+        spy = _Spy(m)
+        m.setattr(batch, "MIN_CALLS", 0)
+        run_scenario(SCENARIOS / "large.yaml", overrides=cut, write=False, fast_path=False)
+    assert spy.attempts == 0
 
 
 _OPS = [
@@ -137,7 +164,7 @@ def _scenarios(draw):
         threads.append({"name": f"t{i}", "streams": [f"s{i}"], "program": program})
     trace = draw(st.booleans())
     scenario = {"name": "batched", "seed": draw(st.integers(0, 1000)), "trace": trace,
-                "outputs": {"trace": trace, "csv": False}, "threads": threads,
+                "outputs": {"trace": trace, "csv": trace and draw(st.booleans())}, "threads": threads,
                 "on_error": draw(st.sampled_from(["stop", "continue"]))}
     if shared:
         scenario["streams"] = ["shared"]
@@ -164,8 +191,8 @@ def _scenarios(draw):
 def test_random_scenarios_give_the_same_outputs_with_and_without_batches(monkeypatch, tmp_path, scenario):
     """One to three threads, own and shared streams, few vector cores (units waited for), little HBM (failed
     workspaces and tensors), both allocation strategies, executor-cache limits (misses, evictions), sleeps,
-    syncs, loops that are not batched and ops after the loops, with the full trace or only the totals: the
-    same output files (trace.json with the trace) all three ways."""
+    syncs, loops that are not batched and ops after the loops, with the full trace (and the CSVs) or only the
+    totals: the same output files all three ways."""
     import shutil
     shutil.rmtree(tmp_path, ignore_errors=True)
     outs, _spy = _run_three_ways(monkeypatch, tmp_path, scenario, write=True, eager=True)
