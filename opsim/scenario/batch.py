@@ -32,6 +32,8 @@ from opsim.runtime.fast_clock import _Resume, skip_to
 
 QUEUE_SLOTS = 4096
 """Tasks a stream may hold queued in a batch (beyond it the batch stops and SimPy carries on)."""
+TASK_SLOTS = 16384
+"""Tasks on all of a batch's streams at once (beyond it the batch stops)."""
 ALLOC_SLOTS = 4096
 """Stream-ordered workspace frees pending at once in a batch."""
 CALLS_PER_ENTRY = 65536
@@ -249,15 +251,16 @@ class _Batch:
         S = len(streams)
         st = np.zeros((K.S_SIZE, S), np.int64)
         stf = np.zeros((2, S), np.float64)
-        sq = np.zeros((S, QUEUE_SLOTS), np.int64)
-        N = S * QUEUE_SLOTS + 64
-        tk = np.zeros((K.K_SIZE, N), np.int64)
-        tkf = np.zeros((K.KF_SIZE, N), np.float64)
+        sq = np.empty((S, QUEUE_SLOTS), np.int64)  # (every array the loop writes before it reads: not cleared)
+        ext = sum(len(stream._queue) + (stream._current is not None) for stream in streams)
+        N = min(S * QUEUE_SLOTS, TASK_SLOTS) + ext + 64
+        tk = np.empty((K.K_SIZE, N), np.int64)
+        tkf = np.empty((K.KF_SIZE, N), np.float64)
         ext_tasks: list = []
         ext_allocs: list = []
         A = ALLOC_SLOTS + len(memory._live)
-        al = np.zeros((K.A_ROWS, A), np.int64)
-        alf = np.zeros((1, A), np.float64)
+        al = np.empty((K.A_ROWS, A), np.int64)
+        alf = np.empty((1, A), np.float64)
         alloc_ix: dict = {}
         used = 0
 
@@ -339,8 +342,8 @@ class _Batch:
             ticks[id(stream._on_end_cb)] = (K.EV_END, s)
         parked = {id(w.loop.parked): t for t, w in enumerate(wls) if t}
         H = 2 * N + len(wls) + 64
-        ht = np.zeros(H, np.float64)
-        hi = np.zeros((4, H), np.int64)
+        ht = np.empty(H, np.float64)
+        hi = np.empty((4, H), np.int64)
         g = np.zeros(K.G_SIZE, np.int64)
         gf = np.zeros(K.GF_SIZE, np.float64)
         rest = []
@@ -381,8 +384,8 @@ class _Batch:
         g[K.IN_USE], g[K.PEAK], g[K.BEST_FIT] = memory.in_use, memory.peak, int(memory._best_fit)
         # the allocator: its free list, room for one more block per allocation that may be released
         nf = len(memory._free_addr)
-        fa = np.zeros(nf + len(memory._live) + ALLOC_SLOTS + 2, np.int64)
-        fs = np.zeros_like(fa)
+        fa = np.empty(nf + len(memory._live) + ALLOC_SLOTS + 2, np.int64)
+        fs = np.empty_like(fa)
         fa[:nf] = memory._free_addr
         fs[:nf] = memory._free_size
         g[K.FN] = nf
@@ -390,7 +393,7 @@ class _Batch:
         al[K.A_FREE_ROW, :len(free_slots)] = free_slots
         g[K.AFREE] = len(free_slots)
         g[K.TFREE] = len(tfree)
-        tfree_full = np.zeros(N, np.int64)
+        tfree_full = np.empty(N, np.int64)
         tfree_full[:len(tfree)] = tfree
         # the threads
         T = len(wls)
@@ -455,8 +458,8 @@ class _Batch:
             return None
         rows = ROWS if full else 1
         self.cc = cc
-        self.ri = np.zeros((K.RK_KINDS, K.RI_FIELDS, rows), np.int64)
-        self.rf = np.zeros((K.RK_KINDS, K.RF_FIELDS, rows), np.float64)
+        self.ri = np.empty((K.RK_KINDS, K.RI_FIELDS, rows), np.int64)
+        self.rf = np.empty((K.RK_KINDS, K.RF_FIELDS, rows), np.float64)
         g[K.REC] = int(full)
         self.arrays = (g, gf, ht, hi, st, stf, sq, pl, plf, pw, pn, tk, tkf, tfree_full, al, alf, fa, fs)
         self.th, self.thf, self.draws = th, thf, draws
