@@ -497,11 +497,16 @@ def _peek(g, gf, st, sq, tk, fs, ri, th, draws, step_nvar, step_var0, var_tpl, t
         return R_CAPACITY
     if ((g[CORR] + 1) & 1023) == 0 and not g[FOLD_OK]:  # Recorder.next_corr folds here
         return R_FOLD
-    if g[REC]:  # room for the call's rows and for every task and free still to end
-        if (g[NROWS + RK_HOST] + 2 > rcap or g[NROWS + RK_INSTANT] + 2 > rcap or g[NROWS + RK_CACHE] + 1 > rcap
-                or g[NROWS + RK_INFO] + tp[P_IN, p] > rcap or g[NROWS + RK_TAG] + 1 > rcap or g[NROWS + RK_DEVICE] + ncap - g[TFREE] + ns > rcap
+    if g[REC]:  # room for the call's rows, every thread's pending ones and every task and free still to end
+        nt = th.shape[1]
+        if (g[NROWS + RK_HOST] + 2 + nt > rcap or g[NROWS + RK_INSTANT] + 2 + nt > rcap
+                or g[NROWS + RK_CACHE] + 1 > rcap or g[NROWS + RK_INFO] + tp[P_IN, p] > rcap
+                or g[NROWS + RK_TAG] + 1 > rcap or g[NROWS + RK_DEVICE] + ncap - g[TFREE] + ns > rcap
                 or g[NROWS + RK_MEMORY] + mcap - g[AFREE] + 2 > rcap):
-            return R_FLUSH
+            for kind in range(RK_KINDS):
+                if g[NROWS + kind]:
+                    return R_FLUSH
+            return R_CAPACITY  # (empty buffers that still lack room: more tasks in flight than rows)
     return 0
 
 

@@ -2,16 +2,16 @@
 `opsim.runtime.batch_kernel` while every call they make is an executor-cache hit replayed from a template.
 
 A top loop whose body is plain op calls (no `choose`, syncs, events, sleeps, PTA mode, repeats or
-device-computed output shapes) in a run that keeps only the summary's totals (`trace: false`, numerics off,
-fast path on) is run by `batched_loop`. Its thread yields only between two calls (the loop's position kept
-in `ThreadWorkload.loop`, nothing of the call left on its stack), so it can be *parked* there. At such a
-point `run_batch` takes over every parked thread: it reads the opbase, device and SimPy state into arrays,
-runs the kernel until it has to stop (another thread's or the task queue's event is due, a call has no
+device-computed output shapes) in a run of at least `MIN_CALLS` planned calls (numerics off, fast path on) is
+run by `batched_loop`. Its thread yields only between two calls (the loop's position and the call it waits
+for kept in `ThreadWorkload.loop`, nothing of the call left on its stack), so it can be *parked* there. At
+such a point `run_batch` takes over every parked thread: it reads the opbase, device and SimPy state into
+arrays, runs the kernel until it has to stop (another thread's or the task queue's event is due, a call has no
 template, a workspace does not fit, a loop ends), and writes everything back: stream queues and running
 tasks, unit pools, the allocator and its live workspaces, the event queue with every event id, the
-correlation and sequence counters, each thread's TLS state and LRU order, the summary's totals, the loops'
-positions and the choosers. The outputs are those of the SimPy path byte for byte
-(`tests/scenario/test_batch.py` runs scenarios both ways).
+correlation and sequence counters, each thread's TLS state and LRU order, the summary's totals (trace off) or
+the recorder's rows (full trace), the loops' positions and the choosers. The outputs are those of the SimPy
+path byte for byte (`tests/scenario/test_batch.py` runs scenarios three ways).
 """
 from __future__ import annotations
 
@@ -139,7 +139,7 @@ def _next(state: Any, nb: int, wl: Any, rec: Any, env: Any, name: str) -> None:
 
 
 class _Tables:
-    """Codes of strings (op names, task types) and of objects (streams, pools, external tasks)."""
+    """Codes of the op names and task types of a batch's tasks (the compiled loop holds codes, not strings)."""
 
     def __init__(self) -> None:
         self.values: list = []

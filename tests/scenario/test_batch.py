@@ -233,3 +233,15 @@ def test_one_batch_draws_more_than_a_choosers_buffer(monkeypatch, tmp_path):
     outs, spy = _run_three_ways(monkeypatch, tmp_path, scenario, write=True)
     assert outs["batched"] == outs["plain"] == outs["reference"]
     assert spy.calls > 4200, spy.calls
+
+
+@pytest.mark.parametrize("rows", [64, 2])
+def test_small_row_buffers_flush_often_or_stop_the_batch(monkeypatch, tmp_path, rows):
+    """Row buffers of 64 rows are handed to the recorder every few calls; buffers of 2 rows cannot hold one
+    call's rows, so every batch stops before its first call: the same bytes either way."""
+    monkeypatch.setattr(batch, "ROWS", rows)
+    cut = {"threads.0.program.0.loop.count": 100, "threads.1.program.0.loop.count": 100, "trace": True,
+           "outputs.trace": True}
+    outs, spy = _run_three_ways(monkeypatch, tmp_path, SCENARIOS / "large.yaml", cut, eager=True)
+    assert outs["batched"] == outs["plain"] == outs["reference"]
+    assert (spy.calls > 400) if rows == 64 else (spy.calls == 0 and spy.attempts > 0), spy.calls
