@@ -285,9 +285,7 @@ def enter_phase_2(ctx: Any, tpl: HitTemplate, seq: int) -> None:
     """Phase 2's TLS writes: the log info restored from the wrapper's copy, the profiling ids of the last
     recorded task."""
     ctx.log_info = OpLogInfo(tpl.api_1, None, seq)
-    if tpl.profiling is not None:
-        ids = ctx.profiling_info_id
-        ids.kernel_launcher_id, ids.summary_item_id = tpl.profiling
+    set_profiling_ids(ctx, tpl.profiling)
 
 
 def cache_run_effects(tasks: list) -> tuple[tuple, tuple | None]:
@@ -297,11 +295,17 @@ def cache_run_effects(tasks: list) -> tuple[tuple, tuple | None]:
 
 
 def apply_cache_run(ctx: Any, rec: Any, corr: int, infos: tuple, profiling: tuple | None) -> None:
-    """Those effects again (profiling reports off: `report_replayed_task` only sets the two TLS ids)."""
+    """Those effects again."""
+    set_profiling_ids(ctx, profiling)
+    record_infos(rec, corr, infos)
+
+
+def set_profiling_ids(ctx: Any, profiling: tuple | None) -> None:
+    """What `report_replayed_task` leaves with profiling reports off: the two TLS ids of the last recorded
+    task (none: unchanged)."""
     if profiling is not None:
         ids = ctx.profiling_info_id
         ids.kernel_launcher_id, ids.summary_item_id = profiling
-    record_infos(rec, corr, infos)
 
 
 def record_infos(rec: Any, corr: int, infos: tuple) -> None:
