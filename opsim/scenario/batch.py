@@ -182,9 +182,9 @@ class _Batch:
         full = owner is rec  # the full trace: every record as a row (else only the summary's totals)
         self = cls()
         self.full = full
-        self.run, self.sim, self.env, self.p, self.rec, self.stats = run, sim, env, p, rec, stats
+        self.run, self.env, self.p, self.rec, self.stats = run, env, p, rec, stats
         self.shown = run.calls
-        self.device = device = sim.device
+        device = sim.device
         self.memory = memory = device.memory
         # the threads: `wl` (running now) and every parked batched loop
         wls = [wl] + [w for w in run.workloads if w is not wl and w.loop is not None and w.loop.parked is not None]
@@ -318,7 +318,7 @@ class _Batch:
                     return None
             else:
                 i = task_in(cur, K.K_WAITING if id(stream) in waiting else K.K_RUNNING)
-                if i is None or (cur.kind is TaskKind.EVENT_WAIT):
+                if i is None:  # (an event wait, or any task carrying more than a kernel or a free)
                     return None
                 st[K.S_CUR, s] = i
             st[K.S_POOL, s] = pool_ix[id(stream._pool)] if stream._pool is not None else -1

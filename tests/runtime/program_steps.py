@@ -65,3 +65,16 @@ def shared_step(sim: Any, th: Any, kind: str, j: int, x: Tensor, stream: Any, ho
         yield from th.sleep(3.0 * (j + 1))
     else:
         raise ValueError(f"not a shared step: {kind}")
+
+
+def count_calls(monkeypatch: Any, module: Any, name: str) -> list[int]:
+    """Replace `module.name` by a wrapper that counts its calls; the one-item list holds the count."""
+    count = [0]
+    real = getattr(module, name)
+
+    def counting(*a: Any, **k: Any) -> Any:
+        count[0] += 1
+        return real(*a, **k)
+
+    monkeypatch.setattr(module, name, counting)
+    return count

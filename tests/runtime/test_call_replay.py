@@ -12,7 +12,8 @@ from __future__ import annotations
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from program_steps import F16, F32, SHARED_STEPS, all_records, device_tensor, shared_step, thread_state
+from program_steps import (F16, F32, SHARED_STEPS, all_records, count_calls, device_tensor, shared_step,
+                           thread_state)
 
 from opsim.acl import Scalar
 from opsim.acl.tensor import IntArray
@@ -153,15 +154,7 @@ def test_replayed_full_calls_equal_the_framework_path(programs, trace, limits):
 
 def _counting_phase_1(monkeypatch) -> list:
     import opsim.ops._common as common
-    count = [0]
-    real = common.l2_dfx_phase_1
-
-    def counting(*a, **k):
-        count[0] += 1
-        return real(*a, **k)
-
-    monkeypatch.setattr(common, "l2_dfx_phase_1", counting)
-    return count
+    return count_calls(monkeypatch, common, "l2_dfx_phase_1")
 
 
 def test_repeated_misses_and_aicpu_hits_are_replayed_from_a_template(monkeypatch):

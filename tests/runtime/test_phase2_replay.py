@@ -12,7 +12,7 @@ from __future__ import annotations
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from program_steps import F16, F32, SHARED_STEPS, all_records, device_tensor, shared_step
+from program_steps import F16, F32, SHARED_STEPS, all_records, count_calls, device_tensor, shared_step
 
 from opsim.acl import Scalar
 from opsim.errors import UseAfterDestroyError
@@ -164,14 +164,7 @@ def _count_phase_2(monkeypatch, op: int, runs: int) -> tuple[int, Simulation]:
     """Build op `op`'s executor, make it repeatable and run phase 2 `runs` times; how often the framework's
     phase 2 ran."""
     import opsim.ops._common as common
-    calls = [0]
-    real = common.l2_phase_2
-
-    def counting(*a, **k):
-        calls[0] += 1
-        return real(*a, **k)
-
-    monkeypatch.setattr(common, "l2_phase_2", counting)
+    calls = count_calls(monkeypatch, common, "l2_phase_2")
     sim = Simulation(fast_path=True)
     gws, run, args = _ops(sim)[op]
     stream = sim.device.create_stream()

@@ -71,25 +71,24 @@ def _summary(res):
     return summary
 
 
-def test_large_yaml_cut_runs_in_batches_and_writes_the_same_bytes(monkeypatch, tmp_path):
-    """large.yaml as bundled (trace off), cut to 4 000 calls: nearly every call is made by a batch, and every
-    output file (summary.json but its wall-clock section, records.json.gz, the scenario copy) is the same."""
-    cut = {"threads.0.program.0.loop.count": 500, "threads.1.program.0.loop.count": 500}
+@pytest.mark.parametrize("count, outputs, files, batched", [
+    (500, {}, {"records.json.gz", "scenario.yaml"}, 3000),
+    (500, {"trace": True, "outputs.trace": True}, {"trace.json", "records.json.gz"}, 3000),
+    (300, {"trace": True, "outputs.trace": True, "outputs.csv": True}, {"trace.json", "op_summary.csv",
+                                                                        "task_time.csv"}, 1500),
+], ids=["trace-off", "full-trace", "csvs"])
+def test_large_yaml_cut_runs_in_batches_and_writes_the_same_bytes(monkeypatch, tmp_path, count, outputs, files,
+                                                                  batched):
+    """large.yaml cut to 8 x `count` calls, as bundled (trace off: the summary's totals), with the full trace
+    (rows of every record kind from the batches) and with the CSVs (whose rows name each call's op step and
+    variant: the runner's call tagging, which a batch records for the calls it makes): most calls are made by
+    batches, and every output file (summary.json but its wall-clock section) is byte for byte the same."""
+    cut = {"threads.0.program.0.loop.count": count, "threads.1.program.0.loop.count": count, **outputs}
     outs, spy = _run_three_ways(monkeypatch, tmp_path, SCENARIOS / "large.yaml", cut)
+    assert files <= set(outs["batched"])
     assert outs["batched"] == outs["plain"] == outs["reference"]
-    assert outs["batched"]["summary.json"]["op_calls"] == 4000
-    assert spy.calls > 3000, spy.calls
-
-
-def test_large_yaml_cut_with_the_full_trace_runs_in_batches_and_writes_the_same_bytes(monkeypatch, tmp_path):
-    """The same with the full trace kept and trace.json written: the rows of every record kind come from the
-    batches, and trace.json, summary.json and records.json.gz are byte for byte the same."""
-    cut = {"threads.0.program.0.loop.count": 500, "threads.1.program.0.loop.count": 500, "trace": True,
-           "outputs.trace": True}
-    outs, spy = _run_three_ways(monkeypatch, tmp_path, SCENARIOS / "large.yaml", cut)
-    assert {"trace.json", "records.json.gz"} <= set(outs["batched"])
-    assert outs["batched"] == outs["plain"] == outs["reference"]
-    assert spy.calls > 3000, spy.calls
+    assert outs["batched"]["summary.json"]["op_calls"] == 8 * count
+    assert spy.calls > batched, spy.calls
 
 
 def test_short_runs_are_not_batched(monkeypatch):
@@ -105,17 +104,6 @@ def test_short_runs_are_not_batched(monkeypatch):
         m.setattr(batch, "BACKOFF", 0)
         run_scenario(SCENARIOS / "large.yaml", overrides=cut, write=False)
     assert spy.batches > 0
-
-
-def test_large_yaml_cut_with_the_csvs_runs_in_batches_and_writes_the_same_bytes(monkeypatch, tmp_path):
-    """With the CSVs too, whose rows name each call's op step and variant (the runner's call tagging, which a
-    batch records for the calls it makes): every file the same."""
-    cut = {"threads.0.program.0.loop.count": 300, "threads.1.program.0.loop.count": 300, "trace": True,
-           "outputs.trace": True, "outputs.csv": True}
-    outs, spy = _run_three_ways(monkeypatch, tmp_path, SCENARIOS / "large.yaml", cut)
-    assert {"trace.json", "op_summary.csv", "task_time.csv"} <= set(outs["batched"])
-    assert outs["batched"] == outs["plain"] == outs["reference"]
-    assert spy.calls > 1500, spy.calls
 
 
 def test_no_batches_on_the_reference_path(monkeypatch):
