@@ -33,6 +33,16 @@ def reset_host_pointers(start: int = 0x7F0000001000) -> None:
     _pointer_counter = itertools.count(start, 0x40)
 
 
+_set_field = object.__setattr__
+_next_version = itertools.count(1).__next__
+
+
+def _stamped_setattr(self: object, name: str, value: object) -> None:
+    """A field assignment that also gives the object a new `version` (a number never handed out before)."""
+    _set_field(self, name, value)
+    _set_field(self, "version", _next_version())
+
+
 class Placement(IntEnum):
     """op::TensorPlacement."""
 
@@ -116,7 +126,12 @@ class Tensor:
     """aclTensor: view shape/strides/offset/format, storage shape/format, origin shape/format, dtype."""
 
     __slots__ = ("dtype", "view_shape", "strides", "view_offset", "view_format", "storage_shape",
-                 "storage_format", "origin_shape", "origin_format", "storage", "name", "__weakref__")
+                 "storage_format", "origin_shape", "origin_format", "storage", "name", "version", "__weakref__")
+
+    __setattr__ = _stamped_setattr
+    """Every assignment to a field stamps `version` anew (like torch's tensor version counter): while a
+    tensor's version is the one a memo saw, none of its fields has been assigned since, which the fast path's
+    argument checks compare instead of every field. The storage's own fields are not covered."""
 
     def __init__(self, shape: Sequence[int], dtype: DataType | str = DataType.DT_FLOAT,
                  fmt: Format | str = Format.FORMAT_ND, *, strides: Sequence[int] | None = None,
@@ -287,7 +302,10 @@ class TensorList:
 class Scalar:
     """aclScalar: a value and its dtype, stored as the dtype's raw bytes."""
 
-    __slots__ = ("dtype", "raw", "pointer")
+    __slots__ = ("dtype", "raw", "pointer", "version")
+
+    __setattr__ = _stamped_setattr
+    """Every assignment stamps `version` anew (see Tensor)."""
 
     def __init__(self, value, dtype: DataType | str = DataType.DT_FLOAT):
         self.dtype = DataType.parse(dtype)

@@ -163,6 +163,7 @@ _tensor_key_fields = attrgetter("view_shape", "strides", "storage_shape", "dtype
 """A tensor's fields that enter the key, in one C call: the shapes and strides are immutable tuples and the
 enums and offset plain values, so equal fields give equal key bytes; the storage compares by identity."""
 _scalar_key_fields = attrgetter("raw", "dtype")
+_version = attrgetter("version")
 
 
 def _array_key_fields(v: Any) -> tuple:
@@ -173,11 +174,13 @@ def _array_key_fields(v: Any) -> tuple:
 def args_snapshot(args: tuple, tensor_fields: Any = None) -> tuple | None:
     """What the key bytes and storages of `args` come from: (number of arguments, the positions, objects,
     field readers and fields of the tensors, scalars and host arrays, the immutable values with their
-    positions and types); None when an argument's key bytes could change without such a change (an unlisted
-    object: not memoised). `tensor_fields`: a reader of more tensor fields than the key's (a caller that
-    depends on more of each tensor)."""
+    positions and types, the objects' versions); None when an argument's key bytes could change without such a
+    change (an unlisted object: not memoised). `tensor_fields`: a reader of more tensor fields than the key's
+    (a caller that depends on more of each tensor). The versions (a list, None when a host array or
+    `tensor_fields` reaches beyond what a version covers) let `fields_unchanged` skip reading the fields."""
     pos, objs, getters, values = [], [], [], []
     tensor_getter = tensor_fields or _tensor_key_fields
+    versioned = tensor_fields is None
     for i, v in enumerate(args):
         tv = type(v)
         if tv is Tensor:
@@ -186,6 +189,7 @@ def args_snapshot(args: tuple, tensor_fields: Any = None) -> tuple | None:
             getter = _scalar_key_fields
         elif tv in _ARRAY_TYPES:
             getter = _array_key_fields
+            versioned = False
         elif tv in _VALUE_TYPES or tv is float:
             values.append((i, tv, v))
             continue
@@ -196,18 +200,28 @@ def args_snapshot(args: tuple, tensor_fields: Any = None) -> tuple | None:
         getters.append(getter)
     getters_t = tuple(getters)
     objs_t = tuple(objs)
-    return (len(args), tuple(pos), objs_t, getters_t, tuple(map(call, getters_t, objs_t)), tuple(values))
+    versions = list(map(_version, objs_t)) if versioned else None
+    return (len(args), tuple(pos), objs_t, getters_t, tuple(map(call, getters_t, objs_t)), tuple(values), versions)
 
 
 def fields_unchanged(snapshot: tuple) -> bool:
-    """The snapshot's tensors, scalars and host arrays still have the fields they had (C calls only)."""
-    return tuple(map(call, snapshot[3], snapshot[2])) == snapshot[4]
+    """The snapshot's tensors, scalars and host arrays still have the fields they had: at once when no field
+    was assigned since (their versions are the snapshot's), else by comparing the fields (C calls only), after
+    which the versions of a match are the snapshot's."""
+    versions = snapshot[6]
+    if versions is not None and list(map(_version, snapshot[2])) == versions:
+        return True
+    if tuple(map(call, snapshot[3], snapshot[2])) != snapshot[4]:
+        return False
+    if versions is not None:
+        versions[:] = map(_version, snapshot[2])
+    return True
 
 
 def args_unchanged(snapshot: tuple, args: tuple) -> bool:
     """The arguments are the snapshot's objects with the same fields, and its immutable values (equal values of
     the same type; floats only as the same object: 0.0 == -0.0 but their bytes differ)."""
-    n, pos, objs, _, _, values = snapshot
+    n, pos, objs, _, _, values, _ = snapshot
     if len(args) != n or not all(map(is_, objs, map(args.__getitem__, pos))):
         return False
     for i, tv, v in values:

@@ -32,8 +32,8 @@ from opsim.opdev.aicpu.task import AicpuCCTask
 from opsim.opdev.launchers import AiCoreKernelLauncher
 from opsim.opdev.op_exec_cache import args_snapshot
 from opsim.opdev.thread_local import A_CALL, A_SPAN, A_SUBMIT, OpConfigInfo, OpLogInfo
-from opsim.runtime.hit_replay import (host_replay, library_fn, lookup, memo_key, memoised_key, plain, plain_task,
-                                      process_settings, record_infos, replay_workspace, store, workspace_fits)
+from opsim.runtime.hit_replay import (captured_settings, host_replay, library_fn, lookup, memo_key, memoised_key, plain,
+                                      plain_task, record_infos, replay_workspace, store, workspace_fits)
 
 _tensor_fields = attrgetter("view_shape", "strides", "storage_shape", "dtype", "view_offset", "view_format",
                             "storage", "storage_format", "origin_shape", "origin_format", "storage.placement",
@@ -222,7 +222,7 @@ def capture(thread: Any, pre: Pending, gws: Any, run: Any, args: tuple, stream: 
     ids = ctx.profiling_info_id
     tpl = CallTemplate()
     tpl.run, tpl.snapshot, tpl.stream, tpl.api, tpl.api_1 = run, snapshot, stream, api, acts[0][2]
-    tpl.settings, tpl.full, tpl.pool, tpl.manager = process_settings(p), pre.full, ctx.pool_index, m
+    tpl.settings, tpl.full, tpl.pool, tpl.manager = captured_settings(p), pre.full, ctx.pool_index, m
     tpl.key, tpl.storages, tpl.tensors = key, ctx.l2_storage_list, ctx.l2_tensor_list
     tpl.config = (cfg.aic_num, cfg.aiv_num, cfg.is_deterministic_on, cfg.is_op_dump_enable, cfg.deterministic_level)
     if cfg.deterministic_level != dfx.deterministic_level_from_rt(ctx):

@@ -60,7 +60,7 @@ switches = attrgetter(*THREAD_SWITCHES, *(f"process.{name}" for name in PROCESS_
 
 
 def switched_on(ctx: Any) -> bool:
-    """One of `switches` is on; checked on every call."""
+    """One of `switches` is on."""
     return any(switches(ctx))
 
 
@@ -70,8 +70,15 @@ SETTINGS = ("aic_num", "aiv_num", "deterministic_level", "strong_consistency", "
 """The process settings a hit (or a repeated phase 2) reads (`record_op_args` and `level2_profiling` are
 properties reading the two profiling flags): equal to a template's captured ones (taken while `plain` held)
 and with no per-call switch on, the path is the template's."""
-process_settings = attrgetter(*SETTINGS)
-"""The settings in one C call."""
+process_settings = attrgetter(*SETTINGS, *PROCESS_SWITCHES)
+"""The settings and the process's switches in one C call: a template keeps them as captured while `plain`
+held (the switches all off; the faults table as a copy), and a call whose values differ in any way is not
+the template's (stricter than `switched_on`)."""
+
+
+def captured_settings(p: Any) -> tuple:
+    """`process_settings` of `p` as a template keeps them: a table (the faults) as a copy of its items."""
+    return tuple(v.copy() if type(v) is dict else v for v in process_settings(p))
 
 
 def plain(ctx: Any) -> bool:
@@ -188,7 +195,7 @@ def capture(thread: Any, gws: Any, run: Any, args: tuple, stream: Any, api: str,
     tpl.run, tpl.snapshot, tpl.stream, tpl.api, tpl.api_1 = run, snapshot, stream, api, p1
     tpl.cache, tpl.tasks = cache, tasks
     tpl.key, tpl.storages, tpl.tensors = key, ctx.l2_storage_list, ctx.l2_tensor_list
-    tpl.aic, tpl.aiv, tpl.settings = p.aic_num, p.aiv_num, process_settings(p)
+    tpl.aic, tpl.aiv, tpl.settings = p.aic_num, p.aiv_num, captured_settings(p)
     tpl.level = dfx.deterministic_level_from_rt(ctx)  # no faults here: the plain query
     tpl.phases, tpl.ops = tuple(phases), tuple(ops)
     tpl.durs, tpl.busy, tpl.hit_at = tuple(durs), busy, hit_at
@@ -208,14 +215,15 @@ def store(table: dict, key: tuple, tpl: Any) -> None:
 
 def lookup(table: dict, thread: Any, gws: Any, run: Any, args: tuple, stream: Any, api: str | None) -> Any:
     """The template of `table` for this call when its callee and API are the captured ones, the thread has no
-    pending actions, the process settings and per-call switches are as captured and every field of the
-    arguments is unchanged; else None (what each kind of template checks besides is its own)."""
+    pending actions, the process settings and per-call switches are as captured (the thread's two,
+    THREAD_SWITCHES, read inline) and every field of the arguments is unchanged; else None (what each kind of
+    template checks besides is its own)."""
     tpl = table.get(memo_key(gws, stream, args))
     if tpl is None or tpl.run is not run or tpl.api != api:
         return None
     ctx = thread.ctx
-    if ctx.actions or switched_on(ctx) or process_settings(ctx.process) != tpl.settings or not fields_unchanged(
-            tpl.snapshot):
+    if (ctx.actions or ctx.use_pta_hash or ctx.pending_overflow_task or process_settings(ctx.process) != tpl.settings
+            or not fields_unchanged(tpl.snapshot)):
         return None
     return tpl
 

@@ -144,3 +144,25 @@ def test_a_host_array_changed_in_place_is_not_replayed():
     sim.run()
     assert sim.recorder.records("cache")["kind"] == ["miss", "hit", "hit", "miss"]
     assert np.array_equal(args[1].values, [0])
+
+
+def test_a_fault_added_to_the_process_table_in_place_is_not_replayed():
+    """A template keeps the process's (empty) fault table by value: a fault added to that very dict after
+    the template was taken sends the next call through the framework, where it fails as the fault says."""
+    from opsim.acl.status import AclnnStatus
+    sim = Simulation(fast_path=True)
+    (gws, run, api), args = _arg_sets(sim)[0][0]
+    stream = sim.device.create_stream()
+    statuses = []
+
+    def program(th):
+        for k in range(4):
+            if k == 3:
+                sim.process.faults["rt.launch_kernel"] = lambda name, *a: True
+            status, _ = yield from run_op(th, gws, run, args, stream, api)
+            statuses.append(int(status))
+
+    sim.add_thread(program, "t")
+    sim.run()
+    assert statuses[:3] == [0, 0, 0] and statuses[3] != int(AclnnStatus.ACLNN_SUCCESS)
+    assert len(sim.recorder.records("device")["op"]) == 3
