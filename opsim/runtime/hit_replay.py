@@ -38,7 +38,7 @@ class HitTemplate:
 
     __slots__ = ("run", "snapshot", "stream", "api", "api_1", "cache", "tasks", "key", "storages", "tensors",
                  "aic", "aiv", "level", "settings", "phases", "ops", "durs", "busy", "hit_at", "submits", "infos",
-                 "profiling", "pre_call", "size", "clocks")
+                 "profiling", "pre_call", "size", "clocks", "rows")
 
 
 def library_fn(fn: Any) -> bool:
@@ -203,6 +203,7 @@ def capture(thread: Any, gws: Any, run: Any, args: tuple, stream: Any, api: str,
     tpl.infos, tpl.profiling = cache_run_effects(tasks)
     tpl.pre_call = getattr(gws, "pre_call", None)
     tpl.size, tpl.clocks = size, clocks
+    tpl.rows = None
     store(thread.hit_templates, memo_key(gws, stream, args), tpl)
 
 
@@ -245,10 +246,13 @@ def find(thread: Any, gws: Any, run: Any, args: tuple, stream: Any, api: str | N
     return (tpl, slot) if not fit or workspace_fits(p, tpl) else None
 
 
-def replay(thread: Any, tpl: HitTemplate, slot: int) -> float:
+def replay(thread: Any, tpl: HitTemplate, slot: int, deferred: bool = False) -> list[float]:
     """The framework's hit path for `tpl` (l2_dfx_phase_1 on a hit, l2_dfx_phase_2, OpExecCache.run, the
     wrapper's deletion) and the host replay of its actions (`HostThread._replay`) up to the clock: returns
-    the time the thread's host work ends (run_op spends it and records the call)."""
+    the starts of its host spans and the time the thread's host work ends (run_op spends it and records the
+    call). `deferred`: its tensor descriptions, host spans and cache hit are left to the caller's
+    `Recorder.hit` with the template's `rows` (no device task runs code that records those kinds, so taking
+    them after the device model has caught up keeps every kind's record order)."""
     ctx = thread.ctx
     p = ctx.process
     rec = p.recorder
@@ -262,12 +266,19 @@ def replay(thread: Any, tpl: HitTemplate, slot: int) -> float:
     ctx.op_cache_manager.container.move_to_end(slot)
     replay_workspace(p, tpl, start)
     enter_phase_2(ctx, tpl, seq)
-    record_infos(rec, corr, tpl.infos)
+    if not deferred:
+        record_infos(rec, corr, tpl.infos)
     thread.calls += 1
-    starts = host_replay(thread, tpl, rec, start, corr)
-    if rec.enabled:
+    starts = host_replay(thread, tpl, rec, start, corr, not deferred)
+    if not deferred and rec.enabled:
         rec.cache_event(starts[tpl.hit_at], thread.name, "exec", "hit", tpl.api_1, 0, "")
-    return starts[-1]
+    return starts
+
+
+def keep_rows(rec: Any, thread: Any, tpl: HitTemplate) -> None:
+    """Keep the template's records as `Recorder.hit` takes them (False: it cannot), once a replay has recorded
+    them all (so that finding their codes gives out none)."""
+    tpl.rows = rec.hit_rows(thread.name, tpl.phases, tpl.ops, tpl.durs, tpl.api, tpl.api_1, tpl.infos) or False
 
 
 def enter_phase_1(ctx: Any, tpl: HitTemplate, seq: int) -> None:
@@ -323,13 +334,14 @@ def record_infos(rec: Any, corr: int, infos: tuple) -> None:
             rec.tensor_info(corr, op, info)
 
 
-def host_replay(thread: Any, tpl: Any, rec: Any, start: float, corr: int) -> list[float]:
+def host_replay(thread: Any, tpl: Any, rec: Any, start: float, corr: int, spans: bool = True) -> list[float]:
     """`HostThread._replay` of a template's action log from `start`: its host spans back to back (`phases`,
-    `ops`, `durs`), its device tasks (`submits`: span index and `DeviceTask.trusted` arguments) submitted to
-    `stream` at their points, its busy time added. Returns the span starts and the end."""
+    `ops`, `durs`; recorded unless `spans` is off), its device tasks (`submits`: span index and
+    `DeviceTask.trusted` arguments) submitted to `stream` at their points, its busy time added. Returns the
+    span starts and the end."""
     durs = tpl.durs
     starts = list(accumulate(durs, initial=start))
-    if rec.enabled:
+    if spans and rec.enabled:
         rec.host_spans(thread.name, tpl.phases, tpl.ops, start, durs, corr)
     if tpl.submits:
         stream = tpl.stream

@@ -158,15 +158,30 @@ def run_op(thread: HostThread, get_workspace_size: Callable[..., Any], run: Call
         if found is not None or full is not None:  # a template's state changes and records, then the host time
             env = thread.env
             start = env._now
-            t = hit_replay.replay(thread, *found) if full is None else call_replay.replay(thread, full)
-            if t > env._now:
-                ev = skip_to(env, t - env._now)
-                if ev is not None:
-                    yield ev
-            ctx = thread.ctx
             rec = thread.sim.recorder
+            ctx = thread.ctx
+            rows = None
+            if full is None:
+                tpl = found[0]
+                if rec.enabled:
+                    rows = tpl.rows
+                starts = hit_replay.replay(thread, *found, deferred=bool(rows))
+                t = starts[-1]
+            else:
+                t = call_replay.replay(thread, full)
+            ev = skip_to(env, t - start) if t > start else None
+            if rows:  # the hit's records in one call, run_op's span with them when the clock moved in place
+                call_end = ev is None and type(start) is float
+                rec.hit(rows, start, starts[tpl.hit_at], ctx.current_corr, call_end)
+                if call_end:
+                    ctx.current_corr = -1
+                    return 0, tpl.size
+            if ev is not None:
+                yield ev
             if rec.enabled:
                 rec.host_span(thread.name, "op_call", api, start, env._now - start, ctx.current_corr)
+                if full is None and tpl.rows is None:
+                    hit_replay.keep_rows(rec, thread, tpl)
             ctx.current_corr = -1
             return 0, found[0].size if full is None else full.size
     acl_rt = _ACL_RT[0] if _ACL_RT else _load_acl_rt()

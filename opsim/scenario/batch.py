@@ -117,7 +117,7 @@ def batched_loop(wl: Any, th: Any, plans: list, count: int) -> Generator:
             # `state.pending`, so that a batch can take the thread over while it waits)
             run.current_variant = (plan.config, variant)
             start = env._now
-            t = replay(th, *found)
+            t = replay(th, *found)[-1]
             run._count(th, found[0].size)
             state.pending = (plan.api, start, ctx.current_corr)
             if t > env._now:

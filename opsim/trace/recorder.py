@@ -32,7 +32,8 @@ strings is the one kept, so strings read back interned; other values are keyed b
 into 2-byte arrays. A replayed call's host spans (``host_spans``: the same phases, ops and float durations
 every time) are recorded as one group row, which the fold turns into the spans with numpy (the starts added in
 order, as Python adds them), so a million-call trace takes no Python object per span; every reader sees the
-spans. ``records(kind)`` converts back to plain lists holding the same values;
+spans. A replayed executor-cache hit (``hit``) takes that row, run_op's call span in the same row when it
+follows at once, its cache hit and its tensor descriptions in one call, from codes found once (``hit_rows``). ``records(kind)`` converts back to plain lists holding the same values;
 ``iter_chunks(kind)`` streams the columns chunk by chunk without building whole-column lists;
 ``coded_chunks`` and ``numeric_chunks`` give the stored arrays to numpy without conversion (trace.json is
 written from them). ``tensor_infos`` (the tensor descriptions of every kernel launch) is kept as three
@@ -58,7 +59,7 @@ COLUMNS: dict[str, tuple[str, ...]] = {
 """Column names of every record kind, in storage order."""
 
 _RECORD_METHODS = ("host_span", "host_spans", "device_task", "memory_event", "cache_event", "instant", "counter",
-                   "tensor_info")
+                   "tensor_info", "hit")
 
 _NUMERIC: dict[str, frozenset[str]] = {
     "host": frozenset({"start", "dur", "corr"}),
@@ -197,8 +198,8 @@ class Recorder:
         self._code_of: dict[Any, int] = {}  # a str, or the _Key of another value -> its code
         self._code = self._code_of.get
         self._groups: dict[int, tuple] = {}  # id(durs) -> its span group (host_spans)
-        self._group_of: dict[tuple, int] = {}  # (phase codes, op codes, durs) -> group number
-        self._group_parts: list[tuple] = []  # group number -> (phase codes, op codes, durs) as numpy arrays
+        self._group_of: dict[tuple, int] = {}  # (phase codes, op codes, durs, call span) -> group number
+        self._group_parts: list[tuple] = []  # group number -> (phase codes, op codes, durs as numpy arrays, call span)
         self._new_columns()
         self._corr = 0
         self.tensor_infos = TensorInfos(self._values)
@@ -267,7 +268,7 @@ class Recorder:
         grouped = np.flatnonzero(ph < 0)
         gid = -1 - ph[grouped]
         sizes = np.ones(rows, dtype=np.int64)
-        sizes[grouped] = np.array([len(part[2]) for part in self._group_parts], dtype=np.int64)[gid]
+        sizes[grouped] = np.array([len(part[0]) for part in self._group_parts], dtype=np.int64)[gid]
         first = np.zeros(rows, dtype=np.int64)
         np.cumsum(sizes[:-1], out=first[1:])
         src = np.repeat(np.arange(rows, dtype=np.int64), sizes)  # the record each span comes from
@@ -281,16 +282,24 @@ class Recorder:
         row_start = (np.frombuffer(typed_start, dtype=np.float64) if isinstance(typed_start, array)
                      and typed_start.typecode == "d" else None)
         for g in np.flatnonzero(np.bincount(gid)).tolist():  # the groups present, in order (no sort)
-            p_codes, o_codes, durs = self._group_parts[g]
+            p_codes, o_codes, durs, call = self._group_parts[g]
             at = grouped[gid == g]
-            k = len(durs)
+            k = len(p_codes)
             pos = (first[at][:, None] + np.arange(k, dtype=np.int64)).ravel()
             table = np.empty((len(at), k), dtype=np.float64)
             table[:, 0] = row_start[at] if row_start is not None else [start[i] for i in at.tolist()]
-            table[:, 1:] = durs[:-1]
+            table[:, 1:] = durs if call else durs[:-1]
             np.add.accumulate(table, axis=1, out=table)
+            lasting = np.empty((len(at), k), dtype=np.float64)
+            if call:  # the last column holds the end of the fixed spans: the call span's end, as skip_to sets it
+                first_start = table[:, 0]
+                lasting[:, :-1] = durs
+                lasting[:, -1] = (first_start + (table[:, -1] - first_start)) - first_start
+                table[:, -1] = first_start
+            else:
+                lasting[:] = durs
             g_start[pos] = table.ravel()
-            g_dur[pos] = np.tile(durs, len(at))
+            g_dur[pos] = lasting.ravel()
             out_ph[pos] = np.tile(p_codes, len(at))
             out_op[pos] = np.tile(o_codes, len(at))
             spans[pos] = True
@@ -391,23 +400,68 @@ class Recorder:
     def _span_group(self, phases: tuple, ops: tuple, durs: tuple) -> tuple:
         """(durs, phases, ops, group row marker or None, spans less one, phase codes, op codes) of a span
         group; a marker only when the durations are plain floats (then the fold computes the same starts)."""
-        import numpy as np
         if len(self._groups) >= 4096:  # the id cache keeps its tuples alive: bounded
             self._groups.clear()
         p_codes = [self._code_of_value(v) for v in phases]
         o_codes = [self._code_of_value(v) for v in ops]
         marker = None
         if durs and len(phases) == len(ops) == len(durs) and all(type(d) is float for d in durs):
-            # keyed by codes and the durations' bits: 1, 1.0 and True, or 0.0 and -0.0, stay apart
-            key = (tuple(p_codes), tuple(o_codes), np.array(durs, dtype=np.float64).tobytes())
-            gid = self._group_of.get(key)
-            if gid is None:
-                gid = self._group_of[key] = len(self._group_parts)
-                self._group_parts.append((np.array(p_codes, dtype=np.int64), np.array(o_codes, dtype=np.int64),
-                                          np.array(durs, dtype=np.float64)))
-            marker = -1 - gid
+            marker = -1 - self._group_number(p_codes, o_codes, durs, False)
         g = self._groups[id(durs)] = (durs, phases, ops, marker, len(durs) - 1, p_codes, o_codes)
         return g
+
+    def _group_number(self, p_codes: list, o_codes: list, durs: tuple, call: bool) -> int:
+        """The number of the span group of these codes and plain float durations (`call`: followed by a call
+        span, see `hit_rows`), made on first use; keyed by codes and the durations' bits (1, 1.0 and True, or
+        0.0 and -0.0, stay apart)."""
+        import numpy as np
+        key = (tuple(p_codes), tuple(o_codes), np.array(durs, dtype=np.float64).tobytes(), call)
+        gid = self._group_of.get(key)
+        if gid is None:
+            gid = self._group_of[key] = len(self._group_parts)
+            self._group_parts.append((np.array(p_codes, dtype=np.int64), np.array(o_codes, dtype=np.int64),
+                                      np.array(durs, dtype=np.float64), call))
+        return gid
+
+    def hit_rows(self, thread: Any, phases: tuple, ops: tuple, durs: tuple, api: str, api_1: str,
+                 infos: tuple) -> tuple | None:
+        """The records of a replayed executor-cache hit (`opsim.runtime.hit_replay`) as codes for `hit`: its
+        host spans as a group, the same group followed by run_op's "op_call" span on `api`, its cache hit on
+        `api_1`, its tensor descriptions ((op, info) per launch); None when its spans make no group (durations
+        that are not plain floats). Made after a call recorded all of these, so it gives out no new code."""
+        g = self._span_group(phases, ops, durs)
+        if g[3] is None:
+            return None
+        code = self._code_of_value
+        call = -1 - self._group_number([*g[5], code("op_call")], [*g[6], code(api)], durs, True)
+        return (code(thread), g[3], g[4], call, g[4] + 1, code("exec"), code("hit"), code(api_1), code(""),
+                tuple((code(op), info) for op, info in infos))
+
+    def hit(self, rows: tuple, start: float, hit_at: float, corr: int, call_end: bool) -> None:
+        """The records of one replayed hit (`rows` from `hit_rows`): its tensor descriptions, its host spans
+        from `start` as one group row, its cache hit at `hit_at`; with `call_end`, run_op's "op_call" span
+        follows the spans in the same row, from `start` (a float) to where the host clock moves for their end
+        (`start + (end - start)`)."""
+        thread, marker, extra, call_marker, call_extra, c_exec, c_hit, c_op, c_empty, infos = rows
+        for op, info in infos:
+            self.tensor_infos.add(corr, op, info)
+        a_thread, a_phase, a_op, a_start, a_dur, a_corr = self._host_app
+        a_thread(thread)
+        a_phase(call_marker if call_end else marker)
+        a_op(0)
+        a_start(start)
+        a_dur(0.0)
+        a_corr(corr)
+        self._host_grouped += 1
+        self._host_extra += call_extra if call_end else extra
+        k_time, k_thread, k_cache, k_kind, k_op, k_hash, k_detail = self._cache_app
+        k_time(hit_at)
+        k_thread(thread)
+        k_cache(c_exec)
+        k_kind(c_hit)
+        k_op(c_op)
+        k_hash(0)
+        k_detail(c_empty)
 
     def _code_of_value(self, value: Any) -> int:
         code = self._code(value)

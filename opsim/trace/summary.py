@@ -66,11 +66,15 @@ class SummaryStats:
     def tensor_info(self, corr: int, op: str, info: dict) -> None:
         """Per-launch tensor descriptions are not kept when only totals are."""
 
+    def hit(self, rows: tuple, start: float, hit_at: float, corr: int, call_end: bool) -> None:
+        """A replayed executor-cache hit (`Recorder.hit`): its cache hit (spans and descriptions as above)."""
+        self.cache[("exec", "hit")] += 1
+
     def install(self, recorder: Any) -> None:
         """Make `recorder` fold every record into these totals instead of keeping it (call before streams
         are created: a stream binds the recorder's device_task when it is made)."""
         for name in ("host_span", "host_spans", "device_task", "memory_event", "cache_event", "instant", "counter",
-                     "tensor_info"):
+                     "tensor_info", "hit"):
             setattr(recorder, name, getattr(self, name))
 
     # --- from a finished recorder ---------------------------------------------------------------------------

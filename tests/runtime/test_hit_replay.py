@@ -94,6 +94,8 @@ def _run(programs, fast: bool, trace: bool):
 @example([[("call", 0, 0, 3), ("call", 1, 0, 1), ("call", 0, 0, 2)], [("call", 0, 1, 4)]], True)  # LRU order
 @example([[("profile", 0, 1, 1), ("call", 4, 0, 1), ("call", 0, 0, 1), ("profile", 0, 0, 1), ("call", 4, 0, 3),
             ("call", 0, 0, 3), ("call", 4, 0, 1)]], True)  # profiling ids recorded with the tasks
+@example([[("call", 0, 0, 4), ("call", 1, 0, 3)] * 3, [("call", 0, 1, 4), ("call", 2, 0, 2)] * 3],
+         True)  # hits recorded in one call, with their call span (the clock moved in place) and without (it waited)
 @example([[("call", 3, 0, 3), ("dims", 3, 0, 1), ("call", 3, 0, 3), ("hog", 0, 0, 1), ("call", 2, 1, 4)]], False)
 def test_replayed_hits_equal_the_framework_path(programs, trace):
     assert _run(programs, True, trace) == _run(programs, False, trace)
@@ -166,3 +168,36 @@ def test_a_fault_added_to_the_process_table_in_place_is_not_replayed():
     sim.run()
     assert statuses[:3] == [0, 0, 0] and statuses[3] != int(AclnnStatus.ACLNN_SUCCESS)
     assert len(sim.recorder.records("device")["op"]) == 3
+
+
+def test_replayed_hits_record_in_one_call_with_their_call_span():
+    """From the second replay of a template on, a hit's records are taken by one `Recorder.hit` call, with run_op's
+    call span in the same row when the host clock moved in place; they read back as the reference run's."""
+    from opsim.trace.recorder import Recorder
+    calls = []
+    real = Recorder.hit
+
+    def counting(self, rows, start, hit_at, corr, call_end):
+        calls.append(call_end)
+        return real(self, rows, start, hit_at, corr, call_end)
+
+    def run(fast):
+        sim = Simulation(fast_path=fast)
+        (gws, run_fn, api), args = _arg_sets(sim)[0][0]
+        stream = sim.device.create_stream()
+
+        def program(th):
+            for _ in range(6):
+                yield from run_op(th, gws, run_fn, args, stream, api)
+
+        sim.add_thread(program, "t")
+        sim.run()
+        return all_records(sim.recorder), list(sim.recorder.tensor_infos)
+
+    Recorder.hit = counting
+    try:
+        fast = run(True)
+    finally:
+        Recorder.hit = real
+    assert calls == [True] * 3  # miss, hit (template taken), first replay (rows kept), then three in one call
+    assert fast == run(False)

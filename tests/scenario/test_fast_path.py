@@ -110,9 +110,9 @@ def test_imported_profile_replayed_three_times_writes_the_same_bytes(tmp_path):
     outs, replays = {}, []
     real_replay = hit_replay.replay
 
-    def counting(*args):
+    def counting(*args, **kwargs):
         replays.append(1)
-        return real_replay(*args)
+        return real_replay(*args, **kwargs)
 
     for fast in (True, False):
         hit_replay.replay = counting

@@ -167,6 +167,71 @@ def test_span_groups_read_back_as_the_spans_one_by_one(calls, chunk):
         recorder_mod.CHUNK_ROWS = old
 
 
+_HITS = [(("L2 phase1 entry", "make key", "match cache", "L2 phase2 entry", "cache replay", "launch"),
+          ("aclnnAdd",) * 4 + ("Add", "Add"), (1.5, 0.7, 0.3, 0.25, 1.0 / 3, 2.2), "aclnnAdd", "aclnnAdd",
+          (("Add", {"input_shapes": "4"}),)),
+         (("L2 phase1 entry", "launch"), ("aclnnMul", "Mul"), (1e-9, 7.0), "aclnnMulOut", "aclnnMul", ())]
+
+
+@settings(max_examples=60, deadline=None)
+@given(calls=st.lists(st.tuples(st.integers(0, len(_HITS)), st.floats(0, 1e12, allow_nan=False),
+                                st.booleans(), st.integers(-1, 9)), max_size=40),
+       chunk=st.sampled_from([1, 2, 3, 7, 1 << 16]))
+def test_a_hit_in_one_call_reads_back_as_its_records_one_by_one(calls, chunk):
+    """`Recorder.hit` (a replayed executor-cache hit: tensor descriptions, host spans, the cache hit and, with
+    `call_end`, run_op's call span ending where the host clock moves) reads back exactly as the record methods
+    called one by one, the call span's duration computed as run_op computes it, whatever the chunking and the
+    single spans around it (an int start among them)."""
+    old = recorder_mod.CHUNK_ROWS
+    recorder_mod.CHUNK_ROWS = chunk
+    try:
+        rec, plain = Recorder(), Recorder()
+        for r in (rec, plain):  # every name already coded, as after the first (recorded) replay of a template
+            for phases, ops, durs, api, api_1, infos in _HITS:
+                for info_op, info in infos:
+                    r.tensor_info(0, info_op, info)
+                r.host_spans("t0", phases, ops, 0, durs, 0)
+                r.cache_event(0.0, "t0", "exec", "hit", api_1, 0, "")
+                r.host_span("t0", "op_call", api, 0, 1.0, 0)
+        rows = [rec.hit_rows("t0", *h) for h in _HITS]
+        for which, start, call_end, corr in calls:
+            if which == len(_HITS):
+                for r in (rec, plain):
+                    r.host_span("t1", "op_call", "aclnnAdd", 0 if corr < 0 else start, 2.5, corr)
+                continue
+            phases, ops, durs, api, api_1, infos = _HITS[which]
+            t = start
+            starts = []
+            for p, o, d in zip(phases, ops, durs):
+                plain.host_span("t0", p, o, t, d, corr)
+                starts.append(t)
+                t = t + d
+            for info_op, info in infos:
+                plain.tensor_info(corr, info_op, info)
+            plain.cache_event(starts[1 % len(starts)], "t0", "exec", "hit", api_1, 0, "")
+            if call_end:
+                end = start + (t - start)  # skip_to's clock
+                plain.host_span("t0", "op_call", api, start, end - start, corr)
+            rec.hit(rows[which], start, starts[1 % len(starts)], corr, call_end)
+            rec.next_corr()  # folds now and then
+        assert rec.count("host") == plain.count("host") == len(plain.rows("host"))
+        typed = lambda rows: [tuple((type(v), repr(v)) for v in row) for row in rows]  # noqa: E731
+        for kind in ("host", "cache"):
+            assert typed(rec.rows(kind)) == typed(plain.rows(kind))
+        assert list(rec.tensor_infos) == list(plain.tensor_infos)
+        for c, t in (("start", "d"), ("dur", "d"), ("corr", "q")):
+            got, want = rec.numeric("host", c, t), plain.numeric("host", c, t)
+            assert got[0].tolist() == want[0].tolist() and got[1] == want[1]
+    finally:
+        recorder_mod.CHUNK_ROWS = old
+
+
+def test_hit_rows_need_plain_float_durations():
+    rec = Recorder()
+    rec.host_spans("t0", ("launch",), ("Add",), 0.0, (1,), 0)  # an int duration: no group
+    assert rec.hit_rows("t0", ("launch",), ("Add",), (1,), "aclnnAdd", "aclnnAdd", ()) is None
+
+
 _NAMES = [f"name{i}" for i in range(600)]
 
 
