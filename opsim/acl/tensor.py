@@ -34,13 +34,17 @@ def reset_host_pointers(start: int = 0x7F0000001000) -> None:
 
 
 _set_field = object.__setattr__
-_next_version = itertools.count(1).__next__
+ASSIGNMENTS = [0]
+"""Field assignments made so far to all tensors and scalars: while it stands still, no field of any of them
+changed (a memo that saw it last reads nothing else)."""
 
 
 def _stamped_setattr(self: object, name: str, value: object) -> None:
-    """A field assignment that also gives the object a new `version` (a number never handed out before)."""
+    """A field assignment, counted in ASSIGNMENTS, that also gives the object that count as its `version` (a
+    number no object had before)."""
     _set_field(self, name, value)
-    _set_field(self, "version", _next_version())
+    ASSIGNMENTS[0] = n = ASSIGNMENTS[0] + 1
+    _set_field(self, "version", n)
 
 
 class Placement(IntEnum):

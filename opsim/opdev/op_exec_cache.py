@@ -18,7 +18,8 @@ import numpy as np
 
 from opsim.acl.dtypes import DataType
 from opsim.acl.status import AclnnStatus
-from opsim.acl.tensor import BoolArray, FloatArray, Fp16Array, IntArray, Scalar, ScalarList, Tensor, TensorList
+from opsim.acl.tensor import (ASSIGNMENTS, BoolArray, FloatArray, Fp16Array, IntArray, Scalar, ScalarList, Tensor,
+                              TensorList)
 from opsim.opdev import dfx, rt
 from opsim.opdev.op_args import Null
 from opsim.opdev.thread_local import OpLogInfo, ThreadLocalContext, current
@@ -177,7 +178,8 @@ def args_snapshot(args: tuple, tensor_fields: Any = None) -> tuple | None:
     positions and types, the objects' versions); None when an argument's key bytes could change without such a
     change (an unlisted object: not memoised). `tensor_fields`: a reader of more tensor fields than the key's
     (a caller that depends on more of each tensor). The versions (a list, None when a host array or
-    `tensor_fields` reaches beyond what a version covers) let `fields_unchanged` skip reading the fields."""
+    `tensor_fields` reaches beyond what a version covers: the count of assignments, then one per object) let
+    `fields_unchanged` skip reading the fields."""
     pos, objs, getters, values = [], [], [], []
     tensor_getter = tensor_fields or _tensor_key_fields
     versioned = tensor_fields is None
@@ -200,21 +202,26 @@ def args_snapshot(args: tuple, tensor_fields: Any = None) -> tuple | None:
         getters.append(getter)
     getters_t = tuple(getters)
     objs_t = tuple(objs)
-    versions = list(map(_version, objs_t)) if versioned else None
+    versions = [ASSIGNMENTS[0], *map(_version, objs_t)] if versioned else None
     return (len(args), tuple(pos), objs_t, getters_t, tuple(map(call, getters_t, objs_t)), tuple(values), versions)
 
 
 def fields_unchanged(snapshot: tuple) -> bool:
-    """The snapshot's tensors, scalars and host arrays still have the fields they had: at once when no field
-    was assigned since (their versions are the snapshot's), else by comparing the fields (C calls only), after
-    which the versions of a match are the snapshot's."""
+    """The snapshot's tensors, scalars and host arrays still have the fields they had: at once when no field of
+    any tensor or scalar was assigned since the snapshot last matched (its versions: the count of assignments
+    then, the objects' versions) or none of its own objects', else by comparing the fields (C calls only),
+    after which the versions of a match are the snapshot's."""
     versions = snapshot[6]
-    if versions is not None and list(map(_version, snapshot[2])) == versions:
-        return True
+    if versions is not None:
+        if versions[0] == ASSIGNMENTS[0]:
+            return True
+        if versions[1:] == list(map(_version, snapshot[2])):
+            versions[0] = ASSIGNMENTS[0]
+            return True
     if tuple(map(call, snapshot[3], snapshot[2])) != snapshot[4]:
         return False
     if versions is not None:
-        versions[:] = map(_version, snapshot[2])
+        versions[:] = [ASSIGNMENTS[0], *map(_version, snapshot[2])]
     return True
 
 

@@ -32,7 +32,7 @@ from opsim.opdev.aicpu.task import AicpuCCTask
 from opsim.opdev.launchers import AiCoreKernelLauncher
 from opsim.opdev.op_exec_cache import args_snapshot
 from opsim.opdev.thread_local import A_CALL, A_SPAN, A_SUBMIT, OpConfigInfo, OpLogInfo
-from opsim.runtime.hit_replay import (captured_settings, host_replay, library_fn, lookup, memo_key, memoised_key, plain,
+from opsim.runtime.hit_replay import (captured_settings, host_replay, library_fn, lookup, memoised_key, plain,
                                       plain_task, record_infos, replay_workspace, store, workspace_fits)
 
 _tensor_fields = attrgetter("view_shape", "strides", "storage_shape", "dtype", "view_offset", "view_format",
@@ -56,7 +56,7 @@ class Pending:
 class CallTemplate:
     """What one full call did, without its times and correlation id."""
 
-    __slots__ = ("run", "snapshot", "stream", "api", "api_1", "settings", "full", "pool", "manager", "key",
+    __slots__ = ("run", "args", "snapshot", "stream", "api", "api_1", "settings", "full", "pool", "manager", "key",
                  "storages", "tensors", "config", "current_op", "aicore", "impl_mode", "ids", "tasks", "phases",
                  "ops", "durs", "busy", "submits", "events", "infos", "pre_call", "size", "clocks")
 
@@ -236,7 +236,7 @@ def capture(thread: Any, pre: Pending, gws: Any, run: Any, args: tuple, stream: 
     tpl.infos = tuple((op, info) for _, op, info in infos)
     tpl.pre_call = getattr(gws, "pre_call", None)
     tpl.size, tpl.clocks = size, clocks
-    store(thread.call_templates, memo_key(gws, stream, args), tpl)
+    store(thread.call_templates, gws, stream, args, tpl)
 
 
 def find(thread: Any, gws: Any, run: Any, args: tuple, stream: Any, api: str | None) -> CallTemplate | None:

@@ -36,7 +36,7 @@ _HIT_CALLBACK = "l2_dfx_phase_1.<locals>.<lambda>"
 class HitTemplate:
     """What one executor-cache hit did, without its times and correlation id."""
 
-    __slots__ = ("run", "snapshot", "stream", "api", "api_1", "cache", "tasks", "key", "storages", "tensors",
+    __slots__ = ("run", "args", "snapshot", "stream", "api", "api_1", "cache", "tasks", "key", "storages", "tensors",
                  "aic", "aiv", "level", "settings", "phases", "ops", "durs", "busy", "hit_at", "submits", "infos",
                  "profiling", "pre_call", "size", "clocks", "rows")
 
@@ -74,6 +74,17 @@ process_settings = attrgetter(*SETTINGS, *PROCESS_SWITCHES)
 """The settings and the process's switches in one C call: a template keeps them as captured while `plain`
 held (the switches all off; the faults table as a copy), and a call whose values differ in any way is not
 the template's (stricter than `switched_on`)."""
+
+
+def settings_unchanged(p: Any, s: tuple) -> bool:
+    """`process_settings(p) == s`, attribute by attribute and stopping at the first difference (quicker than
+    building the tuple): in the order of SETTINGS, then PROCESS_SWITCHES (a test holds them together)."""
+    prof = p.profiling
+    return (p.aic_num == s[0] and p.aiv_num == s[1] and p.deterministic_level == s[2] and p.strong_consistency == s[3]
+            and p.cost == s[4] and p.op_dump == s[5] and p.numerics == s[6] and p.exception_dump == s[7]
+            and p.overflow_dump == s[8] and prof.record_op_arg_flag == s[9] and prof.level2_profiling_flag == s[10]
+            and p.disable_l2_cache == s[11] and p.faults == s[12] and prof.report_flag == s[13]
+            and prof.kernel_launch_flag == s[14])
 
 
 def captured_settings(p: Any) -> tuple:
@@ -121,6 +132,13 @@ def memo_key(gws: Any, stream: Any, args: tuple) -> tuple:
     """A template's place in its thread's table: callee, stream and the arguments' identities (the template
     holds every argument, so a matching key means the very same objects)."""
     return (gws, stream, *map(id, args))
+
+
+def tuple_key(gws: Any, stream: Any, args: tuple) -> tuple:
+    """A template's second place in its table: callee, stream and the identity of the argument tuple itself
+    (the template holds it), found without reading the arguments when a caller passes the same tuple again;
+    its last item tells it from a `memo_key`."""
+    return (gws, stream, id(args), None)
 
 
 def capture(thread: Any, gws: Any, run: Any, args: tuple, stream: Any, api: str, executor: Any, acts: list,
@@ -204,14 +222,16 @@ def capture(thread: Any, gws: Any, run: Any, args: tuple, stream: Any, api: str,
     tpl.pre_call = getattr(gws, "pre_call", None)
     tpl.size, tpl.clocks = size, clocks
     tpl.rows = None
-    store(thread.hit_templates, memo_key(gws, stream, args), tpl)
+    store(thread.hit_templates, gws, stream, args, tpl)
 
 
-def store(table: dict, key: tuple, tpl: Any) -> None:
-    """Keep `tpl` in one of a thread's template tables (emptied when it holds TEMPLATES_MAX)."""
+def store(table: dict, gws: Any, stream: Any, args: tuple, tpl: Any) -> None:
+    """Keep `tpl` (a template of a call of `gws` with `args` on `stream`) in one of a thread's template tables,
+    under its `memo_key` and its `tuple_key` (the table is emptied when it holds TEMPLATES_MAX keys)."""
     if len(table) >= TEMPLATES_MAX:
         table.clear()
-    table[key] = tpl
+    tpl.args = args
+    table[memo_key(gws, stream, args)] = table[tuple_key(gws, stream, args)] = tpl
 
 
 def lookup(table: dict, thread: Any, gws: Any, run: Any, args: tuple, stream: Any, api: str | None) -> Any:
@@ -219,11 +239,15 @@ def lookup(table: dict, thread: Any, gws: Any, run: Any, args: tuple, stream: An
     pending actions, the process settings and per-call switches are as captured (the thread's two,
     THREAD_SWITCHES, read inline) and every field of the arguments is unchanged; else None (what each kind of
     template checks besides is its own)."""
-    tpl = table.get(memo_key(gws, stream, args))
-    if tpl is None or tpl.run is not run or tpl.api != api:
+    tpl = table.get((gws, stream, id(args), None))  # tuple_key, inline
+    if tpl is None or tpl.args is not args:
+        tpl = table.get(memo_key(gws, stream, args))
+        if tpl is None:
+            return None
+    if tpl.run is not run or tpl.api != api:
         return None
     ctx = thread.ctx
-    if (ctx.actions or ctx.use_pta_hash or ctx.pending_overflow_task or process_settings(ctx.process) != tpl.settings
+    if (ctx.actions or ctx.use_pta_hash or ctx.pending_overflow_task or not settings_unchanged(ctx.process, tpl.settings)
             or not fields_unchanged(tpl.snapshot)):
         return None
     return tpl

@@ -59,6 +59,24 @@ def test_matching_versions_skip_the_field_reads():
     assert fields_unchanged(snap)
 
 
+def test_a_still_assignment_count_reads_nothing_and_a_moved_one_reads_versions_only(monkeypatch):
+    import opsim.opdev.op_exec_cache as oec
+    t, s = Tensor([4, 4]), Scalar(2.0)
+    snap = args_snapshot((t, s))
+    read = []
+    real = oec._version
+
+    def counting(obj):
+        read.append(obj)
+        return real(obj)
+
+    monkeypatch.setattr(oec, "_version", counting)
+    assert fields_unchanged(snap) and read == []  # nothing assigned anywhere since the snapshot
+    Tensor([1]).view_offset = 0  # another tensor's field: this snapshot's versions are read, not its fields
+    assert fields_unchanged(snap) and read == [t, s]
+    assert fields_unchanged(snap) and read == [t, s]  # the count it saw last is kept
+
+
 def test_host_arrays_and_wider_readers_always_compare_fields():
     t, arr = Tensor([4]), IntArray([1, 2])
     assert args_snapshot((t, arr))[6] is None  # values changed in place assign nothing

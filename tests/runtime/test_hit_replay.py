@@ -201,3 +201,51 @@ def test_replayed_hits_record_in_one_call_with_their_call_span():
         Recorder.hit = real
     assert calls == [True] * 3  # miss, hit (template taken), first replay (rows kept), then three in one call
     assert fast == run(False)
+
+
+def test_settings_unchanged_reads_every_setting_and_switch():
+    """The attribute-by-attribute check agrees with the settings tuple on a change of each setting or switch."""
+    from opsim.runtime.hit_replay import PROCESS_SWITCHES, SETTINGS, captured_settings, process_settings, \
+        settings_unchanged
+    sim = Simulation(fast_path=True)
+    p = sim.process
+    captured = captured_settings(p)
+    assert settings_unchanged(p, captured) and process_settings(p) == captured
+    names = (*SETTINGS, *PROCESS_SWITCHES)
+    assert len(captured) == len(names) == 15
+    for name in names:
+        owner, attr = (p.profiling, name.split(".")[1]) if name.startswith("profiling.") else (p, name)
+        before = getattr(owner, attr)
+        if attr == "faults":
+            before[attr] = lambda *a: False
+        else:
+            setattr(owner, attr, object() if attr == "cost" else 7)
+        assert not settings_unchanged(p, captured) and process_settings(p) != captured, name
+        if attr == "faults":
+            before.clear()
+        else:
+            setattr(owner, attr, before)
+        assert settings_unchanged(p, captured), name
+
+
+def test_a_template_is_found_by_its_argument_tuple_and_by_equal_arguments_in_a_new_tuple():
+    """The same argument tuple finds its template without reading the arguments; a new tuple of the very same
+    objects finds it by their identities; the same tuple with another callee or stream does not."""
+    from opsim.runtime import hit_replay
+    sim = Simulation(fast_path=True)
+    (gws, run, api), args = _arg_sets(sim)[0][0]
+    stream = sim.device.create_stream()
+    found = []
+
+    def program(th):
+        for k in range(3):
+            yield from run_op(th, gws, run, args, stream, api)
+        found.append(hit_replay.lookup(th.hit_templates, th, gws, run, args, stream, api))
+        found.append(hit_replay.lookup(th.hit_templates, th, gws, run, tuple(list(args)), stream, api))
+        found.append(hit_replay.lookup(th.hit_templates, th, gws, run, args, None, api))
+        found.append(hit_replay.lookup(th.hit_templates, th, aclnn_mul_get_workspace_size, run, args, stream, api))
+
+    sim.add_thread(program, "t")
+    sim.run()
+    assert found[0] is not None and found[1] is found[0] and found[0].args is args
+    assert found[2] is None and found[3] is None
