@@ -56,6 +56,13 @@ def _arg_sets(sim):
     return [ops[i::6] for i in range(6)]  # op index -> [argument set 0, argument set 1]
 
 
+def _one_op(i: int):
+    """A fast-path simulation, op `i`'s first argument set and a stream."""
+    sim = Simulation(fast_path=True)
+    op, args = _arg_sets(sim)[i][0]
+    return sim, op, args, sim.device.create_stream()
+
+
 def _run(programs, fast: bool, trace: bool):
     sim = Simulation(trace=trace, fast_path=fast)
     table = _arg_sets(sim)
@@ -104,9 +111,7 @@ def test_replayed_hits_equal_the_framework_path(programs, trace):
 def test_repeated_hits_are_replayed_from_a_template():
     """The shortcut is taken: the second hit of an argument set replays (the framework's phase 1 is not run)."""
     import opsim.ops._common as common
-    sim = Simulation(fast_path=True)
-    (gws, run, api), args = _arg_sets(sim)[0][0]
-    stream = sim.device.create_stream()
+    sim, (gws, run, api), args, stream = _one_op(0)
     phase_1 = [0]
     real = common.l2_dfx_phase_1
 
@@ -132,9 +137,7 @@ def test_repeated_hits_are_replayed_from_a_template():
 
 def test_a_host_array_changed_in_place_is_not_replayed():
     """The template keeps the bytes of a host array argument: changing them makes the next call a miss."""
-    sim = Simulation(fast_path=True)
-    (gws, run, api), args = _arg_sets(sim)[3][0]
-    stream = sim.device.create_stream()
+    sim, (gws, run, api), args, stream = _one_op(3)
 
     def program(th):
         for k in range(4):
@@ -152,9 +155,7 @@ def test_a_fault_added_to_the_process_table_in_place_is_not_replayed():
     """A template keeps the process's (empty) fault table by value: a fault added to that very dict after
     the template was taken sends the next call through the framework, where it fails as the fault says."""
     from opsim.acl.status import AclnnStatus
-    sim = Simulation(fast_path=True)
-    (gws, run, api), args = _arg_sets(sim)[0][0]
-    stream = sim.device.create_stream()
+    sim, (gws, run, api), args, stream = _one_op(0)
     statuses = []
 
     def program(th):
@@ -232,9 +233,7 @@ def test_a_template_is_found_by_its_argument_tuple_and_by_equal_arguments_in_a_n
     """The same argument tuple finds its template without reading the arguments; a new tuple of the very same
     objects finds it by their identities; the same tuple with another callee or stream does not."""
     from opsim.runtime import hit_replay
-    sim = Simulation(fast_path=True)
-    (gws, run, api), args = _arg_sets(sim)[0][0]
-    stream = sim.device.create_stream()
+    sim, (gws, run, api), args, stream = _one_op(0)
     found = []
 
     def program(th):
