@@ -77,12 +77,36 @@ def build_parser() -> argparse.ArgumentParser:
     socs = sub.add_parser("list-socs", help="the SoC presets and their numbers")
     socs.add_argument("--json", action="store_true", help="print a JSON list instead of the table")
 
-    from opsim.calibration.cli import add_parsers
-    add_parsers(sub)
+    _add_calibration_parsers(sub)
     rep = sub.add_parser("report", help="print the summary of a finished run again")
     rep.add_argument("outdir", help="the output directory of a run")
     _add_import_parser(sub)
     return p
+
+
+def _add_calibration_parsers(sub: argparse._SubParsersAction) -> None:
+    """`opsim calibrate` and `opsim predict` (run by opsim.calibration.cli)."""
+    cal = sub.add_parser(
+        "calibrate", help="fit device and host timing from real profiles",
+        description="Fit kernel durations (per op type and accelerator core, on bytes, flops and block dim) "
+                    "from kernel_details.csv / op_summary_*.csv and per-API host timings from trace_view.json; "
+                    "write them as a readable YAML for `opsim run --calibration`.")
+    cal.add_argument("profiles", nargs="+", metavar="PROFILE",
+                     help="a *_ascend_pt directory, its ASCEND_PROFILER_OUTPUT/, a kernel_details.csv, an "
+                          "op_summary_*.csv or a trace_view.json")
+    cal.add_argument("-o", "--output", metavar="FILE", default="calibration.yaml",
+                     help="calibration YAML to write (default: calibration.yaml)")
+    cal.add_argument("--soc", metavar="NAME", help="the SoC the profile ran on (a preset name, see list-socs)")
+    cal.add_argument("--validate", action="store_true",
+                     help="also print a 5-fold cross-validation table per op type (n, median |error|, p90)")
+    pred = sub.add_parser(
+        "predict", help="predict kernel durations of a kernel_details.csv",
+        description="Write the rows of KERNELS back unchanged with a `Predicted Duration(us)` column, using "
+                    "the predictor `opsim run` uses for device tasks (a calibration, else the defaults).")
+    pred.add_argument("kernels", metavar="KERNELS", help="kernel_details.csv or op_summary_*.csv")
+    pred.add_argument("-o", "--output", metavar="OUT", required=True, help="CSV to write")
+    pred.add_argument("--calibration", metavar="FILE", help="calibration YAML from `opsim calibrate`")
+    pred.add_argument("--soc", metavar="NAME", help="SoC preset for the defaults and the roofline fallback")
 
 
 def _positive_int(text: str) -> int:

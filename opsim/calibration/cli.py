@@ -1,32 +1,9 @@
-"""`opsim calibrate` and `opsim predict`."""
+"""`opsim calibrate` and `opsim predict` (their parsers are in opsim.cli, which builds them without importing
+this package)."""
 from __future__ import annotations
 
 import argparse
 from typing import TextIO
-
-
-def add_parsers(sub: argparse._SubParsersAction) -> None:
-    cal = sub.add_parser(
-        "calibrate", help="fit device and host timing from real profiles",
-        description="Fit kernel durations (per op type and accelerator core, on bytes, flops and block dim) "
-                    "from kernel_details.csv / op_summary_*.csv and per-API host timings from trace_view.json; "
-                    "write them as a readable YAML for `opsim run --calibration`.")
-    cal.add_argument("profiles", nargs="+", metavar="PROFILE",
-                     help="a *_ascend_pt directory, its ASCEND_PROFILER_OUTPUT/, a kernel_details.csv, an "
-                          "op_summary_*.csv or a trace_view.json")
-    cal.add_argument("-o", "--output", metavar="FILE", default="calibration.yaml",
-                     help="calibration YAML to write (default: calibration.yaml)")
-    cal.add_argument("--soc", metavar="NAME", help="the SoC the profile ran on (a preset name, see list-socs)")
-    cal.add_argument("--validate", action="store_true",
-                     help="also print a 5-fold cross-validation table per op type (n, median |error|, p90)")
-    pred = sub.add_parser(
-        "predict", help="predict kernel durations of a kernel_details.csv",
-        description="Write the rows of KERNELS back unchanged with a `Predicted Duration(us)` column, using "
-                    "the predictor `opsim run` uses for device tasks (a calibration, else the defaults).")
-    pred.add_argument("kernels", metavar="KERNELS", help="kernel_details.csv or op_summary_*.csv")
-    pred.add_argument("-o", "--output", metavar="OUT", required=True, help="CSV to write")
-    pred.add_argument("--calibration", metavar="FILE", help="calibration YAML from `opsim calibrate`")
-    pred.add_argument("--soc", metavar="NAME", help="SoC preset for the defaults and the roofline fallback")
 
 
 def cmd_calibrate(args: argparse.Namespace, out: TextIO) -> int:

@@ -7,6 +7,8 @@ import sys
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from opsim.cli import EXIT_BAD_INPUT, EXIT_OK, main
 from opsim.device.soc import get_soc
@@ -226,3 +228,20 @@ def test_validate_reads_the_calibration_file_as_run_does(tmp_path):
     assert code == EXIT_BAD_INPUT and "calibration" in err and "opsim_calibration" in err
     code, out, err = cli("run", scenario, "--out", tmp_path / "out", "--quiet")
     assert code == EXIT_BAD_INPUT and "opsim_calibration" in err
+
+
+_LEAF = st.one_of(st.floats(), st.integers(), st.booleans(), st.none(), st.text(max_size=3), st.just({1, 2}))
+_TREE = st.recursive(_LEAF, lambda kids: st.one_of(
+    st.lists(kids, max_size=4), st.lists(kids, max_size=3).map(tuple),
+    st.dictionaries(st.one_of(st.text(max_size=3), st.integers(), st.floats()), kids, max_size=4)), max_leaves=30)
+
+
+@settings(max_examples=300, deadline=None)
+@given(_TREE)
+def test_the_quick_non_finite_check_misses_nothing_the_walk_finds(data):
+    """The json pass before the path walk of `non_finite`: every NaN or infinite value the walk finds, it
+    finds (a non-finite float key, which the walk does not read, may only make it look for nothing)."""
+    from opsim.scenario.limits import _any_non_finite, _walk_non_finite, non_finite
+    walk = _walk_non_finite(data)
+    assert not walk or _any_non_finite(data)
+    assert bool(list(non_finite(data))) == walk
