@@ -218,3 +218,12 @@ def test_malformed_events_field_is_a_clean_error(tmp_path, value):
     path.write_text(f"name: x\nevents: {value}\nthreads:\n  - name: t\n    program: []\n")
     code, out, err = cli("validate", path)
     assert code == EXIT_BAD_INPUT and "Traceback" not in err and "events" in err
+
+
+def test_validate_does_not_import_the_calibration_package():
+    """Building the parser and validating a scenario leave the calibration fit (and what it pulls in) unloaded:
+    every CLI command but calibrate and predict starts without it."""
+    code = ("import sys; from opsim.cli import main; rc = main(['validate', 'scenarios/quickstart.yaml']); "
+            "sys.exit(rc if 'opsim.calibration' not in sys.modules else 9)")
+    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True)
+    assert done.returncode == 0, done.stdout + done.stderr
