@@ -26,7 +26,7 @@ from __future__ import annotations
 import math
 from collections import deque
 from heapq import heappush
-from typing import Any
+from typing import Any, NoReturn
 
 import simpy
 from simpy.events import NORMAL
@@ -62,6 +62,8 @@ _AI_VECTOR = TaskKind.AI_VECTOR
 _EVENT_RECORD = TaskKind.EVENT_RECORD
 _EVENT_WAIT = TaskKind.EVENT_WAIT
 _INF = math.inf
+_NAN = math.nan
+_new_task = object.__new__
 
 
 class UnitPool:
@@ -180,9 +182,7 @@ class Stream:
         """Put ``task`` on this stream at simulated time ``at`` (>= env.now); returns the task."""
         env = self.env
         if not at >= env._now:
-            raise InvalidArgumentError(
-                f"submit time at={at!r} is before the simulation clock ({env._now}); "
-                "submit at the host thread's current time or later")
+            self._too_early(at)
         if task.task_id >= 0:
             raise InvalidArgumentError(f"{task!r} was already submitted; create a new DeviceTask for each launch")
         task.stream_id = self.stream_id
@@ -196,6 +196,42 @@ class Stream:
             task._target = event._recorded
         elif kind is _EVENT_WAIT:
             task._target = task.event._recorded
+        self._enqueue(task, at)
+        return task
+
+    def submit_kernel(self, at: float, kind: TaskKind, duration: float, block_dim: int, op_name: str,
+                      task_type: str, corr_id: int) -> DeviceTask:
+        """``submit(DeviceTask.trusted(kind, duration, block_dim, op_name, task_type, corr_id), at)``: a plain
+        kernel task (no callback, event or bytes) of values already checked, made here with each field
+        written once (a replayed template's launches)."""
+        env = self.env
+        if not at >= env._now:
+            self._too_early(at)
+        task = _new_task(DeviceTask)
+        task.kind = kind
+        task.duration = duration
+        task.block_dim = block_dim
+        task.op_name = op_name
+        task.task_type = task_type
+        task.corr_id = corr_id
+        task.nbytes = 0
+        task.callback = task.on_done = task.event = None
+        task.stream_id = self.stream_id
+        task.task_id = n = self._next_task_id
+        self._next_task_id = n + 1
+        task.queued = at + 0.0
+        task.start = task.end = _NAN
+        task.units = task._target = 0
+        self._enqueue(task, at)
+        return task
+
+    def _too_early(self, at: float) -> NoReturn:
+        raise InvalidArgumentError(
+            f"submit time at={at!r} is before the simulation clock ({self.env._now}); "
+            "submit at the host thread's current time or later")
+
+    def _enqueue(self, task: DeviceTask, at: float) -> None:
+        """Count a submitted task, queue it in arrival order and start it, or wake the stream at ``at``."""
         self.pending += 1
         q = self._queue
         if not q or q[-1].queued <= at:
@@ -206,11 +242,10 @@ class Stream:
                 i -= 1
             q.insert(i, task)
         if self._current is None and q[0] is task:
-            if at <= env._now:
+            if at <= self.env._now:
                 self._advance()
             elif at < self._wake_at:
                 self._schedule_wake(at)
-        return task
 
     def record_event(self, event: StreamEvent, at: float, corr_id: int = -1) -> DeviceTask:
         """aclrtRecordEvent: mark ``event`` when the work queued so far on this stream is done."""

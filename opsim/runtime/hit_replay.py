@@ -368,9 +368,8 @@ def host_replay(thread: Any, tpl: Any, rec: Any, start: float, corr: int, spans:
     if spans and rec.enabled:
         rec.host_spans(thread.name, tpl.phases, tpl.ops, start, durs, corr)
     if tpl.submits:
-        stream = tpl.stream
-        trusted = DeviceTask.trusted
+        submit = tpl.stream.submit_kernel
         for i, (kind, dur, block_dim, op, task_type) in tpl.submits:
-            stream.submit(trusted(kind, dur, block_dim, op, task_type, corr), starts[i])
+            submit(starts[i], kind, dur, block_dim, op, task_type, corr)
     thread.busy_us += tpl.busy
     return starts

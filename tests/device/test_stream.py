@@ -132,6 +132,37 @@ def test_submit_in_the_past_or_twice_is_an_error():
         s.submit(t, at=6.0)
 
 
+_SLOTS = DeviceTask.__slots__
+
+
+@settings(max_examples=50, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from([TaskKind.AI_CORE, TaskKind.AI_VECTOR, TaskKind.AI_CPU]),
+                          st.floats(0, 50), st.integers(1, 64), st.floats(0, 30), st.booleans()), max_size=12))
+def test_submit_kernel_is_submit_of_a_trusted_task(launches):
+    """`Stream.submit_kernel` makes and queues the very task `submit(DeviceTask.trusted(...))` does: every field
+    equal at submission and after the run, the same records and end time; a time in the past is refused
+    alike."""
+    runs = []
+    for direct in (True, False):
+        env, rec, dev = make()
+        streams = [dev.create_stream(), dev.create_stream()]
+        tasks = []
+        for i, (kind, dur, bd, at, other) in enumerate(launches):
+            s = streams[other]
+            args = (kind, dur, bd, f"k{i}", "AI_CORE", i)
+            t = s.submit_kernel(at, *args) if direct else s.submit(DeviceTask.trusted(*args), at)
+            tasks.append(t)
+        queued = [[getattr(t, f) for f in _SLOTS] for t in tasks]
+        env.run()
+        runs.append((queued, [[getattr(t, f) for f in _SLOTS] for t in tasks], rec.rows("device"), env.now))
+    assert repr(runs[0]) == repr(runs[1])  # nan fields compare as written
+    env, rec, dev = make()
+    s = dev.create_stream()
+    env.run(until=5.0)
+    with pytest.raises(InvalidArgumentError, match="at=1.0"):
+        s.submit_kernel(1.0, TaskKind.AI_CORE, 1.0, 1, "k", "AI_CORE", 1)
+
+
 def test_event_wait_delays_the_stream_exactly_until_the_record():
     env, rec, dev = make()
     a, b = dev.create_stream(), dev.create_stream()
