@@ -165,7 +165,7 @@ def run_op(thread: HostThread, get_workspace_size: Callable[..., Any], run: Call
                 tpl = found[0]
                 if rec.enabled:
                     rows = tpl.rows
-                starts = hit_replay.replay(thread, *found, deferred=bool(rows))
+                starts = hit_replay.replay(thread, tpl, found[1], bool(rows))
                 t = starts[-1]
             else:
                 t = call_replay.replay(thread, full)
