@@ -36,9 +36,9 @@ _HIT_CALLBACK = "l2_dfx_phase_1.<locals>.<lambda>"
 class HitTemplate:
     """What one executor-cache hit did, without its times and correlation id."""
 
-    __slots__ = ("run", "args", "snapshot", "stream", "api", "api_1", "cache", "tasks", "key", "storages", "tensors",
-                 "aic", "aiv", "level", "settings", "phases", "ops", "durs", "busy", "hit_at", "submits", "infos",
-                 "profiling", "pre_call", "size", "clocks", "rows")
+    __slots__ = ("run", "args", "snapshot", "stream", "api", "api_1", "cache", "tasks", "key", "storages",
+                 "tensors", "aic", "aiv", "level", "settings", "phases", "ops", "durs", "busy", "hit_at", "submits",
+                 "infos", "profiling", "pre_call", "size", "clocks", "rows")
 
 
 def library_fn(fn: Any) -> bool:
@@ -100,7 +100,7 @@ def plain(ctx: Any) -> bool:
 
 
 def plain_task(dt: DeviceTask) -> tuple | None:
-    """A submitted kernel task's `DeviceTask.trusted` arguments (without its correlation id), or None when it
+    """A submitted kernel task's `Stream.submit_kernel` arguments (those between its time and its correlation id), or None when it
     carries more than a plain kernel (a callback, an event, bytes)."""
     if dt.callback is not None or dt.on_done is not None or dt.event is not None or dt.nbytes:
         return None
@@ -247,8 +247,8 @@ def lookup(table: dict, thread: Any, gws: Any, run: Any, args: tuple, stream: An
     if tpl.run is not run or tpl.api != api:
         return None
     ctx = thread.ctx
-    if (ctx.actions or ctx.use_pta_hash or ctx.pending_overflow_task or not settings_unchanged(ctx.process, tpl.settings)
-            or not fields_unchanged(tpl.snapshot)):
+    if (ctx.actions or ctx.use_pta_hash or ctx.pending_overflow_task
+            or not settings_unchanged(ctx.process, tpl.settings) or not fields_unchanged(tpl.snapshot)):
         return None
     return tpl
 
@@ -361,8 +361,8 @@ def record_infos(rec: Any, corr: int, infos: tuple) -> None:
 
 def host_replay(thread: Any, tpl: Any, rec: Any, start: float, corr: int, spans: bool = True) -> list[float]:
     """`HostThread._replay` of a template's action log from `start`: its host spans back to back (`phases`,
-    `ops`, `durs`; recorded unless `spans` is off), its device tasks (`submits`: span index and
-    `DeviceTask.trusted` arguments) submitted to `stream` at their points, its busy time added. Returns the
+    `ops`, `durs`; recorded unless `spans` is off), its device tasks (`submits`: span index and the task's
+    `Stream.submit_kernel` arguments) submitted to `stream` at their points, its busy time added. Returns the
     span starts and the end."""
     durs = tpl.durs
     starts = list(accumulate(durs, initial=start))

@@ -37,8 +37,8 @@ from opsim.opdev.op_args import OpArgDef
 from opsim.opdev.op_def import RepeatMode
 from opsim.opdev.op_exec_cache import args_snapshot, fields_unchanged
 from opsim.opdev.thread_local import A_SPAN, A_SUBMIT, OpLogInfo
-from opsim.runtime.hit_replay import (PROCESS_SWITCHES, SETTINGS, TEMPLATES_MAX, THREAD_SWITCHES, apply_cache_run,
-                                      cache_run_effects, host_replay, library_fn, plain, plain_task)
+from opsim.runtime.hit_replay import (TEMPLATES_MAX, apply_cache_run, cache_run_effects, captured_settings,
+                                      host_replay, library_fn, plain, plain_task, settings_unchanged)
 
 PHASE_2_ENTRY = "L2 phase2 entry"
 """The first host span of every L2 phase 2 (`l2_dfx_phase_2`): what makes `HostThread.call` offer a call to
@@ -46,8 +46,6 @@ PHASE_2_ENTRY = "L2 phase2 entry"
 _BIND = "update tensor addr"  # the span of a launcher run's address binding (a cache run has none)
 _CACHE_REPLAY = "cache replay"
 
-_process = attrgetter(*SETTINGS, *PROCESS_SWITCHES)
-_thread_switches = attrgetter(*THREAD_SWITCHES)
 _executor = attrgetter("alive", "repeat_mode", "op_exec_cache", "graph", "kernel_launch_obj_list", "tensor_relation",
                        "planned_workspace_size", "log_info.l2_api_name", "config.aic_num", "config.aiv_num",
                        "config.is_op_dump_enable")
@@ -63,7 +61,7 @@ _PLAIN_VALUES = (int, float, str, bool, type(None))
 class Phase2Template:
     """What one phase-2 run of a repeatable executor did, without its time and correlation id."""
 
-    __slots__ = ("fn", "workspace", "size", "executor", "stream", "api", "readers", "objects", "values",
+    __slots__ = ("fn", "workspace", "size", "executor", "stream", "api", "settings", "readers", "objects", "values",
                  "snapshots", "launcher", "cache", "infos", "profiling", "phases", "ops", "durs", "submits",
                  "busy", "result")
 
@@ -151,8 +149,6 @@ def capture(thread: Any, fn: Any, args: tuple, kwargs: dict, result: Any) -> Non
     acts = ctx.actions
     p = ctx.process
     checks = _Checks()
-    checks.add(_process, p)  # the switches all off (plain): compared by value, stricter than `switched_on`
-    checks.add(_thread_switches, ctx)
     checks.add(_executor, ex)
     cache = ex.op_exec_cache
     launcher = None
@@ -197,6 +193,7 @@ def capture(thread: Any, fn: Any, args: tuple, kwargs: dict, result: Any) -> Non
     tpl = Phase2Template()
     tpl.fn, tpl.workspace, tpl.size, tpl.executor, tpl.stream = fn, workspace, size, ex, stream
     tpl.api = acts[0][2]
+    tpl.settings = captured_settings(p)  # the switches all off (plain): compared by value, as the hit templates'
     tpl.readers, tpl.objects, tpl.values = tuple(checks.readers), tuple(checks.objects), checks.values()
     tpl.snapshots = tuple(checks.snapshots)
     tpl.launcher, tpl.cache, tpl.infos, tpl.profiling = launcher, cache if launcher is None else None, infos, profiling
@@ -215,7 +212,10 @@ def find(thread: Any, fn: Any, args: tuple) -> Phase2Template | None:
     if by_executor is None or len(args) != 4:
         return None
     tpl = by_executor.get(id(args[2]))
-    if (tpl is None or args[0] is not tpl.workspace or args[1] is not tpl.size or args[3] is not tpl.stream
+    if tpl is None or args[0] is not tpl.workspace or args[1] is not tpl.size or args[3] is not tpl.stream:
+        return None
+    ctx = thread.ctx
+    if (ctx.use_pta_hash or ctx.pending_overflow_task or not settings_unchanged(ctx.process, tpl.settings)
             or tuple(map(call, tpl.readers, tpl.objects)) != tpl.values):
         return None
     for snapshot in tpl.snapshots:

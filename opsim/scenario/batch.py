@@ -509,6 +509,7 @@ class _Batch:
     def _flush(self) -> None:
         """Hand the rows the compiled loop filled to the recorder, as its record methods append them."""
         g, ri, rf, rec, cc = self.arrays[0], self.ri, self.rf, self.rec, self.cc
+        rec._settle()  # device rows the Python path took before the batch's
         cols = rec._cols
         counts = [int(g[K.NROWS + kind]) for kind in range(K.RK_KINDS)]
         g[K.NROWS:K.NROWS + K.RK_KINDS] = 0

@@ -33,7 +33,8 @@ into 2-byte arrays. A replayed call's host spans (``host_spans``: the same phase
 every time) are recorded as one group row, which the fold turns into the spans with numpy (the starts added in
 order, as Python adds them), so a million-call trace takes no Python object per span; every reader sees the
 spans. A replayed executor-cache hit (``hit``) takes that row, run_op's call span in the same row when it
-follows at once, its cache hit and its tensor descriptions in one call, from codes found once (``hit_rows``). ``records(kind)`` converts back to plain lists holding the same values;
+follows at once, its cache hit and its tensor descriptions in one call, from codes found once (``hit_rows``).
+``records(kind)`` converts back to plain lists holding the same values;
 ``iter_chunks(kind)`` streams the columns chunk by chunk without building whole-column lists;
 ``coded_chunks`` and ``numeric_chunks`` give the stored arrays to numpy without conversion (trace.json is
 written from them). ``tensor_infos`` (the tensor descriptions of every kernel launch) is kept as three
@@ -199,7 +200,8 @@ class Recorder:
         self._code = self._code_of.get
         self._groups: dict[int, tuple] = {}  # id(durs) -> its span group (host_spans)
         self._group_of: dict[tuple, int] = {}  # (phase codes, op codes, durs, call span) -> group number
-        self._group_parts: list[tuple] = []  # group number -> (phase codes, op codes, durs as numpy arrays, call span)
+        self._group_parts: list[tuple] = []  # group number -> (phase, op codes, durs as numpy arrays, call span)
+        self._device_rows: list[tuple] = []  # device records as rows, until `_settle` moves them to the columns
         self._new_columns()
         self._corr = 0
         self.tensor_infos = TensorInfos(self._values)
@@ -220,7 +222,7 @@ class Recorder:
                 self._host_extra = 0  # the spans they stand for, less one each
         self._host_app = self._app["host"]
         self._host_cols = tuple(self._cols["host"][c] for c in COLUMNS["host"])
-        self._device_app = self._app["device"]
+        self._device_cols = tuple(self._cols["device"][c] for c in COLUMNS["device"])
         self._memory_app = self._app["memory"]
         self._cache_app = self._app["cache"]
         self._instant_app = self._app["instant"]
@@ -233,6 +235,7 @@ class Recorder:
     def _fold(self, force: bool = False, only: str | None = None) -> None:
         """Fold every kind (or kind `only`) with at least CHUNK_ROWS growing records (all non-empty ones with
         `force`)."""
+        self._settle()
         full = []
         for kind, cols in self._cols.items():
             if only is not None and kind != only:
@@ -476,22 +479,14 @@ class Recorder:
     def device_task(self, stream: int, unit_kind: str, units: int, task_id: int, op: str, task_type: str,
                     block_dim: int, queued: float, start: float, end: float, corr: int = -1,
                     device: int = 0) -> None:
-        """A finished device task: which stream and units ran it, and when it was queued, started and ended."""
-        (a_dev, a_stream, a_kind, a_units, a_tid, a_op, a_type, a_bd, a_q, a_start, a_end,
-         a_corr) = self._device_app
+        """A finished device task: which stream and units ran it, and when it was queued, started and ended (one
+        row, a tuple: the commonest record costs one append; readers and folds see it in the columns)."""
         code = self._code
-        a_dev(device)
-        a_stream(stream)
-        a_kind(_c if (_c := code(unit_kind)) is not None else self._new_code(unit_kind))
-        a_units(units)
-        a_tid(task_id)
-        a_op(_c if (_c := code(op)) is not None else self._new_code(op))
-        a_type(_c if (_c := code(task_type)) is not None else self._new_code(task_type))
-        a_bd(block_dim)
-        a_q(queued)
-        a_start(start)
-        a_end(end)
-        a_corr(corr)
+        self._device_rows.append((
+            device, stream, _c if (_c := code(unit_kind)) is not None else self._new_code(unit_kind), units,
+            task_id, _c if (_c := code(op)) is not None else self._new_code(op),
+            _c if (_c := code(task_type)) is not None else self._new_code(task_type), block_dim, queued, start, end,
+            corr))
 
     def memory_event(self, time: float, kind: str, address: int, size: int, in_use: int,
                      device: int = 0) -> None:
@@ -537,7 +532,16 @@ class Recorder:
         a_value(value)
 
     # --- reading -------------------------------------------------------------------------------------------
+    def _settle(self) -> None:
+        """Move the device records taken as rows into their columns (one C-level transpose)."""
+        rows = self._device_rows
+        if rows:
+            for col, values in zip(self._device_cols, zip(*rows)):
+                col.extend(values)
+            rows.clear()
+
     def _check_kind(self, kind: str) -> dict[str, list]:
+        self._settle()
         try:
             return self._cols[kind]
         except (KeyError, TypeError):
@@ -662,6 +666,7 @@ class Recorder:
     def clear(self) -> None:
         """Drop every record (the correlation counter keeps counting, so ids stay unique)."""
         self.tensor_infos.clear()
+        self._device_rows.clear()
         for kind in COLUMNS:
             self._chunks[kind] = []
             self._folded[kind] = 0

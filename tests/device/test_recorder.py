@@ -67,3 +67,24 @@ def test_to_dataframe_with_pandas():
     fill(rec)
     df = rec.to_dataframe("device")
     assert list(df.columns) == list(COLUMNS["device"]) and len(df) == 1
+
+
+def test_device_rows_read_back_as_recorded_at_every_point():
+    """A device record is taken as one row and moved to the columns when anything reads or folds: every
+    value comes back in its column, of its type, in record order, with folds, reads and a clear in between."""
+    rec = Recorder()
+    want = []
+    for i in range(7):
+        row = (i % 2, i, "aicore" if i % 3 else "vector", 8, i, f"op{i % 2}", "AI_CORE", 4, i * 1.5, i + 0.25,
+               i + 2, -1 if i == 3 else i * 1000)  # an int end among floats
+        rec.device_task(*row[1:], device=row[0])
+        want.append(row)
+        if i == 2:
+            assert rec.count("device") == 3 and rec.rows("device") == want
+        if i == 4:
+            rec.compact()
+    assert rec.rows("device") == want
+    assert [tuple(map(type, r)) for r in rec.rows("device")] == [tuple(map(type, r)) for r in want]
+    rec.device_task(0, "aicore", 1, 99, "x", "AI_CORE", 1, 0.0, 0.0, 1.0, 5)
+    rec.clear()
+    assert rec.count("device") == 0 and rec.rows("device") == []
