@@ -195,7 +195,7 @@ def big_scenario_text(nbytes: int) -> tuple[str, int]:
 
 
 def load_figures(quick: bool) -> dict[str, float]:
-    """`load_scenario` of a generated scenario of 2 MB (0.125 MB with --quick): best of 2, in process (the
+    """`load_scenario` of a generated scenario of 2 MB (0.125 MB with --quick): best of 3, in process (the
     first load also pays for imports and building the schema validator)."""
     from opsim.scenario.loader import load_scenario
     text, steps = big_scenario_text((1 << 17) if quick else (2 << 20))
@@ -203,7 +203,7 @@ def load_figures(quick: bool) -> dict[str, float]:
         path = Path(tmp) / "big.yaml"
         path.write_text(text, encoding="utf-8")
         best = float("inf")
-        for _ in range(2):
+        for _ in range(3):
             t0 = CLOCK[0]()
             cfg = load_scenario(path)
             best = min(best, CLOCK[0]() - t0)
@@ -361,7 +361,7 @@ def measure(quick: bool, log: Callable[[str], None]) -> dict[str, Any]:
     # pop(0) grows with the backlog, so its rate falls with the call count (about 115k/s at 20k calls, 99k/s
     # at 100k, 80k/s at 200k on a 2-core machine); equal counts keep the ratio like for like.
     n_skel = n_hit
-    repeat = 1 if quick else 3
+    repeat = 1 if quick else 5
     rates: dict[str, float] = {}
     log("simulated ACLNN call rates (trace on, numerics off; fast path and reference path)...")
     # warm every path once (imports, Numba cache loads) before timing
