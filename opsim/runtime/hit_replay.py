@@ -288,8 +288,7 @@ def replay(thread: Any, tpl: HitTemplate, slot: int, deferred: bool = False) -> 
     seq = p.next_sequence()
     enter_phase_1(ctx, tpl, seq)
     ctx.op_cache_manager.container.move_to_end(slot)
-    if tpl.size:
-        replay_workspace(p, tpl, start)
+    replay_workspace(p, tpl, start)
     enter_phase_2(ctx, tpl, seq)
     if not deferred:
         record_infos(rec, corr, tpl.infos)
