@@ -46,15 +46,14 @@ class StreamTick:
     time, priority and event id, without the Timeout's generic set-up (two of these per kernel). Only the
     stream that made it holds it, so its one callback is always the stream's (what the fast path of a
     host thread relies on to run it in place). SimPy's `Environment.step` needs of a queued event only its
-    `callbacks` and `_ok`, so a tick is a two-slot object, not an `Event` with its dict."""
+    `callbacks` and `_ok`, so a tick is a two-slot object, not an `Event` with its dict. The stream makes it
+    without a constructor call (`Stream._schedule_wake`, `Stream._begin`): its `callbacks` is the stream's
+    own one-callback list, shared by all its ticks and never changed, and a stream's end tick is one object
+    reused (a stream has at most one pending: its running task's)."""
 
     __slots__ = ("callbacks",)
     _ok = True  # it never fails; `_value` as a processed Timeout's
     _value = None
-
-    def __init__(self, env: simpy.Environment, delay: float, callback: Any) -> None:
-        self.callbacks = [callback]
-        heappush(env._queue, (env._now + delay, NORMAL, next(env._eid), self))
 
 
 _AI_CORE = TaskKind.AI_CORE
@@ -64,6 +63,7 @@ _EVENT_WAIT = TaskKind.EVENT_WAIT
 _INF = math.inf
 _NAN = math.nan
 _new_task = object.__new__
+_new_tick = object.__new__
 
 
 class UnitPool:
@@ -173,6 +173,9 @@ class Stream:
         self._pools = device._pools
         self._on_end_cb = self._on_end
         self._on_wake_cb = self._on_wake
+        self._end_cbs = [self._on_end_cb]  # the callbacks of the stream's ticks (see StreamTick)
+        self._wake_cbs = [self._on_wake_cb]
+        self._end_tick = _new_tick(StreamTick)
 
     def __repr__(self) -> str:
         return f"Stream({self.stream_id}, pending={self.pending})"
@@ -286,8 +289,12 @@ class Stream:
 
     # --- the stream's state machine ---------------------------------------------------------------------------
     def _schedule_wake(self, at: float) -> None:
+        """A wake-up at `at`: `env.timeout(at - now)` with `_on_wake` as its callback."""
+        env = self.env
         self._wake_at = at
-        StreamTick(self.env, at - self.env._now, self._on_wake_cb)
+        tick = _new_tick(StreamTick)
+        tick.callbacks = self._wake_cbs
+        heappush(env._queue, (env._now + (at - env._now), NORMAL, next(env._eid), tick))
 
     def _on_wake(self, _ev: Any) -> None:
         # Any wake clears the mark: `now + (at - now)` can land one ulp short of `at`, and a stale wake only
@@ -310,10 +317,13 @@ class Stream:
                 return
             q.popleft()
             self._current = task
-            pool = self._pools[task.kind]
+            kind = task.kind
+            pool = self._pools[kind]
             if pool is not None:
-                if task.kind is _AI_CORE or task.kind is _AI_VECTOR:
-                    n = task.block_dim if task.block_dim < pool.capacity else pool.capacity
+                if kind is _AI_CORE or kind is _AI_VECTOR:
+                    n = task.block_dim
+                    if n >= pool.capacity:
+                        n = pool.capacity
                 else:
                     n = 1
                 task.units = n
@@ -322,9 +332,17 @@ class Stream:
                     pool.free -= n
                 elif not pool.acquire(n, self):
                     return  # `_granted` starts it
-                if not self._begin(task):
+                # _begin(task), inline
+                task.start = env._now + 0.0
+                if task.callback is not None:
+                    task.callback(task)
+                if task.duration > 0.0 or n:  # its end: `env.timeout(duration)` with `_on_end`
+                    tick = self._end_tick
+                    tick.callbacks = self._end_cbs
+                    heappush(env._queue, (env._now + task.duration, NORMAL, next(env._eid), tick))
                     return
-            elif task.kind is _EVENT_WAIT and task.event._completed < task._target:
+                self._finish(task)
+            elif kind is _EVENT_WAIT and task.event._completed < task._target:
                 # The wait starts now (the stream reached it) and ends when the record completes.
                 task.start = env._now + 0.0
                 if task.callback is not None:
@@ -343,7 +361,10 @@ class Stream:
         if task.callback is not None:
             task.callback(task)
         if task.duration > 0.0 or task.units:
-            StreamTick(self.env, task.duration, self._on_end_cb)
+            env = self.env
+            tick = self._end_tick
+            tick.callbacks = self._end_cbs
+            heappush(env._queue, (env._now + task.duration, NORMAL, next(env._eid), tick))
             return False
         self._finish(task)
         return True

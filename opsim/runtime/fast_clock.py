@@ -40,14 +40,14 @@ def skip_to(env: Any, delay: float) -> Event | None:
     step = env.step
     while q:
         head = q[0]
-        if head[0] > at or (head[0] == at and (head[1] > NORMAL or (head[1] == NORMAL and head[2] > eid))):
+        t = head[0]
+        if t >= at and (t > at or head[1] > NORMAL or (head[1] == NORMAL and head[2] > eid)):
             break
         ev = head[3]
         if type(ev) is StreamTick:  # env.step() for the stream's own event (one callback), inline
             heappop(q)
-            env._now = head[0]
-            cbs, ev.callbacks = ev.callbacks, None
-            cbs[0](ev)
+            env._now = t
+            ev.callbacks[0](ev)  # (a tick is never looked at again: its callbacks are left as they were)
             continue
         if ev.callbacks or not ev._ok:  # anything else that runs code: the thread's resume takes its place
             resume = _Resume(env)

@@ -288,8 +288,9 @@ def test_space_available_reflects_stream_depth():
     assert ev.value == 5.0
 
 
-def _run_workload(seed_tasks):
-    env, rec, dev = make()
+def _submit_workload(seed_tasks, **soc):
+    """Three streams and one event, the tasks submitted: (env, recorder, streams)."""
+    env, rec, dev = make(**soc)
     streams = [dev.create_stream() for _ in range(3)]
     ev = dev.create_event()
     for i, (si, kind, dur, bd, at) in enumerate(seed_tasks):
@@ -300,6 +301,11 @@ def _run_workload(seed_tasks):
             s.wait_event(ev, at)
         else:
             s.submit(DeviceTask(TaskKind[kind], dur, bd, f"op{i}", corr_id=i), at)
+    return env, rec, streams
+
+
+def _run_workload(seed_tasks):
+    env, rec, _ = _submit_workload(seed_tasks)
     env.run()
     return rec.rows("device")
 
@@ -340,3 +346,19 @@ def test_core_occupancy_never_exceeds_the_pool(tasks):
         used = sum(u for u, s, e in zip(cols["units"], cols["start"], cols["end"]) if s <= p < e)
         assert used <= 24
     assert dev.aicore.free == 24
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(task_st, max_size=25))
+def test_a_stream_never_has_two_end_ticks_pending(tasks):
+    """A stream reuses one end-tick object (`_end_tick`): that is sound only while at most one of its end ticks
+    is in the event queue at any moment, whatever the contention, events and zero-length tasks."""
+    from opsim.device.device import StreamTick
+    env, rec, streams = _submit_workload(sorted(tasks, key=lambda t: t[4]), aicore_count=8)
+    while env._queue:
+        for s in streams:
+            ends = [item for item in env._queue if type(item[3]) is StreamTick and item[3].callbacks is s._end_cbs]
+            assert len(ends) <= (1 if s._current is not None else 0)
+            assert all(item[3] is s._end_tick for item in ends)
+        env.step()
+    assert len(rec.rows("device")) == len(tasks)
