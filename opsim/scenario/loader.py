@@ -423,6 +423,8 @@ class _Builder:
         shared = data.get("streams")
         self.shared_streams = tuple(s for s in shared if isinstance(s, str)) if isinstance(shared, list) else ()
         self.thread_mode = "ordinary"  # `cache_mode` of the thread being built
+        self._op_steps: dict[tuple, C.OpStep] = {}
+        """Op steps built without a problem, by what they were built from (see `op_step`)."""
 
     def thread(self, i: int, th: Mapping[str, Any]) -> C.ThreadConfig:
         own = tuple(th.get("streams") or ())
@@ -484,6 +486,24 @@ class _Builder:
         return str(name)
 
     def op_step(self, step: dict[str, Any], path: Path_, streams: tuple[str, ...]) -> C.OpStep | None:
+        """The step's OpStep, or None after reporting its problems. A step written like an earlier one that
+        was built without a problem (equal text of its values, types included, on the same streams and cache
+        mode) gets that one's checked values, with its own place: a long program mostly repeats its steps."""
+        mode = self.thread_mode
+        key = (repr(step), streams, mode) if type(mode) is str else None
+        done = self._op_steps.get(key) if key is not None else None
+        if done is not None:
+            line = self.errors.line_of(path)
+            return C.OpStep(op=done.op, spec=done.spec, stream=done.stream, shape_sets=done.shape_sets,
+                            dtypes=done.dtypes, attrs=dict(done.attrs), repeat=done.repeat,
+                            cache_mode=done.cache_mode, where=f"{self.label}:{line}" if line else self.label)
+        problems = len(self.errors.items)
+        built = self._op_step(step, path, streams)
+        if key is not None and built is not None and len(self.errors.items) == problems:
+            self._op_steps[key] = built
+        return built
+
+    def _op_step(self, step: dict[str, Any], path: Path_, streams: tuple[str, ...]) -> C.OpStep | None:
         from opsim.ops.registry import get_op, op_names
         name = step.get("op")
         try:

@@ -216,3 +216,68 @@ def test_repeated_steps_are_validated_once_and_errors_keep_their_paths(tmp_path)
     errors = list(schema.validator().iter_errors(doc))
     assert [tuple(e.absolute_path) for e in errors] == [("threads", 0, "program", 50, "shape", 1)]
     assert schema.json.dumps(bad, sort_keys=True) not in schema._VALID_STEPS
+
+
+REPEATED = """\
+name: t
+threads:
+  - name: a
+    streams: [s0, s1]
+    program:
+      - op: Add
+        shape: [4, 8]
+        attrs: {alpha: 2}
+      - op: Add
+        shape: [4, 8]
+        attrs: {alpha: 2}
+      - op: Add
+        shape: [4, 8]
+        attrs: {alpha: 2.0}
+      - {op: Add, stream: s1, shape: [4, 8], attrs: {alpha: 2}}
+  - name: b
+    streams: [s1]
+    program:
+      - op: Add
+        shape: [4, 8]
+        attrs: {alpha: 2}
+"""
+
+
+def test_a_repeated_op_step_is_built_like_the_first_with_its_own_place(tmp_path):
+    """Steps written alike share their checked values; each keeps its own line, its own attrs dict, and a
+    value of another type (2 and 2.0) or another thread's streams is not taken for the same step."""
+    cfg = load_scenario(write(tmp_path, REPEATED))
+    a, b = cfg.threads
+    s = a.program
+    assert [x.where.rsplit("/", 1)[-1] for x in s] == ["s.yaml:6", "s.yaml:9", "s.yaml:12", "s.yaml:15"]
+    assert s[0] == C.OpStep(**{**s[1].__dict__, "where": s[0].where})
+    assert s[1].shape_sets is s[0].shape_sets and s[2].shape_sets is not s[0].shape_sets  # checked once
+    assert s[0].attrs == s[1].attrs and s[0].attrs is not s[1].attrs
+    assert type(s[0].attrs["alpha"]) is int and type(s[2].attrs["alpha"]) is float
+    assert [x.stream for x in s] == ["s0", "s0", "s0", "s1"]
+    assert b.program[0].stream == "s1"  # the same text on another thread: its own first stream
+
+
+def test_a_repeated_bad_op_step_is_reported_at_every_place(tmp_path):
+    text = REPEATED.replace("shape: [4, 8]\n        attrs: {alpha: 2}", "shape: [4, 8]\n        attrs: {beta: 2}")
+    with pytest.raises(ScenarioError) as e:
+        load_scenario(write(tmp_path, text))
+    msg = str(e.value)
+    assert "3 errors" in msg and "s.yaml:8:" in msg and "s.yaml:11:" in msg and "s.yaml:21:" in msg
+
+
+def test_a_step_fine_on_one_thread_is_checked_again_on_a_pta_thread(tmp_path):
+    text = """\
+    name: t
+    threads:
+      - name: a
+        program:
+          - {op: Add, shape: [4, 8], repeat: 2}
+      - name: b
+        cache_mode: pta
+        program:
+          - {op: Add, shape: [4, 8], repeat: 2}
+    """
+    with pytest.raises(ScenarioError) as e:
+        load_scenario(write(tmp_path, text))
+    assert "repeat > 1 needs cache_mode: ordinary" in str(e.value) and "s.yaml:9:" in str(e.value)
