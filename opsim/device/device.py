@@ -171,8 +171,8 @@ class Stream:
         self._record = device.recorder.device_task
         self._device_id = device.device_id
         self._pools = device._pools
-        self._on_end_cb = self._on_end
-        self._on_wake_cb = self._on_wake
+        self._on_end_cb = self._finish  # the running task's end (see `_finish`)
+        self._on_wake_cb = self._advance  # a wake-up (see `_advance`)
         self._end_cbs = [self._on_end_cb]  # the callbacks of the stream's ticks (see StreamTick)
         self._wake_cbs = [self._on_wake_cb]
         self._end_tick = _new_tick(StreamTick)
@@ -289,22 +289,20 @@ class Stream:
 
     # --- the stream's state machine ---------------------------------------------------------------------------
     def _schedule_wake(self, at: float) -> None:
-        """A wake-up at `at`: `env.timeout(at - now)` with `_on_wake` as its callback."""
+        """A wake-up at `at`: `env.timeout(at - now)` with `_advance` (as a wake-up) as its callback."""
         env = self.env
         self._wake_at = at
         tick = _new_tick(StreamTick)
         tick.callbacks = self._wake_cbs
         heappush(env._queue, (env._now + (at - env._now), NORMAL, next(env._eid), tick))
 
-    def _on_wake(self, _ev: Any) -> None:
-        # Any wake clears the mark: `now + (at - now)` can land one ulp short of `at`, and a stale wake only
-        # costs a duplicate (harmless) wake-up that `_advance` schedules again if still needed.
-        self._wake_at = _INF
-        if self._current is None:
-            self._advance()
-
-    def _advance(self) -> None:
-        """Start queued tasks until one has to wait (for time, units, an event) or the queue is empty."""
+    def _advance(self, wake: Any = None) -> None:
+        """Start queued tasks until one has to wait (for time, units, an event) or the queue is empty. Called
+        with its tick as `wake`, it is the stream's wake-up (one call less per wake-up than a wrapper)."""
+        if wake is not None:
+            # Any wake clears the mark: `now + (at - now)` can land one ulp short of `at`, and a stale wake only
+            # costs a duplicate (harmless) wake-up that `_advance` schedules again if still needed.
+            self._wake_at = _INF
         if self._current is not None:
             return
         q = self._queue
@@ -336,7 +334,7 @@ class Stream:
                 task.start = env._now + 0.0
                 if task.callback is not None:
                     task.callback(task)
-                if task.duration > 0.0 or n:  # its end: `env.timeout(duration)` with `_on_end`
+                if task.duration > 0.0 or n:  # its end: `env.timeout(duration)` with `_finish`
                     tick = self._end_tick
                     tick.callbacks = self._end_cbs
                     heappush(env._queue, (env._now + task.duration, NORMAL, next(env._eid), tick))
@@ -369,11 +367,12 @@ class Stream:
         self._finish(task)
         return True
 
-    def _on_end(self, _ev: Any) -> None:
-        self._finish(self._current)
-        self._advance()
-
-    def _finish(self, task: DeviceTask) -> None:
+    def _finish(self, task: DeviceTask | StreamTick) -> None:
+        """`task` completes now. Called with its end tick, it is the end of the running task, and the stream
+        then advances (one call less per task end than a wrapper)."""
+        ended = task.__class__ is StreamTick
+        if ended:
+            task = self._current
         now = self.env._now + 0.0
         task.end = now
         self._current = None
@@ -399,6 +398,8 @@ class Stream:
             waiters, self._space_waiters = self._space_waiters, []
             for ev in waiters:
                 ev.succeed(now)
+        if ended:
+            self._advance()
 
 
 class Device:
