@@ -486,9 +486,10 @@ class _Builder:
         return str(name)
 
     def op_step(self, step: dict[str, Any], path: Path_, streams: tuple[str, ...]) -> C.OpStep | None:
-        """The step's OpStep, or None after reporting its problems. A step written like an earlier one that
-        was built without a problem (equal text of its values, types included, on the same streams and cache
-        mode) gets that one's checked values, with its own place: a long program mostly repeats its steps."""
+        """The step's OpStep, or None after reporting its problems. A step written like an earlier one built
+        while no problem had been found in the scenario (equal text of its values, types included, on the same
+        streams and cache mode) gets that one's checked values, with its own place: a long program mostly
+        repeats its steps. Once a problem is found no step is kept, so each problem is reported where it is."""
         mode = self.thread_mode
         key = (repr(step), streams, mode) if type(mode) is str else None
         done = self._op_steps.get(key) if key is not None else None
@@ -497,9 +498,8 @@ class _Builder:
             return C.OpStep(op=done.op, spec=done.spec, stream=done.stream, shape_sets=done.shape_sets,
                             dtypes=done.dtypes, attrs=dict(done.attrs), repeat=done.repeat,
                             cache_mode=done.cache_mode, where=f"{self.label}:{line}" if line else self.label)
-        problems = len(self.errors.items)
         built = self._op_step(step, path, streams)
-        if key is not None and built is not None and len(self.errors.items) == problems:
+        if key is not None and built is not None and not self.errors.items:  # (no problem found so far at all)
             self._op_steps[key] = built
         return built
 
