@@ -47,9 +47,9 @@ class StreamTick:
     stream that made it holds it, so its one callback is always the stream's (what the fast path of a
     host thread relies on to run it in place). SimPy's `Environment.step` needs of a queued event only its
     `callbacks` and `_ok`, so a tick is a two-slot object, not an `Event` with its dict. The stream makes it
-    without a constructor call (`Stream._schedule_wake`, `Stream._begin`): its `callbacks` is the stream's
-    own one-callback list, shared by all its ticks and never changed, and a stream's end tick is one object
-    reused (a stream has at most one pending: its running task's)."""
+    without a constructor call (`Stream._schedule_wake`; `Stream._begin` and its copy in `_advance`): its
+    `callbacks` is one of the stream's own one-callback lists, shared by its ticks and never changed, and a
+    stream's end tick is one object reused (a stream has at most one pending: its running task's)."""
 
     __slots__ = ("callbacks",)
     _ok = True  # it never fails; `_value` as a processed Timeout's

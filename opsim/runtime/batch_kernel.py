@@ -8,8 +8,8 @@ SimPy path makes it:
 - the thread's call: `hit_replay.replay` (correlation id, sequence number, workspace malloc at the time the
   framework's clock gives it, its stream-ordered free submitted, the kernels submitted at their span starts,
   host busy time) and `skip_to`'s resume at `now + (end - now)` with the next event id;
-- the stream: `Stream.submit` (arrival-order insertion), `_schedule_wake`, `_advance` (also as a wake-up), `_begin`,
-  `_finish` (also as a task's end); a unit pool's immediate grant, FIFO of waiting streams and release;
+- the stream: `Stream.submit` (arrival-order insertion), `_schedule_wake`, `_advance` (also as a wake-up),
+  `_begin`, `_finish` (also as a task's end); a unit pool's immediate grant, FIFO of waiting streams and release;
 - the allocator: `DeviceMemory.malloc` (first or best fit) and `_release` (merge with both neighbours);
 - the summary's totals: `SummaryStats.device_task`, in record order.
 
@@ -653,7 +653,7 @@ def run(g, gf, ht, hi, st, stf, sq, pl, plf, pw, pn, tk, tkf, tfree, al, alf, fa
             e = g[EID]
             g[EID] = e + 1
             push(g, ht, hi, now + (end - now), NORMAL, e, EV_RESUME, t)
-        else:  # a stream's wake-up (Stream._advance with its tick) or the end of its task (Stream._finish with its tick)
+        else:  # a stream's wake-up (Stream._advance with its tick) or its task's end (Stream._finish with its tick)
             if kind == EV_WAKE:
                 stf[SF_WAKE, idx] = np.inf
             else:

@@ -47,7 +47,7 @@ def skip_to(env: Any, delay: float) -> Event | None:
         if type(ev) is StreamTick:  # env.step() for the stream's own event (one callback), inline
             heappop(q)
             env._now = t
-            ev.callbacks[0](ev)  # (a tick is never looked at again: its callbacks are left as they were)
+            ev.callbacks[0](ev)  # (nothing reads a processed tick's callbacks: they are left as they are)
             continue
         if ev.callbacks or not ev._ok:  # anything else that runs code: the thread's resume takes its place
             resume = _Resume(env)
