@@ -47,9 +47,9 @@ class StreamTick:
     stream that made it holds it, so its one callback is always the stream's (what the fast path of a
     host thread relies on to run it in place). SimPy's `Environment.step` needs of a queued event only its
     `callbacks` and `_ok`, so a tick is a two-slot object, not an `Event` with its dict. The stream makes it
-    without a constructor call (`Stream._schedule_wake`; `Stream._begin` and its copy in `_advance`): its
-    `callbacks` is one of the stream's own one-callback lists, shared by its ticks and never changed, and a
-    stream's end tick is one object reused (a stream has at most one pending: its running task's)."""
+    without a constructor call (`Stream._schedule_wake`, `Stream._begin`): its `callbacks` is one of the
+    stream's own one-callback lists, shared by its ticks and never changed, and a stream's end tick is one
+    object reused (a stream has at most one pending: its running task's)."""
 
     __slots__ = ("callbacks",)
     _ok = True  # it never fails; `_value` as a processed Timeout's
@@ -330,16 +330,8 @@ class Stream:
                     pool.free -= n
                 elif not pool.acquire(n, self):
                     return  # `_granted` starts it
-                # _begin(task), inline
-                task.start = env._now + 0.0
-                if task.callback is not None:
-                    task.callback(task)
-                if task.duration > 0.0 or n:  # its end: `env.timeout(duration)` with `_finish`
-                    tick = self._end_tick
-                    tick.callbacks = self._end_cbs
-                    heappush(env._queue, (env._now + task.duration, NORMAL, next(env._eid), tick))
+                if not self._begin(task):
                     return
-                self._finish(task)
             elif kind is _EVENT_WAIT and task.event._completed < task._target:
                 # The wait starts now (the stream reached it) and ends when the record completes.
                 task.start = env._now + 0.0
@@ -358,7 +350,7 @@ class Stream:
         task.start = self.env._now + 0.0
         if task.callback is not None:
             task.callback(task)
-        if task.duration > 0.0 or task.units:
+        if task.duration > 0.0 or task.units:  # its end: `env.timeout(duration)` with `_finish`
             env = self.env
             tick = self._end_tick
             tick.callbacks = self._end_cbs

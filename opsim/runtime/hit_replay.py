@@ -100,8 +100,8 @@ def plain(ctx: Any) -> bool:
 
 
 def plain_task(dt: DeviceTask) -> tuple | None:
-    """A submitted kernel task's `Stream.submit_kernel` arguments (those between its time and its correlation id), or None when it
-    carries more than a plain kernel (a callback, an event, bytes)."""
+    """A submitted kernel task's `Stream.submit_kernel` arguments (those between its time and its correlation
+    id), or None when it carries more than a plain kernel (a callback, an event, bytes)."""
     if dt.callback is not None or dt.on_done is not None or dt.event is not None or dt.nbytes:
         return None
     return dt.kind, dt.duration, dt.block_dim, dt.op_name, dt.task_type

@@ -381,15 +381,7 @@ class Recorder:
         if code is None:
             code = self._new_code(thread)
         if g[3] is not None and (type(start) is float or type(start) is int):
-            a_thread, a_phase, a_op, a_start, a_dur, a_corr = self._host_app
-            a_thread(code)
-            a_phase(g[3])
-            a_op(0)
-            a_start(start)
-            a_dur(0.0)
-            a_corr(corr)
-            self._host_grouped += 1
-            self._host_extra += g[4]
+            self._group_row(code, g[3], g[4], start, corr)
             return
         n = len(durs)
         a_thread, a_phase, a_op, a_start, a_dur, a_corr = self._host_cols
@@ -412,6 +404,19 @@ class Recorder:
             marker = -1 - self._group_number(p_codes, o_codes, durs, False)
         g = self._groups[id(durs)] = (durs, phases, ops, marker, len(durs) - 1, p_codes, o_codes)
         return g
+
+    def _group_row(self, thread: int, marker: int, extra: int, start: float, corr: int) -> None:
+        """One host row standing for a span group (`marker`: -1 - its number; `extra`: its spans less one) from
+        `start`, on the thread of code `thread`; the fold expands it."""
+        a_thread, a_phase, a_op, a_start, a_dur, a_corr = self._host_app
+        a_thread(thread)
+        a_phase(marker)
+        a_op(0)
+        a_start(start)
+        a_dur(0.0)
+        a_corr(corr)
+        self._host_grouped += 1
+        self._host_extra += extra
 
     def _group_number(self, p_codes: list, o_codes: list, durs: tuple, call: bool) -> int:
         """The number of the span group of these codes and plain float durations (`call`: followed by a call
@@ -448,15 +453,10 @@ class Recorder:
         thread, marker, extra, call_marker, call_extra, c_exec, c_hit, c_op, c_empty, infos = rows
         for op, info in infos:
             self.tensor_infos.add(corr, op, info)
-        a_thread, a_phase, a_op, a_start, a_dur, a_corr = self._host_app
-        a_thread(thread)
-        a_phase(call_marker if call_end else marker)
-        a_op(0)
-        a_start(start)
-        a_dur(0.0)
-        a_corr(corr)
-        self._host_grouped += 1
-        self._host_extra += call_extra if call_end else extra
+        if call_end:
+            self._group_row(thread, call_marker, call_extra, start, corr)
+        else:
+            self._group_row(thread, marker, extra, start, corr)
         k_time, k_thread, k_cache, k_kind, k_op, k_hash, k_detail = self._cache_app
         k_time(hit_at)
         k_thread(thread)
