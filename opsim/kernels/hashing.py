@@ -35,10 +35,30 @@ _GEN_MEMO: dict[bytes, int] = {}
 _MURMUR_MEMO: dict[bytes, int] = {}
 
 
+_JIT: Any = None
+
+
 def _jit() -> Any:
     """opsim.kernels.hashing_jit, imported (and its cached kernels loaded) on first use."""
-    from opsim.kernels import hashing_jit
-    return hashing_jit
+    global _JIT
+    if _JIT is None:
+        from opsim.kernels import hashing_jit
+        _JIT = hashing_jit
+    return _JIT
+
+
+def _gen_long(buf: Any) -> int:
+    """GenHashBinary by the kernel; the first call puts the kernel itself in this name's place."""
+    global _gen_long
+    _gen_long = _jit().gen_hash_binary_kernel
+    return _gen_long(buf)
+
+
+def _murmur_long(buf: Any, seed: int) -> int:
+    """MurmurHash3 by the kernel; the first call puts the kernel itself in this name's place."""
+    global _murmur_long
+    _murmur_long = _jit().murmur_h2_kernel
+    return _murmur_long(buf, seed)
 
 
 _UINT8 = np.dtype(np.uint8)
@@ -63,12 +83,12 @@ def gen_hash_binary(key: bytes | np.ndarray) -> int:
         key = _as_key_buffer(key)
         if type(key) is not bytes:  # a uint8 array
             if len(key) > SHORT_KEY_BYTES:
-                return int(_jit().gen_hash_binary_kernel(key))
+                return _gen_long(key)
             key = key.tobytes()
+    if len(key) > SHORT_KEY_BYTES:
+        return _gen_long(key)
     h = _GEN_MEMO.get(key)
     if h is None:
-        if len(key) > SHORT_KEY_BYTES:
-            return int(_jit().gen_hash_binary_kernel(key))
         h = gen_hash_binary_reference(key)
         if len(_GEN_MEMO) >= MEMO_LIMIT:
             _GEN_MEMO.clear()
@@ -142,7 +162,7 @@ def murmur_hash3_x64_h2(key: bytes | np.ndarray, seed: int = MURMUR_SEED) -> int
         raise InvalidArgumentError(f"seed {seed:#x} must fit in 32 bits (MurmurHash3 takes a uint32 seed)")
     buf = key if type(key) is bytes else _as_key_buffer(key)
     if len(buf) > SHORT_KEY_BYTES or seed != MURMUR_SEED:
-        return int(_jit().murmur_h2_kernel(buf, seed))
+        return _murmur_long(buf, seed)
     if type(buf) is not bytes:
         buf = buf.tobytes()
     h = _MURMUR_MEMO.get(buf)
