@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 import shutil
 import subprocess
+import sys
 import tomllib
 from pathlib import Path
 
@@ -79,3 +80,62 @@ def test_documented_outputs_are_git_ignored(tmp_path):
     tracked = subprocess.run(["git", "ls-files", "-ci", "--exclude-standard"], cwd=ROOT, capture_output=True,
                              text=True).stdout.split()
     assert tracked == [], f".gitignore hides tracked files: {tracked}"
+
+
+PERFORMANCE = (ROOT / "docs" / "performance.md").read_text(encoding="utf-8")
+
+
+def test_performance_md_shows_today_not_a_diary():
+    titles = re.findall(r"^## (.+)$", PERFORMANCE, re.M)
+    assert titles[:4] == ["Today's figures and their targets", "How the figures are measured",
+                          "How the code reaches them", "What is not done"]
+    assert not [t for t in titles if "previous round" in t or "Earlier figures" in t or "Latest figures" in t]
+    assert len(PERFORMANCE.splitlines()) < 300
+    # every row of the figures table has its target and a verdict
+    table = _section(PERFORMANCE, "Today's figures and their targets")
+    rows = [r for r in table.splitlines() if r.startswith("| ") and not r.startswith("| figure")]
+    assert len(rows) >= 15 and all(len(r.strip("|").split(" | ")) == 4 for r in rows)
+    assert "QUICK" not in PERFORMANCE
+
+
+def test_every_benchmark_figure_with_a_target_is_in_the_table():
+    """The targets benchmarks/run.py checks are the ones docs/performance.md lists next to today's figures."""
+    run_py = (ROOT / "benchmarks" / "run.py").read_text(encoding="utf-8")
+    assert "benchmarks/run.py" in PERFORMANCE
+    table = _section(PERFORMANCE, "Today's figures and their targets")
+    for target in ("≥ 1.5", "≥ 0.3", "≥ 1.0", "< 2 s", "< 12 s", "< 40 s", "< 1.2 GiB", "≥ 4 GB/s", "< 400 ns",
+                   "< 0.2 s", "< 0.5 s", "< 3 s", "≤ 0.6", "≤ 1.1"):
+        assert target in table, target
+    for figure in ("skeleton", "executor-cache hit", "executor-cache miss", "AI CPU task-cache hit",
+                   "DirectInvoke", "2 MB", "large.yaml", "key hash", "workspace plan", "opsim validate",
+                   "opsim run scenarios/quickstart.yaml", "sweep", "trace.json writer"):
+        assert figure in table, figure
+    assert '"<= 1.1"' in run_py and '"<= 0.6"' in run_py and '"< 400"' in run_py
+
+
+def test_the_changelog_has_short_tagged_entries():
+    text = (ROOT / "CHANGELOG.md").read_text(encoding="utf-8")
+    sections = re.findall(r"^## (.+)$", text, re.M)
+    assert sections[0].startswith("Unreleased") and any(s.startswith("0.1.0") for s in sections)
+    entries = re.findall(r"^- (.*)$", text, re.M)
+    assert len(entries) >= 10 and all(re.match(r"`\[[a-z]+\]`", e) for e in entries)
+    assert "CHANGELOG.md" in PERFORMANCE
+
+
+def test_the_benchmark_script_answers_help():
+    proc = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "run.py"), "--help"], capture_output=True,
+                          text=True, timeout=60)
+    assert proc.returncode == 0 and "--quick" in proc.stdout
+
+
+def test_import_docs_count_calls_with_their_warm_ups_named(tmp_path):
+    """docs/import.md gives the bundled trace's calls as "N calls (+W warm-up)", N and W from the import itself,
+    and N + W is what a run of the replay counts."""
+    from opsim.importer import import_profile
+    report = import_profile(ROOT / "tests" / "data" / "real" / "trace_view_910b_mnist.json").report
+    figures = report.figures if hasattr(report, "figures") else report.to_dict()["figures"]
+    calls, warm = figures["calls"], figures["warmup_calls"]
+    text = (ROOT / "docs" / "import.md").read_text(encoding="utf-8")
+    assert f"{calls} calls (+{warm} warm-up" in " ".join(text.split())
+    assert f"counts both, {calls + warm})" in " ".join(text.split())
+    assert "the same 171 calls" not in text
