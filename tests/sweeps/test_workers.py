@@ -6,6 +6,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -74,6 +75,7 @@ def _load(path):
     return load_sweep(path)
 
 
+@pytest.mark.slow
 def test_a_script_without_the_main_guard_is_told_to_add_it(tmp_path):
     script = tmp_path / "noguard.py"
     script.write_text("import opsim\nopsim.sweep(%r, workers=2)\n" % str(ROOT / "scenarios/sweeps/quickstart_socs.yaml"))
@@ -83,3 +85,14 @@ def test_a_script_without_the_main_guard_is_told_to_add_it(tmp_path):
     last = proc.stderr.strip().splitlines()[-1]
     assert last.startswith("opsim.errors.OpsimError: could not start a local Dask cluster")
     assert 'if __name__ == "__main__":' in last and "workers=0" in last
+
+
+@pytest.mark.slow
+def test_a_cluster_that_pays_is_started_after_the_timed_points(small_sweep, reference, monkeypatch):
+    pytest.importorskip("distributed", reason="dask[distributed] is not installed (pip install opsim[test])")
+    monkeypatch.setattr(engine, "default_workers", lambda: 3)  # two workers beside this process
+    monkeypatch.setattr(engine, "CLUSTER_START_SECONDS", 0.0)  # a start that costs nothing always pays
+    monkeypatch.setenv("PYTHONPATH", str(ROOT))  # worker processes import opsim from this checkout
+    df = engine.run_sweep(_load(small_sweep))
+    assert df.attrs["executor"] == "2 point(s) in this process, then on a local Dask cluster of 2 worker processes"
+    assert without_wall(df).equals(without_wall(reference))
