@@ -128,8 +128,9 @@ def _unguarded_script() -> bool:
         return True
     main = sys.modules.get("__main__")
     path = getattr(main, "__file__", None)
-    if not path or not str(path).endswith(".py"):
-        return False
+    spec_name = getattr(getattr(main, "__spec__", None), "name", "") or ""
+    if not path or not str(path).endswith(".py") or spec_name.endswith(".__main__"):
+        return False  # a package's __main__ (python -m opsim) is never imported again by a worker
     try:
         with open(path, encoding="utf-8", errors="replace") as fh:
             return "__main__" not in fh.read(1 << 20)

@@ -96,3 +96,23 @@ def test_a_cluster_that_pays_is_started_after_the_timed_points(small_sweep, refe
     df = engine.run_sweep(_load(small_sweep))
     assert df.attrs["executor"] == "2 point(s) in this process, then on a local Dask cluster of 2 worker processes"
     assert without_wall(df).equals(without_wall(reference))
+
+
+def test_the_start_hint_names_the_guard_only_for_a_script_without_one(tmp_path, monkeypatch):
+    import types
+    from importlib.machinery import ModuleSpec
+
+    def main_of(text: str, spec: str | None = None) -> None:
+        script = tmp_path / "main.py"
+        script.write_text(text)
+        module = types.ModuleType("__main__")
+        module.__file__ = str(script)
+        module.__spec__ = ModuleSpec(spec, None) if spec else None
+        monkeypatch.setitem(sys.modules, "__main__", module)
+
+    main_of("import opsim\nopsim.sweep('x.yaml')\n")
+    assert 'if __name__ == "__main__":' in engine._start_hint()
+    main_of("import opsim\nif __name__ == '__main__':\n    opsim.sweep('x.yaml')\n")
+    assert engine._start_hint().startswith("run again")
+    main_of("from opsim.cli import main\nmain()\n", spec="opsim.__main__")  # python -m opsim
+    assert engine._start_hint().startswith("run again")
