@@ -78,7 +78,8 @@ def _load(path):
 @pytest.mark.slow
 def test_a_script_without_the_main_guard_is_told_to_add_it(tmp_path):
     script = tmp_path / "noguard.py"
-    script.write_text("import opsim\nopsim.sweep(%r, workers=2)\n" % str(ROOT / "scenarios/sweeps/quickstart_socs.yaml"))
+    sweep_file = ROOT / "scenarios" / "sweeps" / "quickstart_socs.yaml"
+    script.write_text(f"import opsim\nopsim.sweep({str(sweep_file)!r}, workers=2)\n")
     proc = subprocess.run([sys.executable, str(script)], cwd=tmp_path, capture_output=True, text=True, timeout=120,
                           env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"})
     assert proc.returncode != 0
