@@ -19,9 +19,10 @@ from opsim.opdev import dfx, rt
 from opsim.opdev.kernel import AiCoreKernel, TilingResult, find_aicore_kernel
 from opsim.opdev.memo import find as memo_find, keep as memo_keep, value_key
 from opsim.opdev.op_args import (OpArgContext, OpArgDef, OpArgType, destroy_op_arg_context, flatten_tensors,
-                                 make_op_arg_context)
+                                 graph_lists, make_op_arg_context, op_input, op_output)
 from opsim.opdev.op_def import CoreType, DsaTaskType, OpImplMode
 from opsim.opdev.op_types import op_type_name, register_op_type
+from opsim.opdev.repeatable import launcher_repeatable_checker
 from opsim.opdev.thread_local import ProfilingInfoId, current
 
 log = logging.getLogger("opsim.opdev")
@@ -80,7 +81,6 @@ class KernelLauncher(ABC):
         return None
 
     def check_repeatable(self, relation: dict, ori_storage: set) -> bool:
-        from opsim.opdev.executor import launcher_repeatable_checker
         return launcher_repeatable_checker(self.args, relation, ori_storage)
 
     def restore_thread_local(self) -> Any:
@@ -110,16 +110,6 @@ def register_launcher(executor: Any, launcher: KernelLauncher, inputs: list, out
     ctx.charge("build graph")
     executor.kernel_launch_obj_list.append(launcher)
     return executor.graph.build_graph(launcher.op_type, inputs, outputs, workspaces)
-
-
-def graph_lists(args: OpArgContext, with_outshape: bool) -> tuple[list, list, list]:
-    inputs = flatten_tensors(args.kind_args(0))  # null ACLTENSOR dropped, null list elements kept (BuildGraph)
-    outputs = flatten_tensors(args.kind_args(1))
-    workspaces = flatten_tensors(args.kind_args(3))
-    if with_outshape:
-        workspaces += [a.value for a in args.kind_args(4)
-                       if a.type == OpArgType.OPARG_ACLTENSOR and a.value is not None]
-    return inputs, outputs, workspaces
 
 
 # ---- AI Core --------------------------------------------------------------------------------------
@@ -445,7 +435,6 @@ class CopyKernelLauncher(KernelLauncher):
 
 
 def _add_copy_task(executor: Any, name: str, src: Tensor, dst: Tensor, direction: str) -> AclnnStatus:
-    from opsim.opdev.op_args import op_input, op_output
     args = make_op_arg_context(op_input(src), op_output(dst))
     launcher = CopyKernelLauncher(register_op_type(name), executor, args, direction)
     executor.abandon_cache()
