@@ -198,20 +198,19 @@ def after_launch_overflow_check(ctx: ThreadLocalContext, args: OpArgContext, str
 
 
 def deterministic_level_from_rt(ctx: ThreadLocalContext) -> int:
-    """GetDeterministicLevelFromRt at phase-1 entry: ACL_OPT_DETERMINISTIC (a failed query gives 0); a reported
-    1 becomes 2 when ACL_OPT_STRONG_CONSISTENCY reads 1 (a failed query counts as off)."""
+    """GetDeterministicLevelFromRt (op_executor.cpp) at phase-1 entry: ACL_OPT_DETERMINISTIC (a failed query gives
+    0); only a reported 1 asks ACL_OPT_STRONG_CONSISTENCY, and only a value of exactly 1 (a failed query reads 0)
+    upgrades it to 2. One path: a fault registered at another point changes nothing."""
     p = ctx.process
-    if not p.faults:  # the common case: both queries succeed
-        level = int(p.deterministic_level)
-        return 2 if level == 1 and p.strong_consistency else level
-    if p.fault("rt.get_sys_param", "ACL_OPT_DETERMINISTIC"):
+    faults = p.faults
+    if faults and p.fault("rt.get_sys_param", "ACL_OPT_DETERMINISTIC"):
         log.warning("cannot get system param deterministic; level 0")
         return 0
     level = int(p.deterministic_level)
     if level == 1:
-        consistency = 0 if p.fault("rt.get_sys_param", "ACL_OPT_STRONG_CONSISTENCY") else int(p.strong_consistency)
-        if consistency == 1:
-            level = 2
+        consistency_failed = faults and p.fault("rt.get_sys_param", "ACL_OPT_STRONG_CONSISTENCY")
+        if not consistency_failed and int(p.strong_consistency) == 1:
+            return 2
     return level
 
 
