@@ -233,6 +233,7 @@ class ProfilingReport:
     l0_name: str | None
     task_type: str = ""
     tensor_num: int = 0
+    tensor_type: str = ""  # tensor_info: "input" or "output" (MsprofGeTensorType); "" for the task-info form
 
 
 _PROFILER_HASHES: dict[str, int] = {}
@@ -279,10 +280,10 @@ def launcher_profiling_ids(core_type: int, op_type: str, log_info: OpLogInfo, *,
 
 
 def _emit(ctx: ThreadLocalContext, kind: str, op_type: str, launcher_id: int, summary_id: int,
-          log_info: OpLogInfo, task_type: str = "", tensor_num: int = 0) -> None:
+          log_info: OpLogInfo, task_type: str = "", tensor_num: int = 0, tensor_type: str = "") -> None:
     """Hand one record to the profiler: kept on the process and, with a trace, an instant "prof_<kind>"."""
     rep = ProfilingReport(kind, op_type, launcher_id, summary_id, log_info.l2_api_name, log_info.l0_name,
-                          task_type, tensor_num)
+                          task_type, tensor_num, tensor_type)
     p = ctx.process
     p.profiling_reports.append(rep)
     rec = p.recorder
@@ -313,17 +314,34 @@ def report_host_exec(ctx: ThreadLocalContext, api_name: str) -> bool:
     return True
 
 
+MSPROF_GE_TENSOR_DATA_NUM = 5
+"""Tensors one tensor-info record holds (the CANN profiler header, prof_common.h: MSPROF_GE_TENSOR_DATA_NUM)."""
+
+
 def report_addition_info(ctx: ThreadLocalContext, op_type: str, launcher_id: int, summary_id: int,
-                         task_type: str, tensors: list | None) -> None:
-    """ReportAdditionInfo: a basic-info record plus the tensor info (`tensors` None: the task-info form,
-    which reports an empty tensor list)."""
+                         task_type: str, inputs: list | None, outputs: list = ()) -> None:
+    """ReportAdditionInfo (op_dfx.cpp): a basic-info record, then the tensor info. `inputs` None is the task-info
+    form: one empty record (tensorNum 0). Otherwise ReportTensorAdditionInfo per list, inputs then outputs: one
+    record per MSPROF_GE_TENSOR_DATA_NUM tensors and one for the tail, none for an empty list. The callers filter
+    the lists as opbase does."""
     li = ctx.log_info
     _emit(ctx, "basic_info", op_type, launcher_id, summary_id, li, task_type)
-    n = 0 if tensors is None else sum(1 for t in tensors if t is not None)
-    _emit(ctx, "tensor_info", op_type, launcher_id, summary_id, li, task_type, n)
+    if inputs is None:
+        _emit(ctx, "tensor_info", op_type, launcher_id, summary_id, li, task_type, 0)
+        return
+    for tensor_type, tensors in (("input", inputs), ("output", outputs)):
+        for start in range(0, len(tensors), MSPROF_GE_TENSOR_DATA_NUM):
+            n = min(MSPROF_GE_TENSOR_DATA_NUM, len(tensors) - start)
+            _emit(ctx, "tensor_info", op_type, launcher_id, summary_id, li, task_type, n, tensor_type)
 
 
-def report_aicore_launch(ctx: ThreadLocalContext, op_type: str, task_type: str, tensors: list) -> None:
+def _non_null(tensors: list) -> list:
+    """GetProfilingTensors (op_dfx_internal.h): the OpArgList form keeps tensors only; AddToList drops null ones."""
+    return [t for t in tensors if isinstance(t, Tensor)]
+
+
+def report_aicore_launch(ctx: ThreadLocalContext, op_type: str, task_type: str, inputs: list,
+                         outputs: list) -> None:
     """DoLaunchWithDfx around one AI Core launch. The summary id was put in TLS before the launch (only with
     kernelLaunchFlag; otherwise the launcher's zero id stays and the guard records nothing)."""
     sw = ctx.process.profiling
@@ -338,7 +356,8 @@ def report_aicore_launch(ctx: ThreadLocalContext, op_type: str, task_type: str, 
         _emit(ctx, "context_id", op_type, 0, ids.summary_item_id, li, task_type)
     ids.kernel_launcher_id = kernel_launcher_id(op_type)
     if sw.addition_info_flag:
-        report_addition_info(ctx, op_type, ids.kernel_launcher_id, ids.summary_item_id, task_type, tensors)
+        report_addition_info(ctx, op_type, ids.kernel_launcher_id, ids.summary_item_id, task_type,
+                             _non_null(inputs), _non_null(outputs))
     if sw.level2_profiling_flag:  # reported with or without ATTR arguments (the inputs are summarised too)
         _emit(ctx, "attr_info", op_type, ids.kernel_launcher_id, ids.summary_item_id, li, task_type)
 
@@ -375,13 +394,13 @@ def report_aicpu_launch(ctx: ThreadLocalContext, op_type: str, launch_id: int, s
 def report_aicpu_run(ctx: ThreadLocalContext, op_type: str, launch_id: int, summary_id: int,
                      inputs: list, outputs: list) -> bool:
     """End of an AI CPU Run: with kernelLaunchFlag and additionInfoFlag, TLS kernelLauncherId := the task's
-    launch id and tensor info (non-null inputs, outputs) is reported with task type AI_CPU."""
+    launch id and tensor info is reported with task type AI_CPU: the non-null inputs (GetValidInputVec) and
+    every output, null ones included (GetConstVec) (aicpu_task.cpp)."""
     sw = ctx.process.profiling
     if not (sw.kernel_launch_flag and sw.addition_info_flag):
         return False
     ctx.profiling_info_id.kernel_launcher_id = launch_id
-    report_addition_info(ctx, op_type, launch_id, summary_id, "AI_CPU",
-                         [t for t in inputs if t is not None] + list(outputs))
+    report_addition_info(ctx, op_type, launch_id, summary_id, "AI_CPU", _non_null(inputs), list(outputs))
     return True
 
 
@@ -396,7 +415,7 @@ def report_dsa_launch(ctx: ThreadLocalContext, inputs: list, outputs: list) -> N
     if sw.kernel_launch_flag and sw.addition_info_flag:
         ids.kernel_launcher_id = kernel_launcher_id(li.l0_name)
         report_addition_info(ctx, li.l0_name or "", ids.kernel_launcher_id, ids.summary_item_id, "DSA",
-                             list(inputs) + list(outputs))
+                             _non_null(inputs), _non_null(outputs))
 
 
 def report_replayed_task(ctx: ThreadLocalContext, task: Any) -> None:
@@ -415,5 +434,6 @@ def report_replayed_task(ctx: ThreadLocalContext, task: Any) -> None:
     if task_type in MIX_TASK_TYPES:
         _emit(ctx, "context_id", op_type, 0, summary_id, ctx.log_info, task_type)
     if sw.addition_info_flag:
-        report_addition_info(ctx, op_type, launcher_id, summary_id, task_type,
-                             task.templates[:task.n_inputs + task.n_outputs])
+        n_in = task.n_inputs
+        report_addition_info(ctx, op_type, launcher_id, summary_id, task_type, _non_null(task.templates[:n_in]),
+                             _non_null(task.templates[n_in:n_in + task.n_outputs]))

@@ -194,7 +194,7 @@ class AiCoreKernelLauncher(KernelLauncher):
         if cache is not None and cache is ex.op_exec_cache:
             cache.record(name, tiling.task_type, tiling.block_dim, duration, ins + outs + wss, len(ins), len(outs),
                          attrs, kernel.compute, tiling.tiling_data_size)
-        dfx.report_aicore_launch(ctx, name, tiling.task_type, ins + outs)
+        dfx.report_aicore_launch(ctx, name, tiling.task_type, ins, outs)
         if launch_status != S.ACLNN_SUCCESS:
             return S.ACLNN_ERR_RUNTIME_ERROR, tiling
         if args.contains_op_arg_type(OpArgDef.OP_OUTSHAPE_ARG):

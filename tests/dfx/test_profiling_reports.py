@@ -94,10 +94,10 @@ def test_addition_info_needs_task_time(world):
     assert kinds(process) == []
     start_profiling(process, KL | L1)
     add_call(n=16)
-    assert kinds(process) == ["kernel_launch", "basic_info", "tensor_info"]
-    tensor = process.profiling_reports[-1]
-    assert (tensor.task_type, tensor.tensor_num, tensor.summary_item_id) == \
-        ("AI_VECTOR_CORE", 3, h("aclnnAdd_Add_Add"))
+    assert kinds(process) == ["kernel_launch", "basic_info", "tensor_info", "tensor_info"]
+    ins, outs = process.profiling_reports[-2:]
+    assert [(r.tensor_type, r.tensor_num) for r in (ins, outs)] == [("input", 2), ("output", 1)]
+    assert {(r.task_type, r.summary_item_id) for r in (ins, outs)} == {("AI_VECTOR_CORE", h("aclnnAdd_Add_Add"))}
 
 
 def test_attribute_info_with_level_2(world):
@@ -150,7 +150,7 @@ def test_memset_pre_launch(world, mask, expected):
     (PROF_ACL_API_MASK, ["kernel_launch"]),   # the guard fires on reportFlag: the id was captured at creation
     (KL, ["kernel_launch"]),
     (L1, []),
-    (KL | L1, ["kernel_launch", "basic_info", "tensor_info"]),
+    (KL | L1, ["kernel_launch", "basic_info", "tensor_info", "tensor_info"]),
 ])
 def test_aicpu_gating(world, mask, expected):
     """AI CPU: the guard uses summaryItemId_ from task creation (non-zero even without kernelLaunchFlag); the
@@ -195,9 +195,32 @@ def test_dsa_attribution_uses_the_l0_name(world):
         return S.ACLNN_SUCCESS
     assert l2_one_launcher("aclnnProfDsa", build, ins, [y]) == S.ACLNN_SUCCESS
     reps = process.profiling_reports
-    assert [r.kind for r in reps] == ["kernel_launch", "basic_info", "tensor_info"]
+    assert [r.kind for r in reps] == ["kernel_launch", "basic_info", "tensor_info", "tensor_info"]
     assert {(r.kernel_launcher_id, r.summary_item_id) for r in reps} == {(h("RandL0"), h("aclnnProfDsa_RandL0_RandL0"))}
-    assert reps[-1].task_type == "DSA" and reps[-1].tensor_num == 6
+    assert [(r.task_type, r.tensor_type, r.tensor_num) for r in reps[-2:]] == [("DSA", "input", 5), ("DSA", "output", 1)]
+
+
+@pytest.mark.parametrize("n_in, n_out, nums", [
+    (0, 0, []), (5, 1, [("input", 5), ("output", 1)]), (6, 0, [("input", 5), ("input", 1)]),
+    (11, 10, [("input", 5), ("input", 5), ("input", 1), ("output", 5), ("output", 5)])])
+def test_tensor_info_is_one_record_per_five_tensors_of_each_list(world, n_in, n_out, nums):
+    """op_dfx.cpp ReportTensorAdditionInfo: per list (inputs, then outputs), `tensors.size() / 5` full records
+    (MSPROF_GE_TENSOR_DATA_NUM) and one for a non-zero tail; an empty list sends none."""
+    process, ctx = world
+    ins, outs = [Tensor([1]) for _ in range(n_in)], [Tensor([1]) for _ in range(n_out)]
+    dfx.report_addition_info(ctx, "Op", 1, 2, "AI_CORE", ins, outs)
+    reps = process.profiling_reports
+    assert reps[0].kind == "basic_info"
+    assert [(r.tensor_type, r.tensor_num) for r in reps[1:]] == nums
+
+
+def test_aicpu_tensor_info_drops_null_inputs_only(world):
+    """aicpu_task.cpp Run: GetValidInputVec(inputs_) skips null inputs, GetConstVec(outputs_) keeps every output."""
+    process, ctx = world
+    start_profiling(process, KL | L1)
+    x = Tensor([4])
+    dfx.report_aicpu_run(ctx, AICPU_OP, 1, 2, [x, None, x], [None, x])
+    assert [(r.tensor_type, r.tensor_num) for r in process.profiling_reports[1:]] == [("input", 2), ("output", 2)]
 
 
 # ---- OpExecCache replay ----------------------------------------------------------------------------------
@@ -220,7 +243,7 @@ def test_replay_of_a_task_recorded_with_profiling_off_stays_silent_in_the_guard(
     add_call()
     start_profiling(process, KL | L1)
     add_call()
-    assert kinds(process) == ["basic_info", "tensor_info"]
+    assert kinds(process) == ["basic_info", "tensor_info", "tensor_info"]
     assert {r.summary_item_id for r in process.profiling_reports} == {0}
 
 
