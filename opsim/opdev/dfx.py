@@ -234,6 +234,7 @@ class ProfilingReport:
     task_type: str = ""
     tensor_num: int = 0
     tensor_type: str = ""  # tensor_info: "input" or "output" (MsprofGeTensorType); "" for the task-info form
+    type_id: int = 0  # host_exec: the ACL-level type CollectProfilingStr registered for the guard's function name
 
 
 _PROFILER_HASHES: dict[str, int] = {}
@@ -280,10 +281,11 @@ def launcher_profiling_ids(core_type: int, op_type: str, log_info: OpLogInfo, *,
 
 
 def _emit(ctx: ThreadLocalContext, kind: str, op_type: str, launcher_id: int, summary_id: int,
-          log_info: OpLogInfo, task_type: str = "", tensor_num: int = 0, tensor_type: str = "") -> None:
+          log_info: OpLogInfo, task_type: str = "", tensor_num: int = 0, tensor_type: str = "",
+          type_id: int = 0) -> None:
     """Hand one record to the profiler: kept on the process and, with a trace, an instant "prof_<kind>"."""
     rep = ProfilingReport(kind, op_type, launcher_id, summary_id, log_info.l2_api_name, log_info.l0_name,
-                          task_type, tensor_num, tensor_type)
+                          task_type, tensor_num, tensor_type, type_id)
     p = ctx.process
     p.profiling_reports.append(rep)
     rec = p.recorder
@@ -292,6 +294,8 @@ def _emit(ctx: ThreadLocalContext, kind: str, op_type: str, launcher_id: int, su
         args = {"op_type": op_type, "summary_item_id": summary_id, "kernel_launcher_id": launcher_id}
         if task_type:
             args["task_type"] = task_type
+        if type_id:
+            args["type"] = type_id
         ctx.at(lambda t: rec.instant(t, f"prof_{kind}", track, args))
 
 
@@ -306,11 +310,49 @@ def kernel_launch_guard(ctx: ThreadLocalContext, summary_id: int, op_type: str, 
     return True
 
 
-def report_host_exec(ctx: ThreadLocalContext, api_name: str) -> bool:
-    """The L2 phase guards (ACL API level): one host-exec record per phase with reportFlag on."""
-    if not ctx.process.profiling.report_flag:
+ACL_API_TYPE_BASE = 0x50000
+"""The first type id CollectProfilingStr hands out (op_dfx.cpp: opProfilingCounter = 0x50000)."""
+
+
+def collect_profiling_str(process: Any, name: str) -> int:
+    """CollectProfilingStr: a process-wide id per distinct string, counted from 0x50000 in registration order
+    (registered with the profiler as an ACL-level type, MsprofRegTypeInfo)."""
+    table = process.profiling_strs
+    type_id = table.get(name)
+    if type_id is None:
+        type_id = table[name] = ACL_API_TYPE_BASE + len(table)
+    return type_id
+
+
+class L2Guard:
+    """The OpDfxProfiler of an L2 phase guard (OpDfxGuard, op_dfx.cpp): made at phase entry with reportFlag on,
+    reported (MsprofReportApi, ACL level, type = the registered id of the guard's function name) when the guard
+    is destroyed at the end of the phase function, so after everything the phase did."""
+
+    __slots__ = ("api_name", "type_id", "log_info")
+
+    def __init__(self, api_name: str, type_id: int, log_info: OpLogInfo):
+        self.api_name, self.type_id, self.log_info = api_name, type_id, log_info
+
+
+def open_l2_guard(ctx: ThreadLocalContext, api_name: str, func_name: str) -> None:
+    """An L2 phase guard's constructor. `func_name` is the C function (`__func__`): "<API>GetWorkspaceSize" for
+    phase 1, "<API>" for phase 2. A guard its caller left open (a caller that never ends the phase) is
+    reported first."""
+    if ctx.l2_guard is not None:
+        close_l2_guard(ctx)
+    if ctx.process.profiling.report_flag:
+        ctx.l2_guard = L2Guard(api_name, collect_profiling_str(ctx.process, func_name), ctx.log_info.copy())
+
+
+def close_l2_guard(ctx: ThreadLocalContext) -> bool:
+    """An L2 phase guard's destructor: its host-exec record, whatever reportFlag says by now (the profiler was
+    made at entry). False when no profiler was made."""
+    guard = ctx.l2_guard
+    if guard is None:
         return False
-    _emit(ctx, "host_exec", api_name, 0, 0, ctx.log_info)
+    ctx.l2_guard = None
+    _emit(ctx, "host_exec", guard.api_name, 0, 0, guard.log_info, type_id=guard.type_id)
     return True
 
 

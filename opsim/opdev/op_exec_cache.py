@@ -263,9 +263,9 @@ class OpExecCacheWrap:
 
 # ---- the L2 DFX macros ----------------------------------------------------------------------------
 
-def l2_dfx_phase_1(api_name: str, dfx_in: tuple, dfx_out: tuple, *, with_cache: bool = True):
-    """L2_DFX_PHASE_1: TLS init, key construction and lookup. Returns a cache wrapper on a hit, else None."""
-    ctx = current()
+def _init_l2_phase_1_context(ctx: ThreadLocalContext, api_name: str) -> None:
+    """InitL2Phase1Context: the TLS log info (L2 name, a new sequence number) and config (core counts, dump,
+    deterministic level)."""
     p = ctx.process
     ctx.current_op = api_name
     ctx.charge("L2 phase1 entry")
@@ -278,8 +278,15 @@ def l2_dfx_phase_1(api_name: str, dfx_in: tuple, dfx_out: tuple, *, with_cache: 
     cfg.is_op_dump_enable = p.op_dump
     cfg.deterministic_level = dfx.deterministic_level_from_rt(ctx)
     cfg.is_deterministic_on = cfg.deterministic_level >= 1
-    if p.profiling.report_flag:
-        dfx.report_host_exec(ctx, api_name)
+
+
+def l2_dfx_phase_1(api_name: str, dfx_in: tuple, dfx_out: tuple, *, with_cache: bool = True):
+    """L2_DFX_PHASE_1: TLS init, key construction and lookup. Returns a cache wrapper on a hit, else None."""
+    ctx = current()
+    p = ctx.process
+    _init_l2_phase_1_context(ctx, api_name)
+    li, cfg = ctx.log_info, ctx.config
+    dfx.open_l2_guard(ctx, api_name, api_name + "GetWorkspaceSize")
     if p.op_dump:
         ctx.l2_io_tensors = (list(dfx_in), list(dfx_out))
     if not with_cache:
@@ -330,5 +337,12 @@ def l2_dfx_phase_2(api_name: str, executor: Any) -> None:
         ctx.log_info = executor.log_info.copy()
         ctx.config = executor.config.copy()
     ctx.log_info.l0_name = None
-    if ctx.process.profiling.report_flag:
-        dfx.report_host_exec(ctx, api_name)
+    dfx.open_l2_guard(ctx, api_name, api_name)
+
+
+def l2_dfx_phase_end() -> None:
+    """The end of an L2 phase function (aclnnXxxGetWorkspaceSize or aclnnXxx) on every return path: its guard
+    is destroyed, after the executor's (declared later, destroyed first)."""
+    ctx = current()
+    if ctx.l2_guard is not None:
+        dfx.close_l2_guard(ctx)

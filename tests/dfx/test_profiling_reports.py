@@ -76,6 +76,32 @@ def test_acl_api_only_gives_host_exec_per_phase_and_no_kernel_launch(world):
     assert [(r.kind, r.op_type) for r in process.profiling_reports] == [("host_exec", "aclnnAdd")] * 2
 
 
+def test_l2_guard_reports_an_acl_api_record_when_the_phase_ends(world):
+    """op_dfx.cpp: the L2 OpDfxGuard makes an OpDfxProfiler(funcName) at entry (CollectProfilingStr registers
+    __func__ as an ACL-level type, ids from 0x50000) and reports it (MsprofReportApi) in its destructor. So phase
+    2's record follows the kernel-launch record of its launch, and the types are the registered ids of
+    "aclnnAddGetWorkspaceSize" and "aclnnAdd" (not MSPROF_REPORT_NODE_HOST_OP_EXEC_TYPE)."""
+    process, ctx = world
+    start_profiling(process, PROF_ACL_API_MASK | KL)
+    assert add_call() == S.ACLNN_SUCCESS
+    assert add_call(n=16) == S.ACLNN_SUCCESS
+    reps = process.profiling_reports
+    assert kinds(process) == ["host_exec", "kernel_launch", "host_exec"] * 2
+    assert process.profiling_strs == {"aclnnAddGetWorkspaceSize": 0x50000, "aclnnAdd": 0x50001}
+    assert [r.type_id for r in reps if r.kind == "host_exec"] == [0x50000, 0x50001] * 2
+    assert all(r.type_id == 0 for r in reps if r.kind != "host_exec")
+
+
+def test_l2_guard_reports_on_a_failed_phase_1_too(world):
+    """The guard is destroyed on every return path of aclnnXxxGetWorkspaceSize, a failed check included."""
+    process, ctx = world
+    start_profiling(process, PROF_ACL_API_MASK)
+    status, _, ex = aclnn_add_get_workspace_size(Tensor([8]), Tensor([4]), Scalar(1.0), Tensor([2]))
+    assert status != S.ACLNN_SUCCESS and ex is None
+    assert [(r.kind, r.type_id) for r in process.profiling_reports] == [("host_exec", 0x50000)]
+    assert ctx.l2_guard is None
+
+
 def test_task_time_gives_the_kernel_launch_with_l2_l0_attribution(world):
     process, ctx = world
     start_profiling(process, KL)
