@@ -16,7 +16,7 @@ from opsim.acl.status import AclnnStatus
 from opsim.acl.tensor import Placement, Tensor
 from opsim.errors import InvalidArgumentError
 from opsim.opdev import dfx, rt
-from opsim.opdev.kernel import AiCoreKernel, TilingResult, find_aicore_kernel
+from opsim.opdev.kernel import AiCoreKernel, TilingResult, find_aicore_kernel, launch_config
 from opsim.opdev.memo import find as memo_find, keep as memo_keep, value_key
 from opsim.opdev.op_args import (OpArgContext, OpArgDef, OpArgType, destroy_op_arg_context, flatten_tensors,
                                  graph_lists, make_op_arg_context, op_input, op_output)
@@ -193,7 +193,7 @@ class AiCoreKernelLauncher(KernelLauncher):
         cache = ctx.op_cache_context
         if cache is not None and cache is ex.op_exec_cache:
             cache.record(name, tiling.task_type, tiling.block_dim, duration, ins + outs + wss, len(ins), len(outs),
-                         attrs, kernel.compute, tiling.tiling_data_size)
+                         attrs, kernel.compute, tiling.tiling_data_size, launch_config(kernel, name, tiling))
         dfx.report_aicore_launch(ctx, name, tiling.task_type, ins, outs)
         if launch_status != S.ACLNN_SUCCESS:
             return S.ACLNN_ERR_RUNTIME_ERROR, tiling
@@ -235,7 +235,11 @@ def _memset_launch(ctx, executor, stream, targets: list[Tensor]) -> None:
     cache = ctx.op_cache_context
     if cache is not None and cache is executor.op_exec_cache:
         cache.record("MemSet", core, 1, duration, list(targets), 0, len(targets), [],
-                     _memset_compute, 64)
+                     _memset_compute, 64, launch_config(None, "MemSet", _MEMSET_TILING))
+
+
+_MEMSET_TILING = TilingResult(block_dim=1, tiling_data_size=64)
+"""The MemSet pre-launch as it is recorded: one block, 64 bytes of tiling data, tiling key 0."""
 
 
 def memset_core(soc: Any) -> str:

@@ -13,6 +13,7 @@ from typing import Any
 from opsim.acl.status import AclnnStatus
 from opsim.acl.tensor import Tensor
 from opsim.opdev import dfx, rt
+from opsim.opdev.kernel import KernelLaunchConfig
 # The key's and the manager's names are re-exported: callers (the fast path, ops, tests) import them from here.
 from opsim.opdev.op_cache_key import (_HEADS, _TENSOR_KEYS, K_HASH_BUF_SIZE, KEY_MEMO_MAX,  # noqa: F401
                                       args_snapshot, args_unchanged, build_l2_key, fields_unchanged)
@@ -72,6 +73,9 @@ class RecordedTask:
     size: int
     info: dict | None = None  # torch_npu tensor strings of the launch (profiler shapes)
     profiling: tuple = (0, 0)  # TLS (kernelLauncherId, summaryItemId) when the launch was recorded
+    launch_cfg: KernelLaunchConfig | None = None
+    """The launch record's configuration (LaunchArgCache's launchCfg_: bin and function handles, tiling key,
+    block count, fat-bin flag, schedule mode, dynamic UB size, block offset), as the launch was made."""
 
 
 class OpExecCache:
@@ -143,7 +147,8 @@ class OpExecCache:
         return AddrRule(False, l2_index=idx, byte_offset=int((t.view_offset + st.offset) * esize))
 
     def record(self, op_name: str, task_type: str, block_dim: int, duration: float, tensors: list,
-               n_inputs: int, n_outputs: int, attrs: list, compute: Any, tiling_data_size: int) -> None:
+               n_inputs: int, n_outputs: int, attrs: list, compute: Any, tiling_data_size: int,
+               launch_cfg: KernelLaunchConfig | None = None) -> None:
         """Record one AI Core launch (only while valid, recording and not yet usable)."""
         if not self.valid or self.usable or not self.recording:
             return
@@ -171,7 +176,7 @@ class OpExecCache:
         self.tasks.append(RecordedTask(op_name, task_type, block_dim, duration, templates, rules, n_inputs,
                                        n_outputs, attrs, compute, size,
                                        rt.tensor_info(tensors[:n_inputs], tensors[n_inputs:n_inputs + n_outputs]),
-                                       _tls_profiling_ids()))
+                                       _tls_profiling_ids(), launch_cfg))
 
     def finalize(self) -> None:
         """End of the first run: copy the record (needs a recording buffer), usable := valid."""
@@ -192,28 +197,38 @@ class OpExecCache:
 
     def run(self, ctx: ThreadLocalContext, workspace: int, stream: Any, addresses: list, l2_storages: list | None = None,
             l2_tensors: list | None = None) -> AclnnStatus:
-        """Replay: patch every address, resubmit every recorded task in order."""
-        numerics = ctx.process.numerics and ctx.process.device is not None
-        faults = ctx.process.faults
+        """Replay: every recorded launch in order through its run function (RunFromCache), stopping at the
+        first failure."""
         for task in self.tasks:
-            ctx.charge("cache replay", task.op_name)
-            if faults:
-                status = rt.fault_status(ctx, "rt.launch_kernel", task.op_name)
-                if status != S.ACLNN_SUCCESS:
-                    return status
-            if numerics and task.compute is not None:
-                tensors = [None if r is None else _patched(tmpl, r, workspace, addresses)
-                           for tmpl, r in zip(task.templates, task.rules)]
-                ins = tensors[:task.n_inputs]
-                outs = tensors[task.n_inputs:task.n_inputs + task.n_outputs]
-                wss = tensors[task.n_inputs + task.n_outputs:]
-                task.compute(ins, outs, task.attrs, wss)
-            rt.submit_kernel(ctx, stream, task.op_name, task.task_type, task.block_dim, task.duration,
-                             replay=True)
-            if task.info is not None:
-                rt.record_tensor_info(ctx, task.op_name, task.info)
-            dfx.report_replayed_task(ctx, task)
+            status = run_from_cache(ctx, stream, task, workspace, addresses)
+            if status != S.ACLNN_SUCCESS:
+                return status
         return S.ACLNN_SUCCESS
+
+
+def run_from_cache(ctx: ThreadLocalContext, stream: Any, task: RecordedTask | None, workspace: int = 0,
+                   addresses: list | tuple = ()) -> AclnnStatus:
+    """LaunchArgCache::RunFromCache(stream, cache) (rts_arg.cpp): a null launch record is ACLNN_ERR_INNER
+    ("Null cache, unable to run"); otherwise the addresses are patched and the launch is resubmitted."""
+    if task is None:
+        log.error("Null cache, unable to run (ACLNN_ERR_INNER)")
+        return S.ACLNN_ERR_INNER
+    ctx.charge("cache replay", task.op_name)
+    p = ctx.process
+    if p.faults:
+        status = rt.fault_status(ctx, "rt.launch_kernel", task.op_name)
+        if status != S.ACLNN_SUCCESS:
+            return status
+    if p.numerics and p.device is not None and task.compute is not None:
+        tensors = [None if r is None else _patched(tmpl, r, workspace, addresses)
+                   for tmpl, r in zip(task.templates, task.rules)]
+        n_in, n_io = task.n_inputs, task.n_inputs + task.n_outputs
+        task.compute(tensors[:n_in], tensors[n_in:n_io], task.attrs, tensors[n_io:])
+    rt.submit_kernel(ctx, stream, task.op_name, task.task_type, task.block_dim, task.duration, replay=True)
+    if task.info is not None:
+        rt.record_tensor_info(ctx, task.op_name, task.info)
+    dfx.report_replayed_task(ctx, task)
+    return S.ACLNN_SUCCESS
 
 
 def _tls_profiling_ids() -> tuple[int, int]:
