@@ -223,7 +223,8 @@ def test_dsa_attribution_uses_the_l0_name(world):
     reps = process.profiling_reports
     assert [r.kind for r in reps] == ["kernel_launch", "basic_info", "tensor_info", "tensor_info"]
     assert {(r.kernel_launcher_id, r.summary_item_id) for r in reps} == {(h("RandL0"), h("aclnnProfDsa_RandL0_RandL0"))}
-    assert [(r.task_type, r.tensor_type, r.tensor_num) for r in reps[-2:]] == [("DSA", "input", 5), ("DSA", "output", 1)]
+    assert [(r.task_type, r.tensor_type, r.tensor_num) for r in reps[-2:]] == \
+        [("DSA", "input", 5), ("DSA", "output", 1)]
 
 
 @pytest.mark.parametrize("n_in, n_out, nums", [
