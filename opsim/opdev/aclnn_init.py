@@ -4,6 +4,7 @@ from __future__ import annotations
 from typing import Any
 
 from opsim.acl.status import AclnnStatus
+from opsim.opdev.aicpu.task_space import aclnn_aicpu_finalize
 from opsim.opdev.thread_local import current
 
 
@@ -15,6 +16,5 @@ def aclnn_init(config_path: str | None = None) -> AclnnStatus:
 def aclnn_finalize(process: Any = None) -> AclnnStatus:
     """aclnnFinalize: aclnnAicpuFinalize (drop every cached AI CPU task, empty the registry), then release
     tiling-parse contexts (nothing to release here)."""
-    from opsim.opdev.aicpu.task_space import aclnn_aicpu_finalize
     aclnn_aicpu_finalize(process or current().process)
     return AclnnStatus.ACLNN_SUCCESS

@@ -14,8 +14,11 @@ from typing import Any
 
 import numpy as np
 
-from opsim.acl.dtypes import FLOATING_CHECK_TYPES, DataType
+from opsim.acl.dtypes import FLOATING_CHECK_TYPES, DataType, bf16_to_float32
 from opsim.acl.tensor import Tensor
+from opsim.errors import InvalidArgumentError
+from opsim.kernels.hashing import murmur_hash3_x64_h2
+from opsim.opdev import rt
 from opsim.opdev.op_args import OpArgContext, flatten_tensors
 from opsim.opdev.op_def import CoreType
 from opsim.opdev.thread_local import OpLogInfo, ProfilingInfoId, ThreadLocalContext, current
@@ -133,7 +136,6 @@ def capture_status(ctx: ThreadLocalContext, stream: Any) -> tuple[bool, bool]:
 def begin_capture(stream: Any) -> None:
     """aclmdlRICaptureBegin: the stream's capture status becomes ACTIVE (overflow checks are skipped on it)."""
     if stream is None:
-        from opsim.errors import InvalidArgumentError
         raise InvalidArgumentError("begin_capture needs a stream (sim.device.create_stream()), got None")
     stream.capturing = True
 
@@ -141,7 +143,6 @@ def begin_capture(stream: Any) -> None:
 def end_capture(stream: Any) -> None:
     """aclmdlRICaptureEnd: the stream is no longer being captured."""
     if stream is None:
-        from opsim.errors import InvalidArgumentError
         raise InvalidArgumentError("end_capture needs a stream (sim.device.create_stream()), got None")
     stream.capturing = False
 
@@ -157,14 +158,12 @@ def has_non_finite(t: Tensor) -> bool:
         return False
     arr = t.numpy()
     if t.dtype == DataType.DT_BF16:
-        from opsim.acl.dtypes import bf16_to_float32
         arr = bf16_to_float32(arr)
     return bool(not np.all(np.isfinite(arr)))
 
 
 def overflow_dump_process(ctx: ThreadLocalContext, args: OpArgContext, stream: Any, log_info: OpLogInfo) -> bool:
     """OverflowDumpProcess in INFNAN mode: sync, check outputs, combined dump on overflow. Returns overflow."""
-    from opsim.opdev import rt
     rt.synchronize_stream(ctx, stream)
     ctx.charge("overflow check")
     candidates = overflow_candidates(args)
@@ -245,7 +244,6 @@ def profiler_hash(text: str) -> int:
     """The profiler's string hash (abstracted as MurmurHash3_x64_128, second half, of the UTF-8 bytes)."""
     h = _PROFILER_HASHES.get(text)
     if h is None:
-        from opsim.kernels.hashing import murmur_hash3_x64_h2
         h = int(murmur_hash3_x64_h2(text.encode()))
         if len(_PROFILER_HASHES) >= 65536:
             _PROFILER_HASHES.clear()

@@ -8,6 +8,8 @@ from __future__ import annotations
 from typing import Any
 
 from opsim.acl.status import AclnnStatus
+from opsim.device.fitted import signature_key
+from opsim.device.task import DeviceTask, TaskKind
 from opsim.opdev.thread_local import ThreadLocalContext
 
 S = AclnnStatus
@@ -21,7 +23,6 @@ def fault_status(ctx: ThreadLocalContext, point: str, *args: Any) -> AclnnStatus
 
 
 def _task(kind_name: str, **kw):
-    from opsim.device.task import DeviceTask, TaskKind
     return DeviceTask(TaskKind[kind_name], **kw)
 
 
@@ -30,7 +31,6 @@ _KERNEL_TASK: list = []  # [DeviceTask.trusted, TaskKind.AI_CPU, AI_VECTOR, AI_C
 
 def _kernel_task_parts() -> list:
     if not _KERNEL_TASK:
-        from opsim.device.task import DeviceTask, TaskKind
         _KERNEL_TASK.extend((DeviceTask.trusted, TaskKind.AI_CPU, TaskKind.AI_VECTOR, TaskKind.AI_CORE))
     return _KERNEL_TASK
 
@@ -87,7 +87,6 @@ def kernel_duration(ctx: ThreadLocalContext, tiling: Any, op_type: str, inputs: 
 
 def kernel_signature(op_type: str, core: str, inputs: list, outputs: list) -> str:
     """The calibration signature of a launch: op type, core, view shapes and dtypes of its tensors."""
-    from opsim.device.fitted import signature_key
     ins = [t for t in inputs if t is not None and hasattr(t, "view_shape")]
     outs = [t for t in outputs if t is not None and hasattr(t, "view_shape")]
     return signature_key(op_type, core, [t.view_shape for t in ins], [t.dtype.short_name for t in ins],

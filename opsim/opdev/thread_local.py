@@ -12,6 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable
 
+from opsim.errors import SimulationError
+
 if TYPE_CHECKING:  # pragma: no cover
     from opsim.opdev.process import ProcessContext
 
@@ -135,7 +137,6 @@ _current: ThreadLocalContext | None = None
 def current() -> ThreadLocalContext:
     """The calling simulated thread's context (opbase's TLS)."""
     if _current is None:
-        from opsim.errors import SimulationError
         raise SimulationError("no simulated host thread is current; call opsim APIs from a HostThread program "
                               "or set one with opsim.opdev.thread_local.set_current()")
     return _current

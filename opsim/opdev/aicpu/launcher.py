@@ -12,6 +12,7 @@ import logging
 from typing import Any
 
 from opsim.acl.status import AclnnStatus
+from opsim.errors import UseAfterDestroyError
 from opsim.opdev.aicpu.task import AicpuTask
 from opsim.opdev.aicpu.task_space import AicpuTaskSpace, take_pending_overflow_task
 from opsim.opdev.launchers import KernelLauncher, graph_lists, register_launcher
@@ -50,7 +51,6 @@ class AiCpuKernelLauncher(KernelLauncher):
             log.error("AI CPU launcher without a task (ACLNN_ERR_PARAM_NULLPTR)")
             return S.ACLNN_ERR_PARAM_NULLPTR
         if task.released:
-            from opsim.errors import UseAfterDestroyError
             raise UseAfterDestroyError(f"AI CPU task of {task.op_type} was freed (aclnnAicpuFinalize) while an "
                                        "executor still referenced it")
         ctx = current()
