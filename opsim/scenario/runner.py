@@ -360,7 +360,7 @@ def run_scenario(source: str | Path | Mapping[str, Any] | ScenarioConfig, *, out
             result.out_dir = target
             write_outputs(run, summary, stdout_text, staged, profiler=want_profiler)
             if config.outputs.records:
-                from opsim.api import Result
+                from opsim.scenario.result import Result  # lazy: only a run that writes its records needs it
                 result.outputs = _keyed(staged.planned())
                 Result.from_run(result).write_records(staged.path(OUTPUT_FILES["records"]), relative_to=target)
             result.outputs = _keyed(staged.commit())
