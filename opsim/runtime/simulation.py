@@ -6,6 +6,7 @@ from typing import Any, Callable, Generator, Mapping
 import simpy
 
 from opsim.acl.tensor import reset_host_pointers
+from opsim.fastpath.environment import FastEnvironment
 from opsim.opdev.process import ProcessContext
 from opsim.runtime.host_thread import HostThread
 
@@ -27,7 +28,8 @@ class Simulation:
         reset_host_pointers()
         self.fast_path = bool(fast_path)
         """Steady-state shortcuts that leave every output unchanged (False: the reference path, for debugging)."""
-        self.env = simpy.Environment()
+        self.env = FastEnvironment() if self.fast_path else simpy.Environment()
+        """The fast path's environment (spends host time in place), else plain SimPy."""
         self.recorder = Recorder(enabled=trace)
         self.soc = get_soc(soc, **dict(soc_overrides or {}))
         from opsim.calibration import load_calibration

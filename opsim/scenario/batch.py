@@ -1,5 +1,5 @@
 """Batched steady state: the top loops of a scenario's threads run by the compiled event loop of
-`opsim.runtime.batch_kernel` while every call they make is an executor-cache hit replayed from a template.
+`opsim.fastpath.batch_kernel` while every call they make is an executor-cache hit replayed from a template.
 
 A top loop whose body is plain op calls (no `choose`, syncs, events, sleeps, PTA mode, repeats or
 device-computed output shapes) in a run of at least `MIN_CALLS` planned calls (numerics off, fast path on) is
@@ -16,8 +16,6 @@ path byte for byte (`tests/scenario/test_batch.py` runs scenarios three ways).
 from __future__ import annotations
 
 from collections import deque
-from heapq import heapify
-from itertools import count as counter
 from typing import Any, Generator
 
 import numpy as np
@@ -26,9 +24,9 @@ from simpy.events import NORMAL
 from opsim.device.device import StreamTick
 from opsim.device.memory import Allocation, StreamFree, free_task
 from opsim.device.task import DeviceTask, TaskKind
-from opsim.runtime import batch_kernel as K
-from opsim.runtime import hit_replay
-from opsim.runtime.fast_clock import _Resume, skip_to
+from opsim.fastpath import batch_kernel as K
+from opsim.fastpath import hit_replay
+from opsim.fastpath.environment import Resume
 
 QUEUE_SLOTS = 4096
 """Tasks a stream may hold queued in a batch (beyond it the batch stops and SimPy carries on)."""
@@ -85,7 +83,7 @@ def batched_loop(wl: Any, th: Any, plans: list, count: int) -> Generator:
             if state.pending is not None:  # the call made before the wait ends: run_op's span, the loop's count
                 api, start, corr = state.pending
                 state.pending = None
-                rec.host_span(name, "op_call", api, start, env._now - start, corr)
+                rec.host_span(name, "op_call", api, start, env.now - start, corr)
                 ctx.current_corr = -1
                 _next(state, nb, wl, rec, env, name)
             if state.j == 0 and state.i >= count:
@@ -116,12 +114,12 @@ def batched_loop(wl: Any, th: Any, plans: list, count: int) -> Generator:
             # run_op's template path, with the thread's wait at this loop's level (the rest of the call is
             # `state.pending`, so that a batch can take the thread over while it waits)
             run.current_variant = (plan.config, variant)
-            start = env._now
+            start = env.now
             t = replay(th, *found)[-1]
             run._count(th, found[0].size)
             state.pending = (plan.api, start, ctx.current_corr)
-            if t > env._now:
-                ev = skip_to(env, t - env._now)
+            if t > env.now:
+                ev = env.advance(t - env.now)
                 if ev is not None:
                     state.parked = ev
                     yield ev
@@ -350,12 +348,13 @@ class _Batch:
         barrier = None
         found_parked = 0
         ends = [0] * S
-        for item in env._queue:
+        heap, now, eid0 = env.export_heap()
+        for item in heap:
             ev = item[3]
             kind = None
             if type(ev) is StreamTick and ev.callbacks:
                 kind = ticks.get(id(ev.callbacks[0]))
-            elif id(ev) in parked and type(ev) is _Resume and item[1] == NORMAL:
+            elif id(ev) in parked and type(ev) is Resume and item[1] == NORMAL:
                 kind = (K.EV_RESUME, parked[id(ev)])
                 found_parked += 1
             if kind is None:
@@ -372,14 +371,13 @@ class _Batch:
             running = st[K.S_CUR, s] >= 0 and tk[K.K_STATE, st[K.S_CUR, s]] == K.K_RUNNING
             if ends[s] != (1 if running else 0):
                 return None
-        K.push(g, ht, hi, float(env._now), NORMAL, -1, K.EV_RESUME, 0)  # `wl`'s thread, running now
+        K.push(g, ht, hi, float(now), NORMAL, -1, K.EV_RESUME, 0)  # `wl`'s thread, running now
         self.rest = rest
         if barrier is not None:
             gf[K.BAR_T], g[K.BAR_P], g[K.BAR_E], g[K.HAS_BAR] = barrier[0], barrier[1], barrier[2], 1
-        gf[K.NOW] = env._now
+        gf[K.NOW] = now
         gf[K.DEV_END] = stats.device_end
-        g[K.EID] = eid0 = next(env._eid)
-        env._eid = counter(eid0)  # looked at, not taken
+        g[K.EID] = eid0
         g[K.CORR], g[K.SEQ], g[K.CALLS], g[K.PEAK_WS] = rec._corr, p.l2_sequence_counter, run.calls, run.peak_workspace
         g[K.IN_USE], g[K.PEAK], g[K.BEST_FIT] = memory.in_use, memory.peak, int(memory._best_fit)
         # the allocator: its free list, room for one more block per allocation that may be released
@@ -680,7 +678,7 @@ class _Batch:
                 if idx == 0:
                     if eid < 0:  # `wl`'s thread did not get to run in the batch: it carries on now
                         continue
-                    ev = mine = _Resume(env)
+                    ev = mine = Resume(env)
                 else:
                     ev = self.wls[idx].loop.parked
             else:
@@ -688,10 +686,7 @@ class _Batch:
                 ev = StreamTick.__new__(StreamTick)
                 ev.callbacks = [stream._on_wake_cb if kind == K.EV_WAKE else stream._on_end_cb]
             queue.append((t, prio, eid, ev))
-        heapify(queue)
-        env._queue = queue
-        env._now = float(gf[K.NOW])
-        env._eid = counter(int(g[K.EID]))
+        env.import_heap(queue, float(gf[K.NOW]), int(g[K.EID]))
         # each thread: its loop, chooser, counters, the call it waits for, TLS state and LRU order
         for t, w in enumerate(self.wls):
             ncalls = int(th[K.T_NCALLS, t])

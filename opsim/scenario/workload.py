@@ -45,6 +45,21 @@ class Chooser:
         self._i = i + 1
         return int(self._buf[i] * n)
 
+    def export_state(self) -> tuple[list, int]:
+        """(this batch of draws, the index of the next one): a batched run (opsim.fastpath.batch) draws from
+        them in its compiled loop and hands the index back through `import_state`."""
+        return self._buf, self._i
+
+    def import_state(self, i: int) -> None:
+        """The index of the next draw, as a batched run left it."""
+        self._i = i
+
+    def refill(self) -> list:
+        """The next batch of draws, drawn as `pick` draws it when the batch is used up."""
+        self._buf = self.rng.random(len(self._buf)).tolist()
+        self._i = 0
+        return self._buf
+
 
 def thread_rngs(seed: int, index: int) -> tuple[np.random.Generator, np.random.Generator]:
     """(choice rng, data rng) of thread `index`: independent streams, so numerics never change the workload."""

@@ -433,7 +433,7 @@ class Recorder:
 
     def hit_rows(self, thread: Any, phases: tuple, ops: tuple, durs: tuple, api: str, api_1: str,
                  infos: tuple) -> tuple | None:
-        """The records of a replayed executor-cache hit (`opsim.runtime.hit_replay`) as codes for `hit`: its
+        """The records of a replayed executor-cache hit (`opsim.fastpath.hit_replay`) as codes for `hit`: its
         host spans as a group, the same group followed by run_op's "op_call" span on `api`, its cache hit on
         `api_1`, its tensor descriptions ((op, info) per launch); None when its spans make no group (durations
         that are not plain floats). Made after a call recorded all of these, so it gives out no new code."""
@@ -530,6 +530,44 @@ class Recorder:
         a_time(time)
         a_name(_c if (_c := code(name)) is not None else self._new_code(name))
         a_value(value)
+
+    # --- the fast path's batches (opsim.fastpath.batch_rows fills these from the compiled loop's rows) -------
+    def existing_code(self, value: str) -> int | None:
+        """The code of a name recorded before, None for a name not seen yet (a batch gives out no new code)."""
+        return self._code(value)
+
+    @property
+    def last_corr(self) -> int:
+        """The last correlation id `next_corr` gave out."""
+        return self._corr
+
+    def continue_corr(self, last: int) -> None:
+        """Go on from correlation id `last` (a batch gave out the ids before it, folding where `next_corr` would)."""
+        self._corr = last
+
+    def fold_due(self) -> None:
+        """The fold `next_corr` makes every 1024 ids (a batch calls it at the same point)."""
+        self._fold()
+
+    def span_group(self, phases: tuple, ops: tuple, durs: tuple) -> tuple:
+        """The span group of these tuples, as `host_spans` finds or makes it: (durs, phases, ops, group-row marker
+        or None, spans less one, phase codes, op codes)."""
+        g = self._groups.get(id(durs))
+        if g is None or g[0] is not durs or g[1] is not phases or g[2] is not ops:
+            g = self._span_group(phases, ops, durs)
+        return g
+
+    def extend(self, kind: str, columns: Any, grouped: int = 0, extra: int = 0) -> None:
+        """Append rows of `kind` given column by column ((column name, values) in any order; codes for coded
+        columns), as the record methods append them; `grouped`, `extra`: host group rows among them and the
+        spans they stand for less one each (see `_group_row`)."""
+        self._settle()  # device rows taken before these go first
+        cols = self._cols[kind]
+        for name, values in columns:
+            cols[name].extend(values)
+        if grouped or extra:
+            self._host_grouped += grouped
+            self._host_extra += extra
 
     # --- reading -------------------------------------------------------------------------------------------
     def _settle(self) -> None:

@@ -282,7 +282,7 @@ def replay(thread: Any, tpl: HitTemplate, slot: int, deferred: bool = False) -> 
     rec = p.recorder
     env = thread.env
     corr = ctx.current_corr = rec.next_corr()
-    start = env._now
+    start = env.now
     if tpl.pre_call is not None:
         tpl.pre_call(ctx)
     seq = p.next_sequence()

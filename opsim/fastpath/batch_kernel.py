@@ -7,7 +7,7 @@ SimPy path makes it:
 
 - the thread's call: `hit_replay.replay` (correlation id, sequence number, workspace malloc at the time the
   framework's clock gives it, its stream-ordered free submitted, the kernels submitted at their span starts,
-  host busy time) and `skip_to`'s resume at `now + (end - now)` with the next event id;
+  host busy time) and `FastEnvironment.advance`'s resume at `now + (end - now)` with the next event id;
 - the stream: `Stream.submit` (arrival-order insertion), `_schedule_wake`, `_advance` (also as a wake-up),
   `_begin`, `_finish` (also as a task's end); a unit pool's immediate grant, FIFO of waiting streams and release;
 - the allocator: `DeviceMemory.malloc` (first or best fit) and `_release` (merge with both neighbours);
@@ -646,7 +646,7 @@ def run(g, gf, ht, hi, st, stf, sq, pl, plf, pw, pn, tk, tkf, tfree, al, alf, fa
             th[T_P_API, t] = tp[P_API, p]
             th[T_P_CORR, t] = corr
             thf[TF_P_START, t] = now
-            # skip_to: the thread resumes at now + (end - now) with the next event id
+            # FastEnvironment.advance: the thread resumes at now + (end - now) with the next event id
             end = now
             for i in range(tp[P_DN, p]):
                 end += durs[d0 + i]

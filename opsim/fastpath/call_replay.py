@@ -32,7 +32,7 @@ from opsim.opdev.aicpu.task import AicpuCCTask
 from opsim.opdev.launchers import AiCoreKernelLauncher
 from opsim.opdev.op_exec_cache import args_snapshot
 from opsim.opdev.thread_local import A_CALL, A_SPAN, A_SUBMIT, OpConfigInfo, OpLogInfo
-from opsim.runtime.hit_replay import (captured_settings, host_replay, library_fn, lookup, memoised_key, plain,
+from opsim.fastpath.hit_replay import (captured_settings, host_replay, library_fn, lookup, memoised_key, plain,
                                       plain_task, record_infos, replay_workspace, store, workspace_fits)
 
 _tensor_fields = attrgetter("view_shape", "strides", "storage_shape", "dtype", "view_offset", "view_format",
@@ -272,7 +272,7 @@ def replay(thread: Any, tpl: CallTemplate) -> float:
     rec = p.recorder
     env = thread.env
     corr = ctx.current_corr = rec.next_corr()
-    start = env._now
+    start = env.now
     if tpl.pre_call is not None:
         tpl.pre_call(ctx)
     # phase 1: TLS log info and config (in place), key and L2 lists; the lookup misses without a change

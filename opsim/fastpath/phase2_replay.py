@@ -12,7 +12,7 @@ After one such run has gone through the framework (`HostThread.call`), `capture`
 `Phase2Template` of the thread: its host spans and device tasks and the state the run leaves. `find` hands
 the template back for a later call only when everything the run reads is unchanged: the same function,
 executor, workspace, size and stream objects; the process settings and per-call switches the hit templates
-check (`opsim.runtime.hit_replay`); the executor's fields phase 2 decides on (alive, repeatable, its
+check (`opsim.fastpath.hit_replay`); the executor's fields phase 2 decides on (alive, repeatable, its
 launchers, graph, tensor relations, cache, planned workspace size, API name, core counts, dump switch; what
 it only copies or binds is read afresh by `replay`); for a cache run the cache (usable, its API name, its recorded tasks); for a launcher
 run every launcher (not destroyed, its callback, launch state and argument context), every field of each
@@ -37,7 +37,7 @@ from opsim.opdev.op_args import OpArgDef
 from opsim.opdev.op_def import RepeatMode
 from opsim.opdev.op_exec_cache import args_snapshot, fields_unchanged
 from opsim.opdev.thread_local import A_SPAN, A_SUBMIT, OpLogInfo
-from opsim.runtime.hit_replay import (TEMPLATES_MAX, apply_cache_run, cache_run_effects, captured_settings,
+from opsim.fastpath.hit_replay import (TEMPLATES_MAX, apply_cache_run, cache_run_effects, captured_settings,
                                       host_replay, library_fn, plain, plain_task, settings_unchanged)
 
 PHASE_2_ENTRY = "L2 phase2 entry"
@@ -252,4 +252,4 @@ def replay(thread: Any, tpl: Phase2Template) -> float:
         ctx.executor = None
     ex.runs += 1
     thread.calls += 1
-    return host_replay(thread, tpl, rec, thread.env._now, corr)[-1]
+    return host_replay(thread, tpl, rec, thread.env.now, corr)[-1]
