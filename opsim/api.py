@@ -37,3 +37,5 @@ def run(scenario_or_path: Any, overrides: Mapping[str, Any] | None = None, *,
                               write=write, calibration=calibration)
     return Result.from_run(run_result)
 
+
+__all__ = ["RECORDS_FILE", "Result", "load_result", "run"]

@@ -20,6 +20,11 @@ Semantics:
   the wait passes at once) and holds its stream exactly until that record completes.
 - ``HOST_FUNC`` tasks take no units and run their callback in stream order.
 - Every finished task records one "device" row in the recorder.
+
+Compiled twin: `opsim.fastpath.batch_kernel` ports `Stream.submit`, `_schedule_wake`, `_advance`, `_begin`,
+`_finish` and `UnitPool.acquire` / `release` operation by operation (same floating-point operations, same
+event ids) for batched steady state; a change of behaviour here is made there too, and
+tests/scenario/test_batch.py compares the two.
 """
 from __future__ import annotations
 

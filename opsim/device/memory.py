@@ -15,6 +15,9 @@ address 0 and changes nothing. Invalid sizes and unknown or double frees return 
 
 With numerics on, every allocation owns a zero-filled numpy ``uint8`` buffer and ``view`` returns slices of
 it, so two tensors at overlapping addresses of one allocation really share bytes.
+
+Compiled twin: `opsim.fastpath.batch_memory._malloc` and `_release` port `DeviceMemory.malloc` and `_release`
+(free list only) for batched steady state; a change of behaviour here is made there too.
 """
 from __future__ import annotations
 

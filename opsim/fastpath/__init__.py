@@ -22,5 +22,6 @@ What it may change, and how
 Modules
     environment (the in-place clock), calls (run_op's entry and capture hook), hit_replay, call_replay,
     phase2_replay (templates), batch, batch_state, batch_rows (a batch's state in and out of arrays),
-    batch_layout and batch_kernel (the compiled event loop, a port of `opsim.device` and `hit_replay`).
+    batch_layout, batch_memory and batch_kernel (the compiled event loop, a port of `opsim.device` and
+    `hit_replay`).
 """

@@ -75,7 +75,7 @@ def _fingerprint(ctx: Any) -> tuple:
             ctx.cache_api, ctx.cached_tensor_list_size, ctx.launcher_ctx, ctx.l2_io_tensors, spaces,
             len(p.aicpu_registry), p.aicpu_kernel_lib, p.aicpu_print_index, tuple(p.aicpu_timestamps),
             len(p.warnings), len(p.dumps), len(p.overflows), len(p.profiling_reports), len(p.huge_mem.free),
-            p.recorder._corr)
+            p.recorder.last_corr)
 
 
 def before(thread: Any, gws: Any, run: Any, stream: Any) -> Pending | None:

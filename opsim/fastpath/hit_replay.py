@@ -276,7 +276,9 @@ def replay(thread: Any, tpl: HitTemplate, slot: int, deferred: bool = False) -> 
     the starts of its host spans and the time the thread's host work ends (run_op spends it and records the
     call). `deferred`: its tensor descriptions, host spans and cache hit are left to the caller's
     `Recorder.hit` with the template's `rows` (no device task runs code that records those kinds, so taking
-    them after the device model has caught up keeps every kind's record order)."""
+    them after the device model has caught up keeps every kind's record order).
+
+    Compiled twin: the call in `opsim.fastpath.batch_kernel._call` (a batched loop's hits)."""
     ctx = thread.ctx
     p = ctx.process
     rec = p.recorder

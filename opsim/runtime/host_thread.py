@@ -79,10 +79,12 @@ class HostThread:
         if acts:
             if fresh and acts[0][1] == PHASE_2_ENTRY and self.fast_path:
                 phase2_replay.capture(self, fn, args, kwargs, result)
-            yield from self._replay()
+            yield from self.spend_actions()
         return result
 
-    def _replay(self):
+    def spend_actions(self) -> Generator:
+        """Replay the context's pending host-action log in simulated time (spans, submissions, syncs, callbacks)
+        and spend its host time (use `yield from`)."""
         ctx = self.ctx
         acts = ctx.take_actions()
         env = self.env
@@ -200,7 +202,7 @@ def run_op(thread: HostThread, get_workspace_size: Callable[..., Any], run: Call
     if capture is not None:
         capture.done(status, size, executor, args, api, ctx.actions)
     if ctx.actions:
-        yield from thread._replay()
+        yield from thread.spend_actions()
     if rec.enabled:
         rec.host_span(thread.name, "op_call", api or getattr(get_workspace_size, "__name__", "op"), start,
                       thread.env.now - start, ctx.current_corr)

@@ -14,6 +14,7 @@ from typing import Any, Callable, Generator
 import numpy as np
 
 from opsim.scenario import batch
+from opsim.scenario.batch import LoopState
 from opsim.scenario import config as C
 
 _BATCH = 4096
@@ -313,23 +314,6 @@ class OpPlan:
                  gws: Any, run_fn: Any, api: str, stream: Any, variants: int, cache: dict) -> None:
         self.config, self.step, self.call, self.gws, self.run_fn = config, step, call, gws, run_fn
         self.api, self.stream, self.variants, self.cache = api, stream, variants, cache
-
-
-class LoopState:
-    """Where a batched top loop is: iteration `i`, body index `j`; `pending` is the call the thread is waiting
-    for (API, start, correlation id: what is left to record when the wait ends); `parked` is the event it waits
-    on between two calls (None while it runs), which a batch started by another thread may take over."""
-
-    __slots__ = ("i", "j", "count", "plans", "pending", "parked", "wait")
-
-    def __init__(self, count: int, plans: list) -> None:
-        self.i = 0
-        self.j = 0
-        self.count = count
-        self.plans = plans
-        self.pending: tuple | None = None
-        self.parked: Any = None
-        self.wait = 0
 
 
 class _AllocFailed(Exception):
