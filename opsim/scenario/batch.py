@@ -12,7 +12,6 @@ from __future__ import annotations
 from typing import Any, Generator
 
 from opsim.fastpath import hit_replay
-from opsim.fastpath import batch as fast_batch
 from opsim.scenario.config import OpStep
 
 MIN_CALLS = 100_000
@@ -54,6 +53,7 @@ class LoopState:
 def run_batch(wl: Any) -> tuple[int, Any]:
     """A batch of every parked batched loop and `wl`'s (opsim.fastpath.batch.run_batch) with this module's
     array sizes; returns (calls made, the event `wl`'s thread waits on next or None to carry on at once)."""
+    from opsim.fastpath import batch as fast_batch  # lazy: runs that batch nothing never load Numba
     return fast_batch.run_batch(wl, fast_batch.BatchLimits(QUEUE_SLOTS, TASK_SLOTS, ALLOC_SLOTS, CALLS_PER_ENTRY,
                                                            ROWS))
 

@@ -7,7 +7,6 @@ from tests.architecture.imports import ROOT, cycles, import_graph, layer_of, lay
 EXPECTED_CYCLES: set[tuple[str, ...]] = {
     # being removed by work in flight; this list is emptied when that work has merged
     ("opsim.device.cost", "opsim.device.fitted_io"),
-    ("opsim.opdev.executor", "opsim.opdev.launchers"),
     ("opsim.scenario.limits", "opsim.scenario.yaml_reader"),
     ("opsim.trace.ascend_profiler", "opsim.trace.ascend_profiler_db"),
 }
