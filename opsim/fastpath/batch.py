@@ -11,6 +11,8 @@ loops' positions and the choosers. The outputs are those of the SimPy path byte 
 """
 from __future__ import annotations
 
+import hashlib
+from pathlib import Path
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -18,6 +20,38 @@ import numpy as np
 from opsim.fastpath import batch_kernel, batch_rows, batch_state, hit_replay
 from opsim.fastpath import batch_layout as layout
 from opsim.fastpath.batch_rows import Tables
+
+_KERNEL_SOURCES = ("batch_layout.py", "batch_memory.py", "batch_kernel.py")
+
+
+def refresh_kernel_cache(folder: Path | None = None) -> bool:
+    """Drop the compiled loop's cached machine code when any of its source files changed; True when it did.
+
+    Numba's cache keys a kernel by its own file only, not by the modules it reads (batch_layout's constants,
+    batch_memory's functions), so a change there would otherwise run stale code until batch_kernel.py changed.
+    A digest of the three files is kept beside the cache; a different digest removes the cached kernels (they
+    are compiled afresh on first use). A read-only installation is left as it is."""
+    folder = Path(__file__).parent if folder is None else folder
+    digest = hashlib.sha256(b"".join((folder / name).read_bytes() for name in _KERNEL_SOURCES)).hexdigest()
+    cache = folder / "__pycache__"
+    stamp = cache / "batch_kernel.sources"
+    try:
+        if stamp.read_text() == digest:
+            return False
+    except OSError:
+        pass  # no digest yet: whatever is cached may be stale
+    try:
+        for stale in [*cache.glob("batch_kernel.*.nb[ic]"), *cache.glob("batch_memory.*.nb[ic]")]:
+            stale.unlink(missing_ok=True)
+        cache.mkdir(exist_ok=True)
+        stamp.write_text(digest)
+    except OSError:
+        return False
+    return True
+
+
+refresh_kernel_cache()
+
 
 class BatchLimits(NamedTuple):
     """The sizes of a batch's arrays (the scenario's batched loops choose them: opsim.scenario.batch)."""

@@ -62,8 +62,8 @@ RK_HOST, RK_DEVICE, RK_MEMORY, RK_CACHE, RK_INSTANT, RK_INFO, RK_TAG = range(7)
 RK_KINDS = 7
 # ints: host thread, phase, op, corr / device device, stream, unit_kind, units, task_id, op, task_type, block_dim,
 # corr / memory device, kind, address, size, in_use / cache thread, op / instant track, step, phase (0 begin,
-# 1 end) / info corr, op, info index / tag corr, step, variant (the CSVs' call tagging); floats: host start, dur / device queued, start, end / memory, cache,
-# instant time
+# 1 end) / info corr, op, info index / tag corr, step, variant (the CSVs' call tagging); floats: host start,
+# dur / device queued, start, end / memory, cache, instant time
 RI_FIELDS, RF_FIELDS = 9, 3
 
 # cc: recorder codes of constant names, then of the batch's op names and task types (from cc[C_NAMES_AT],

@@ -263,16 +263,14 @@ def find(thread: Any, gws: Any, run: Any, args: tuple, stream: Any, api: str | N
     return tpl if workspace_fits(p, tpl) else None
 
 
-def replay(thread: Any, tpl: CallTemplate) -> float:
+def replay(thread: Any, tpl: CallTemplate, start: float) -> float:
     """The framework's full call for `tpl` (phase 1 with its miss, executor built and released, phase 2, the
     executor destroyed) and the host replay of its actions up to the clock: returns the time the thread's host
-    work ends (run_op spends it and records the call)."""
+    work ends (run_op spends it and records the call). `start`: the clock now."""
     ctx = thread.ctx
     p = ctx.process
     rec = p.recorder
-    env = thread.env
     corr = ctx.current_corr = rec.next_corr()
-    start = env.now
     if tpl.pre_call is not None:
         tpl.pre_call(ctx)
     # phase 1: TLS log info and config (in place), key and L2 lists; the lookup misses without a change
@@ -316,7 +314,7 @@ def replay(thread: Any, tpl: CallTemplate) -> float:
     replay_workspace(p, tpl, start)
     record_infos(rec, corr, tpl.infos)
     thread.calls += 1
-    # the host replay (HostThread._replay): spans back to back, submissions and cache records at their points
+    # the host replay (HostThread.spend_actions): spans back to back, submissions and cache records at their points
     starts = host_replay(thread, tpl, rec, start, corr)
     if rec.enabled:
         name = thread.name

@@ -34,11 +34,11 @@ def replay(thread: Any, gws: Callable, run: Callable, args: tuple, stream: Any, 
         tpl = found[0]
         if rec.enabled:
             rows = tpl.rows
-        starts = hit_replay.replay(thread, tpl, found[1], bool(rows))
+        starts = hit_replay.replay(thread, tpl, found[1], start, bool(rows))
         t = starts[-1]
     else:
         tpl = full
-        t = call_replay.replay(thread, full)
+        t = call_replay.replay(thread, full, start)
     ev: Event | None = env.advance(t - start) if t > start else None
     if rows:  # the hit's records in one call, run_op's span with them when the clock moved in place
         ctx = thread.ctx

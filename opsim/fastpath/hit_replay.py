@@ -9,7 +9,7 @@ unchanged (the argument objects and every field that enters the key, the process
 branches on, the cache entry still in the thread's key container and usable); `replay` then applies exactly
 the state changes and records of the framework's hit path (sequence counter, TLS log info and config, LRU
 order, profiling ids, the hit record, the host spans, the device tasks) and spends the host time like
-`HostThread._replay`. A workspace is allocated and freed as `run_op` does it. Anything unusual (profiling
+`HostThread.spend_actions`. A workspace is allocated and freed as `run_op` does it. Anything unusual (profiling
 reports, dumps, numerics, faults, the PTA path, an operator from outside opsim's library, a call whose action
 log is not the plain hit pattern) is never captured, and such a call runs through the framework as before.
 """
@@ -270,21 +270,19 @@ def find(thread: Any, gws: Any, run: Any, args: tuple, stream: Any, api: str | N
     return (tpl, slot) if not fit or workspace_fits(p, tpl) else None
 
 
-def replay(thread: Any, tpl: HitTemplate, slot: int, deferred: bool = False) -> list[float]:
+def replay(thread: Any, tpl: HitTemplate, slot: int, start: float, deferred: bool = False) -> list[float]:
     """The framework's hit path for `tpl` (l2_dfx_phase_1 on a hit, l2_dfx_phase_2, OpExecCache.run, the
-    wrapper's deletion) and the host replay of its actions (`HostThread._replay`) up to the clock: returns
-    the starts of its host spans and the time the thread's host work ends (run_op spends it and records the
-    call). `deferred`: its tensor descriptions, host spans and cache hit are left to the caller's
-    `Recorder.hit` with the template's `rows` (no device task runs code that records those kinds, so taking
-    them after the device model has caught up keeps every kind's record order).
+    wrapper's deletion) and the host replay of its actions (`HostThread.spend_actions`) up to the clock:
+    returns the starts of its host spans and the time the thread's host work ends (run_op spends it and records
+    the call). `start`: the clock now. `deferred`: its tensor descriptions, host spans and cache hit are left to
+    the caller's `Recorder.hit` with the template's `rows` (no device task runs code that records those kinds, so
+    taking them after the device model has caught up keeps every kind's record order).
 
     Compiled twin: the call in `opsim.fastpath.batch_kernel._call` (a batched loop's hits)."""
     ctx = thread.ctx
     p = ctx.process
     rec = p.recorder
-    env = thread.env
     corr = ctx.current_corr = rec.next_corr()
-    start = env.now
     if tpl.pre_call is not None:
         tpl.pre_call(ctx)
     seq = p.next_sequence()
@@ -361,7 +359,7 @@ def record_infos(rec: Any, corr: int, infos: tuple) -> None:
 
 
 def host_replay(thread: Any, tpl: Any, rec: Any, start: float, corr: int, spans: bool = True) -> list[float]:
-    """`HostThread._replay` of a template's action log from `start`: its host spans back to back (`phases`,
+    """`HostThread.spend_actions` of a template's action log from `start`: its host spans back to back (`phases`,
     `ops`, `durs`; recorded unless `spans` is off), its device tasks (`submits`: span index and the task's
     `Stream.submit_kernel` arguments) submitted to `stream` at their points, its busy time added. Returns the
     span starts and the end."""

@@ -226,7 +226,7 @@ def find(thread: Any, fn: Any, args: tuple) -> Phase2Template | None:
 
 def replay(thread: Any, tpl: Phase2Template) -> float:
     """The framework's phase 2 for `tpl` (l2_dfx_phase_2, then common_op_executor_run's cache run or launcher
-    run) and the host replay of its actions (`HostThread._replay`) up to the clock: returns the time the
+    run) and the host replay of its actions (`HostThread.spend_actions`) up to the clock: returns the time the
     thread's host work ends (the caller spends it)."""
     ctx = thread.ctx
     ex = tpl.executor

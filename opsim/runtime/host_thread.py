@@ -161,6 +161,8 @@ def run_op(thread: HostThread, get_workspace_size: Callable[..., Any], run: Call
         if replayed is not None:
             if replayed[0] is not None:
                 yield replayed[0]
+            elif replayed[4]:  # finished in place, its records written
+                return 0, replayed[2].size
             return fast_calls.finish(thread, api, replayed)
     acl_rt = _ACL_RT[0] if _ACL_RT else _load_acl_rt()
     ctx = thread.ctx

@@ -124,7 +124,7 @@ def batched_loop(wl: Any, th: Any, plans: list, count: int) -> Generator:
             # `state.pending`, so that a batch can take the thread over while it waits)
             run.current_variant = (plan.config, variant)
             start = env.now
-            t = replay(th, *found)[-1]
+            t = replay(th, found[0], found[1], start)[-1]
             run.count_call(th, found[0].size)
             state.pending = (plan.api, start, ctx.current_corr)
             if t > env.now:

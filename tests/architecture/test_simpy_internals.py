@@ -82,3 +82,4 @@ def test_export_and_import_heap_round_trip():
     assert env.now == 0.5 and env.export_heap()[2] == 7
     env.run()
     assert env.now == 1.0
+
