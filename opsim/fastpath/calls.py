@@ -20,8 +20,9 @@ if TYPE_CHECKING:
 def replay(thread: Any, gws: Callable, run: Callable, args: tuple, stream: Any, api: str | None) -> tuple | None:
     """A template's state changes and records, then the host time (in place when nothing else is due).
 
-    Returns None when no template applies (the framework runs the call), else (the event to wait for or None,
-    the call's start, its template, whether it is a hit template, whether the call is finished already)."""
+    Returns None when no template applies (the framework runs the call); (None, workspace size) when the call
+    is finished (the clock moved in place, its records written); else (the event to wait for, what `finish`
+    takes once the wait is over)."""
     found = hit_replay.find(thread, gws, run, args, stream, api)
     full = None if found is not None else call_replay.find(thread, gws, run, args, stream, api)
     if found is None and full is None:
@@ -46,21 +47,22 @@ def replay(thread: Any, gws: Callable, run: Callable, args: tuple, stream: Any, 
         rec.hit(rows, start, starts[tpl.hit_at], ctx.current_corr, call_end)
         if call_end:
             ctx.current_corr = -1
-            return None, start, tpl, True, True
-    return ev, start, tpl, full is None, False
+            return None, tpl.size
+    if ev is None:
+        return None, finish(thread, api, (start, tpl, full is None))[1]
+    return ev, (start, tpl, full is None)
 
 
-def finish(thread: Any, api: str | None, replayed: tuple) -> tuple[int, int]:
-    """After `replay`'s wait: run_op's call span (unless `Recorder.hit` wrote it) and the call's result."""
-    _ev, start, tpl, hit, done = replayed
-    if not done:
-        rec = thread.sim.recorder
-        ctx = thread.ctx
-        if rec.enabled:
-            rec.host_span(thread.name, "op_call", api, start, thread.env.now - start, ctx.current_corr)
-            if hit and tpl.rows is None:
-                hit_replay.keep_rows(rec, thread, tpl)
-        ctx.current_corr = -1
+def finish(thread: Any, api: str | None, state: tuple) -> tuple[int, int]:
+    """After the host time is spent: run_op's call span (its records written) and the call's result."""
+    start, tpl, hit = state
+    rec = thread.sim.recorder
+    ctx = thread.ctx
+    if rec.enabled:
+        rec.host_span(thread.name, "op_call", api, start, thread.env.now - start, ctx.current_corr)
+        if hit and tpl.rows is None:
+            hit_replay.keep_rows(rec, thread, tpl)
+    ctx.current_corr = -1
     return 0, tpl.size
 
 

@@ -159,11 +159,11 @@ def run_op(thread: HostThread, get_workspace_size: Callable[..., Any], run: Call
     if thread.fast_path:
         replayed = fast_calls.replay(thread, get_workspace_size, run, args, stream, api)
         if replayed is not None:
-            if replayed[0] is not None:
-                yield replayed[0]
-            elif replayed[4]:  # finished in place, its records written
-                return 0, replayed[2].size
-            return fast_calls.finish(thread, api, replayed)
+            ev, rest = replayed
+            if ev is None:  # finished in place: `rest` is its workspace size
+                return 0, rest
+            yield ev
+            return fast_calls.finish(thread, api, rest)
     acl_rt = _ACL_RT[0] if _ACL_RT else _load_acl_rt()
     ctx = thread.ctx
     rec = thread.sim.recorder
