@@ -46,11 +46,6 @@ _INVALID = AclnnStatus.ACLNN_ERR_PARAM_INVALID
 _OOM = AclnnStatus.ACLNN_ERR_RUNTIME_ERROR
 
 
-def align_up(nbytes: int) -> int:
-    """Round ``nbytes`` up to the allocation granularity."""
-    return (nbytes + ALIGNMENT - 1) // ALIGNMENT * ALIGNMENT
-
-
 class Allocation:
     """One live allocation: aligned ``size`` (what it occupies), the ``requested`` size, when it was made."""
 
