@@ -16,8 +16,10 @@ from opsim.opdev.thread_local import charged_us
 if TYPE_CHECKING:
     from simpy.events import Event
 
+    from opsim.runtime.host_thread import HostThread  # (the layer above: a type-only back-reference)
 
-def replay(thread: Any, gws: Callable, run: Callable, args: tuple, stream: Any, api: str | None) -> tuple | None:
+
+def replay(thread: HostThread, gws: Callable, run: Callable, args: tuple, stream: Any, api: str | None) -> tuple | None:
     """A template's state changes and records, then the host time (in place when nothing else is due).
 
     Returns None when no template applies (the framework runs the call); (None, workspace size) when the call
@@ -53,7 +55,7 @@ def replay(thread: Any, gws: Callable, run: Callable, args: tuple, stream: Any, 
     return ev, (start, tpl, full is None)
 
 
-def finish(thread: Any, api: str | None, state: tuple) -> tuple[int, int]:
+def finish(thread: HostThread, api: str | None, state: tuple) -> tuple[int, int]:
     """After the host time is spent: run_op's call span (its records written) and the call's result."""
     start, tpl, hit = state
     rec = thread.sim.recorder
@@ -71,7 +73,7 @@ class Capture:
 
     __slots__ = ("thread", "gws", "run", "stream", "pre", "clocks")
 
-    def __init__(self, thread: Any, gws: Callable, run: Callable, stream: Any) -> None:
+    def __init__(self, thread: HostThread, gws: Callable, run: Callable, stream: Any) -> None:
         self.thread, self.gws, self.run, self.stream = thread, gws, run, stream
         self.pre = call_replay.before(thread, gws, run, stream)
         self.clocks: tuple[float, float] | None = None
