@@ -29,7 +29,7 @@ class HostThread:
         self.calls = 0
         self.result: Any = None
         self.error: BaseException | None = None
-        self.fast_path: bool = sim.fast_path
+        self.fast_path: bool = bool(sim.settings.fast_path)
         """Spend host time in place when only the device model could run meanwhile (`FastEnvironment.advance`),
         and replay repeated executor-cache hits, full calls and phase-2 runs of repeatable executors from
         templates (opsim.fastpath.hit_replay, call_replay, phase2_replay)."""
