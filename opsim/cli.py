@@ -388,9 +388,5 @@ def main(argv: Sequence[str] | None = None, *, stdout: TextIO | None = None, std
     return EXIT_BAD_INPUT  # pragma: no cover
 
 
-def console_main() -> None:  # pragma: no cover - thin wrapper
-    sys.exit(main())
-
-
 if __name__ == "__main__":  # pragma: no cover
     sys.exit(main())

@@ -200,10 +200,6 @@ class OutputDir:
         """Open entry `name` for writing in the staging directory."""
         return open(self.path(name), mode, **open_kw)
 
-    def final(self, name: str) -> Path:
-        """Where entry `name` will be after the commit."""
-        return self.root / name
-
     def planned(self) -> dict[str, Path]:
         """Name -> final path of the entries written so far (where they will be after the commit)."""
         return {n: self.root / n for n in self.entries if (self.staging / n).exists()}

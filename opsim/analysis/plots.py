@@ -11,7 +11,7 @@ from typing import Any, Iterable, Sequence
 import numpy as np
 import pandas as pd
 
-from opsim.analysis.frames import OP_CALL
+from opsim.trace.frames import OP_CALL
 
 _BYTE_UNITS = (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10), ("B", 1))
 

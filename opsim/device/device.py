@@ -20,13 +20,18 @@ Semantics:
   the wait passes at once) and holds its stream exactly until that record completes.
 - ``HOST_FUNC`` tasks take no units and run their callback in stream order.
 - Every finished task records one "device" row in the recorder.
+
+Compiled twin: `opsim.fastpath.batch_kernel` ports `Stream.submit`, `_schedule_wake`, `_advance`, `_begin`,
+`_finish` and `UnitPool.acquire` / `release` operation by operation (same floating-point operations, same
+event ids) for batched steady state; a change of behaviour here is made there too, and
+tests/scenario/test_batch.py compares the two.
 """
 from __future__ import annotations
 
 import math
 from collections import deque
 from heapq import heappush
-from typing import Any, NoReturn
+from typing import Any, Callable, NamedTuple, NoReturn
 
 import simpy
 from simpy.events import NORMAL
@@ -101,6 +106,16 @@ class UnitPool:
     @property
     def waiting(self) -> int:
         return len(self._waiters)
+
+    def export_state(self) -> tuple[int, tuple[tuple[int, Stream], ...]]:
+        """(free units, the waiting streams in order as (units, stream)): a batch of the fast path
+        (opsim.fastpath.batch_state) takes them into arrays and hands them back through `import_state`."""
+        return self.free, tuple(self._waiters)
+
+    def import_state(self, free: int, waiters: Any) -> None:
+        """The free count and the FIFO of (units, stream) waiters, as a batch left them."""
+        self.free = free
+        self._waiters = deque(waiters)
 
 
 class StreamEvent:
@@ -393,6 +408,47 @@ class Stream:
         if ended:
             self._advance()
 
+    # --- the fast path's batches (opsim.fastpath.batch_state; opsim.fastpath.batch_kernel is the compiled twin
+    # of submit, _schedule_wake, _advance, _begin and _finish) -------------------------------------------------
+    def export_state(self) -> StreamState:
+        """The stream's scheduling state, for a batch to take into arrays (read-only; see `import_state`)."""
+        return StreamState(self._queue, self._current, self._pool, self._wake_at, self._next_task_id, self.pending,
+                           bool(self._sync_waits or self._space_waiters))
+
+    def import_state(self, queue: Any, current: DeviceTask | None, pool: UnitPool | None, wake_at: float,
+                     next_task_id: int, pending: int) -> None:
+        """Take back the state a batch left: queued tasks, the running or waiting task, the pool it holds or waits
+        for, the pending wake-up time, the next task id and the count of unfinished tasks."""
+        self._queue = deque(queue)
+        self._current = current
+        self._pool = pool
+        self._wake_at = wake_at
+        self._next_task_id = next_task_id
+        self.pending = pending
+
+    def tick_callbacks(self) -> tuple[Callable, Callable]:
+        """(wake-up, task end): the callbacks of this stream's ticks, by which a batch tells its events apart."""
+        return self._on_wake_cb, self._on_end_cb
+
+    def new_tick(self, end: bool) -> StreamTick:
+        """A tick of this stream (its running task's end, else a wake-up) for a batch to schedule."""
+        tick = _new_tick(StreamTick)
+        tick.callbacks = [self._on_end_cb if end else self._on_wake_cb]
+        return tick
+
+
+class StreamState(NamedTuple):
+    """A stream's state as `Stream.export_state` gives it."""
+
+    queue: deque
+    current: DeviceTask | None
+    pool: UnitPool | None
+    wake_at: float
+    next_task_id: int
+    pending: int
+    blocked: bool
+    """A synchronisation or a producer waits on the stream (a batch leaves such a stream to SimPy)."""
+
 
 class Device:
     """One NPU: unit pools, HBM, streams and events, driven by ``env``."""
@@ -422,6 +478,11 @@ class Device:
 
     def __repr__(self) -> str:
         return f"Device({self.device_id}, {self.soc.name}, streams={len(self.streams)})"
+
+    @property
+    def pools_by_kind(self) -> tuple[UnitPool | None, ...]:
+        """The unit pool of each TaskKind (None: a task of that kind takes no units)."""
+        return tuple(self._pools)
 
     def create_stream(self) -> Stream:
         """aclrtCreateStream: a new stream with the next id (0, 1, 2, ...)."""

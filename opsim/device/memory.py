@@ -15,12 +15,15 @@ address 0 and changes nothing. Invalid sizes and unknown or double frees return 
 
 With numerics on, every allocation owns a zero-filled numpy ``uint8`` buffer and ``view`` returns slices of
 it, so two tensors at overlapping addresses of one allocation really share bytes.
+
+Compiled twin: `opsim.fastpath.batch_memory._malloc` and `_release` port `DeviceMemory.malloc` and `_release`
+(free list only) for batched steady state; a change of behaviour here is made there too.
 """
 from __future__ import annotations
 
 import bisect
 import operator
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 
@@ -41,11 +44,6 @@ STRATEGIES = ("first_fit", "best_fit")
 _OK = AclnnStatus.ACLNN_SUCCESS
 _INVALID = AclnnStatus.ACLNN_ERR_PARAM_INVALID
 _OOM = AclnnStatus.ACLNN_ERR_RUNTIME_ERROR
-
-
-def align_up(nbytes: int) -> int:
-    """Round ``nbytes`` up to the allocation granularity."""
-    return (nbytes + ALIGNMENT - 1) // ALIGNMENT * ALIGNMENT
 
 
 class Allocation:
@@ -82,6 +80,17 @@ class StreamFree:
 def free_task(memory: "DeviceMemory", alloc: Allocation) -> DeviceTask:
     """The HOST_FUNC task of `DeviceMemory.free_async` for `alloc`."""
     return DeviceTask(TaskKind.HOST_FUNC, op_name="free_async", callback=StreamFree(memory, alloc))
+
+
+class MemoryState(NamedTuple):
+    """The allocator's state as `DeviceMemory.export_state` gives it (the lists and dict are the live ones)."""
+
+    in_use: int
+    peak: int
+    best_fit: bool
+    free_addr: list
+    free_size: list
+    live: dict
 
 
 class DeviceMemory:
@@ -238,6 +247,24 @@ class DeviceMemory:
             sizes.insert(i, size)
         self.in_use -= alloc.size
         self.recorder.memory_event(time, "free", address, alloc.size, self.in_use, self.device_id)
+
+    # --- the fast path's batches (opsim.fastpath.batch_state; the compiled twins of malloc and _release are
+    # opsim.fastpath.batch_kernel._malloc and _release) -------------------------------------------------------
+    def export_state(self) -> MemoryState:
+        """The allocator's state for a batch to take into arrays (read-only; see `import_state`)."""
+        return MemoryState(self.in_use, self.peak, self._best_fit, self._free_addr, self._free_size, self._live)
+
+    def import_state(self, in_use: int, peak: int, free_addr: list[int], free_size: list[int],
+                     released: Any, made: Any) -> None:
+        """Take back what a batch left: the counters, the free list, the live allocations it released (by
+        address) and those it made (`Allocation`s, freed on a stream later)."""
+        self.in_use, self.peak = in_use, peak
+        self._free_addr, self._free_size = free_addr, free_size
+        live = self._live
+        for address in released:
+            del live[address]
+        for alloc in made:
+            live[alloc.address] = alloc
 
     # --- inspection -------------------------------------------------------------------------------------------
     def find(self, address: int) -> Allocation | None:

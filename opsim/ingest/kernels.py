@@ -328,11 +328,6 @@ def read_kernels(path: str | Path) -> KernelTable:
     return table
 
 
-def parse_row(path: Path, header: list[str], line: int, cells: list[str]) -> tuple[KernelRecord | None, str]:
-    """One row of a kernel table: (record, '') or (None, reason it is skipped)."""
-    return _parse_row(path, header, _column_index(path, header), line, cells)
-
-
 def _parse_row(path: Path, header: list[str], columns: dict[str, int], line: int,
                cells: list[str]) -> tuple[KernelRecord | None, str]:
     r = _RowReader(path, header, columns, line, cells)

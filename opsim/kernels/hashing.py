@@ -18,11 +18,7 @@ from typing import Any
 import numpy as np
 
 from opsim.errors import InvalidArgumentError
-
-#: kHashSeed of AicpuTaskSpace: the golden-ratio mixing constant of boost's hash_combine.
-K_HASH_SEED = 0x9E3779B9
-#: Seed of the op-exec-cache bucket hash.
-MURMUR_SEED = 0xDEADB0D7
+from opsim.kernels.seeds import K_HASH_SEED, MURMUR_SEED
 
 SHORT_KEY_BYTES = 64
 """Keys up to this length are hashed in Python: at 64 bytes that takes 2 to 6 us once per distinct key (then a
@@ -42,7 +38,7 @@ def _jit() -> Any:
     """opsim.kernels.hashing_jit, imported (and its cached kernels loaded) on first use."""
     global _JIT
     if _JIT is None:
-        from opsim.kernels import hashing_jit
+        from opsim.kernels import hashing_jit  # lazy: a run whose keys are all short never loads Numba
         _JIT = hashing_jit
     return _JIT
 

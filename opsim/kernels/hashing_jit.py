@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, prange, uintp
 
-from opsim.kernels.hashing import K_HASH_SEED
+from opsim.kernels.seeds import K_HASH_SEED
 
 _U6 = np.uint64(6)
 _U2 = np.uint64(2)

@@ -7,10 +7,13 @@ simulation keeps several simulations in one Python process independent and deter
 from __future__ import annotations
 
 import sys
-from typing import Any, Callable, Mapping
+from typing import Any, Callable
 
 from opsim.opdev import env as envmod
+from opsim.opdev.huge_mem import HugeMemPools
 from opsim.opdev.profiles import BehaviourProfile, get_profile
+from opsim.opdev.profiling import OpProfilingSwitch, start_profiling
+from opsim.opdev.settings import DEFAULT, SimulationSettings
 from opsim.opdev.thread_local import ThreadLocalContext
 
 FIRST_THREAD_ID = 10001
@@ -19,59 +22,60 @@ FIRST_THREAD_ID = 10001
 class ProcessContext:
     """The simulated application process: environment, switches and process-global opbase state."""
 
-    def __init__(self, *, env: Mapping[str, str] | None = None, profile: str | BehaviourProfile | None = None,
-                 cost: Any = None, recorder: Any = None, device: Any = None, numerics: bool = False,
-                 aic_num: int | None = None, aiv_num: int | None = None, stdout: Callable[[str], Any] | None = None,
-                 dump_dir: str | None = None, op_dump: bool = False, overflow_dump: bool = False,
-                 exception_dump: bool = False, level2_profiling: bool = False, record_op_args: bool = False,
-                 profiling_switch: int = 0, deterministic_level: int = 0, strong_consistency: bool = False,
-                 soc_name: str = "Ascend910B2", fast_path: bool = True):
+    def __init__(self, settings: SimulationSettings | None = None, *, cost: Any = None, recorder: Any = None,
+                 device: Any = None, stdout: Callable[[str], Any] | None = None, soc_name: str = "Ascend910B2",
+                 **changes: Any):
+        """`settings` (the defaults when None) with `changes` by field name (`ProcessContext(numerics=True)`);
+        `cost`, `recorder` and `device` are the simulation's (defaults: a plain cost model, a disabled recorder, no
+        device)."""
+        settings = (settings or DEFAULT).but(**changes)
+        self.settings = settings
+        env, profile, numerics = settings.env, settings.profile, settings.numerics
+        fast_path = settings.fast_path
         self.env: dict[str, str] = dict(env or {})
         self.profile = profile if isinstance(profile, BehaviourProfile) else get_profile(profile)
         if cost is None:
-            from opsim.device.cost import CostModel
+            from opsim.device.cost import CostModel  # lazy: framework tests without a device never load it
             cost = CostModel()
         self.cost = cost
         if recorder is None:
-            from opsim.trace.recorder import Recorder
+            from opsim.trace.recorder import Recorder  # lazy: as the cost model above
             recorder = Recorder(enabled=False)
         self.recorder = recorder
         self.device = device
         self.numerics = numerics
         soc = getattr(device, "soc", None)
         self.soc_name = getattr(soc, "name", soc_name)
-        self.aic_num = aic_num if aic_num is not None else getattr(soc, "aicore_count", 24)
-        self.aiv_num = aiv_num if aiv_num is not None else getattr(soc, "vector_core_count", 48)
+        self.aic_num = settings.aic_num if settings.aic_num is not None else getattr(soc, "aicore_count", 24)
+        self.aiv_num = settings.aiv_num if settings.aiv_num is not None else getattr(soc, "vector_core_count", 48)
         self.stdout = stdout or sys.stdout.write
-        self.dump_dir = dump_dir
-        # DFX switches (dfx-and-profiling.md): dump queried per phase 1, overflow read once per process.
-        self.op_dump = op_dump
-        self.overflow_dump = overflow_dump
-        self.exception_dump = exception_dump
-        # Profiling switches (§5): set by the profiler's control callback (opsim.opdev.profiling).
-        from opsim.opdev.profiling import OpProfilingSwitch, start_profiling
+        self.dump_dir = settings.dump_dir
+        # DFX switches: dump queried per phase 1, overflow read once per process.
+        self.op_dump = settings.op_dump
+        self.overflow_dump = settings.overflow_dump
+        self.exception_dump = settings.exception_dump
+        # Profiling switches: set by the profiler's control callback (opsim.opdev.profiling).
         self.profiling = OpProfilingSwitch()
         self.profiling_commands: list[tuple[str, int]] = []
-        self.level2_profiling = level2_profiling  # direct flag settings (the cache-disabling conditions);
-        self.record_op_args = record_op_args      # a profiling run uses `profiling_switch` (a START command)
+        self.level2_profiling = settings.level2_profiling  # direct flag settings (the cache-disabling conditions);
+        self.record_op_args = settings.record_op_args      # a profiling run uses `profiling_switch` (a START)
         # Runtime system parameters read at every phase-1 entry: ACL_OPT_DETERMINISTIC (0..3) and
         # ACL_OPT_STRONG_CONSISTENCY (upgrades a reported level 1 to 2).
-        self.deterministic_level = deterministic_level
-        self.strong_consistency = strong_consistency
+        self.deterministic_level = settings.deterministic_level
+        self.strong_consistency = settings.strong_consistency
         self.fast_path = fast_path
         self.key_memo: dict | None = {} if fast_path else None
         """The fast path's phase-1 key memo (opsim.opdev.op_exec_cache.build_l2_key), None on the reference path."""
         self.launch_memo: dict | None = {} if fast_path else None
         """The fast path's memo of AI Core launch parameters (tiling, duration, tensor description) and AI CPU
         task keys by argument identity (opsim.opdev.memo), None on the reference path."""
-        # Huge host-memory pools (executor-and-memory.md §11): free pool indices, popped from the back.
-        from opsim.opdev.huge_mem import HugeMemPools
+        # Huge host-memory pools: free pool indices, popped from the back.
         self.huge_mem = HugeMemPools()
         self.disable_l2_cache = envmod.is_set(self.env, "DISABLE_L2_CACHE")
         self.l2_sequence_counter = 0
         self._next_tid = FIRST_THREAD_ID
         self.threads: list[ThreadLocalContext] = []
-        # AI CPU process globals (aicpu-tasks.md §3, §12, §14)
+        # AI CPU process globals (opsim.opdev.aicpu)
         self.aicpu_cache_limit, self.aicpu_limit_warning = self._aicpu_limit()
         self.aicpu_registry: dict = {}          # AicpuTaskSpace objects registered by task creation
         self.aicpu_spaces: dict = {}            # (op type, unknown type, is_tf) -> space ("static" per op)
@@ -89,8 +93,8 @@ class ProcessContext:
         self.overflows: list = []
         self.profiling_reports: list = []  # dfx.ProfilingReport records (profiling switch on, id != 0)
         self.profiling_strs: dict[str, int] = {}  # CollectProfilingStr's table: string -> ACL-level type id
-        if profiling_switch:
-            start_profiling(self, profiling_switch)
+        if settings.profiling_switch:
+            start_profiling(self, settings.profiling_switch)
 
     @property
     def level2_profiling(self) -> bool:

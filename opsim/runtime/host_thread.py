@@ -10,10 +10,10 @@ from __future__ import annotations
 
 from typing import Any, Callable, Generator
 
-from opsim.opdev.thread_local import A_CALL, A_SPAN, A_SUBMIT, A_SYNC, ThreadLocalContext, charged_us, set_current
-from opsim.runtime import call_replay, hit_replay, phase2_replay
-from opsim.runtime.phase2_replay import PHASE_2_ENTRY
-from opsim.runtime.fast_clock import skip_to
+from opsim.fastpath import calls as fast_calls
+from opsim.fastpath import phase2_replay
+from opsim.fastpath.phase2_replay import PHASE_2_ENTRY
+from opsim.opdev.thread_local import A_CALL, A_SPAN, A_SUBMIT, A_SYNC, ThreadLocalContext, set_current
 
 
 class HostThread:
@@ -29,16 +29,18 @@ class HostThread:
         self.calls = 0
         self.result: Any = None
         self.error: BaseException | None = None
-        self.fast_path: bool = getattr(sim, "fast_path", True)
-        """Spend host time in place when only the device model could run meanwhile (opsim.runtime.fast_clock),
+        self.fast_path: bool = bool(sim.settings.fast_path)
+        """Spend host time in place when only the device model could run meanwhile (`FastEnvironment.advance`),
         and replay repeated executor-cache hits, full calls and phase-2 runs of repeatable executors from
-        templates (opsim.runtime.hit_replay, call_replay, phase2_replay)."""
+        templates (opsim.fastpath.hit_replay, call_replay, phase2_replay)."""
+        self.spend: Callable[[float], Any] = self.env.advance if self.fast_path else self.env.timeout
+        """Spend host time: the event to wait for, or None when it was spent in place (fast path only)."""
         self.hit_templates: dict = {}
-        """Executor-cache hit templates of this thread (opsim.runtime.hit_replay), by callee, stream and arguments."""
+        """Executor-cache hit templates of this thread (opsim.fastpath.hit_replay), by callee, stream and arguments."""
         self.call_templates: dict = {}
-        """Templates of calls that run phase 1 in full (opsim.runtime.call_replay), keyed like `hit_templates`."""
+        """Templates of calls that run phase 1 in full (opsim.fastpath.call_replay), keyed like `hit_templates`."""
         self.phase2_templates: dict = {}
-        """Phase-2 templates of repeatable executors run on this thread (opsim.runtime.phase2_replay), by
+        """Phase-2 templates of repeatable executors run on this thread (opsim.fastpath.phase2_replay), by
         function and executor; empty on the reference path."""
         self.proc = self.env.process(self._main())
 
@@ -62,8 +64,8 @@ class HostThread:
             if tpl is not None:
                 env = self.env
                 t = phase2_replay.replay(self, tpl)
-                if t > env._now:
-                    ev = skip_to(env, t - env._now)
+                if t > env.now:
+                    ev = env.advance(t - env.now)
                     if ev is not None:
                         yield ev
                 return tpl.result
@@ -77,10 +79,12 @@ class HostThread:
         if acts:
             if fresh and acts[0][1] == PHASE_2_ENTRY and self.fast_path:
                 phase2_replay.capture(self, fn, args, kwargs, result)
-            yield from self._replay()
+            yield from self.spend_actions()
         return result
 
-    def _replay(self):
+    def spend_actions(self) -> Generator:
+        """Replay the context's pending host-action log in simulated time (spans, submissions, syncs, callbacks)
+        and spend its host time (use `yield from`)."""
         ctx = self.ctx
         acts = ctx.take_actions()
         env = self.env
@@ -102,7 +106,7 @@ class HostThread:
                 a[1].submit(a[2], t)
             elif kind == A_SYNC:
                 if t > env.now:
-                    ev = skip_to(env, t - env.now) if self.fast_path else env.timeout(t - env.now)
+                    ev = self.spend(t - env.now)
                     if ev is not None:
                         yield ev
                 ev = a[1].synchronize() if a[1] is not None else self.sim.device.synchronize()
@@ -113,14 +117,14 @@ class HostThread:
                 a[1](t)
         self.busy_us += busy
         if t > env.now:
-            ev = skip_to(env, t - env.now) if self.fast_path else env.timeout(t - env.now)
+            ev = self.spend(t - env.now)
             if ev is not None:
                 yield ev
 
     def sleep(self, us: float):
         """Idle host time (not busy)."""
         if us > 0:
-            ev = skip_to(self.env, us) if self.fast_path else self.env.timeout(us)
+            ev = self.spend(us)
             if ev is not None:
                 yield ev
 
@@ -153,37 +157,13 @@ def run_op(thread: HostThread, get_workspace_size: Callable[..., Any], run: Call
     it causes carries the same correlation id. Returns (status, workspace size). A workspace allocation
     failure destroys the executor (nothing leaks)."""
     if thread.fast_path:
-        found = hit_replay.find(thread, get_workspace_size, run, args, stream, api)
-        full = None if found is not None else call_replay.find(thread, get_workspace_size, run, args, stream, api)
-        if found is not None or full is not None:  # a template's state changes and records, then the host time
-            env = thread.env
-            start = env._now
-            rec = thread.sim.recorder
-            ctx = thread.ctx
-            rows = None
-            if full is None:
-                tpl = found[0]
-                if rec.enabled:
-                    rows = tpl.rows
-                starts = hit_replay.replay(thread, tpl, found[1], bool(rows))
-                t = starts[-1]
-            else:
-                t = call_replay.replay(thread, full)
-            ev = skip_to(env, t - start) if t > start else None
-            if rows:  # the hit's records in one call, run_op's span with them when the clock moved in place
-                call_end = ev is None and type(start) is float
-                rec.hit(rows, start, starts[tpl.hit_at], ctx.current_corr, call_end)
-                if call_end:
-                    ctx.current_corr = -1
-                    return 0, tpl.size
-            if ev is not None:
-                yield ev
-            if rec.enabled:
-                rec.host_span(thread.name, "op_call", api, start, env._now - start, ctx.current_corr)
-                if full is None and tpl.rows is None:
-                    hit_replay.keep_rows(rec, thread, tpl)
-            ctx.current_corr = -1
-            return 0, found[0].size if full is None else full.size
+        replayed = fast_calls.replay(thread, get_workspace_size, run, args, stream, api)
+        if replayed is not None:
+            ev, rest = replayed
+            if ev is None:  # finished in place: `rest` is its workspace size
+                return 0, rest
+            yield ev
+            return fast_calls.finish(thread, api, rest)
     acl_rt = _ACL_RT[0] if _ACL_RT else _load_acl_rt()
     ctx = thread.ctx
     rec = thread.sim.recorder
@@ -194,14 +174,13 @@ def run_op(thread: HostThread, get_workspace_size: Callable[..., Any], run: Call
     host = ctx.process.cost.host_api(api) if api is not None else None  # a calibration's measured timing
     n0 = len(ctx.actions)
     phase2 = None
-    clocks = None
-    pre = call_replay.before(thread, get_workspace_size, run, stream) if thread.fast_path and n0 == 0 else None
+    capture = fast_calls.Capture(thread, get_workspace_size, run, stream) if thread.fast_path and n0 == 0 else None
     try:
         status, size, executor = get_workspace_size(*args)
         n1 = len(ctx.actions)
         if status == 0:
-            if pre is not None:
-                call_replay.launchers_of(pre, executor)
+            if capture is not None:
+                capture.phase_1(executor)
             workspace = 0
             if size:
                 status, workspace = acl_rt.malloc(size)
@@ -214,21 +193,18 @@ def run_op(thread: HostThread, get_workspace_size: Callable[..., Any], run: Call
                 phase2 = (n2, len(ctx.actions))
                 if workspace:
                     acl_rt.free_async(workspace, stream)
-                    if thread.fast_path and n0 == 0 and status == 0:  # the offsets acl_rt's clock gave both
-                        clocks = (charged_us(ctx.actions[:n2]), charged_us(ctx.actions))
+                    if capture is not None and status == 0:
+                        capture.workspace(ctx.actions, n2)
         if host is not None:
             apply = _HOST_CAL[0] if _HOST_CAL else _load_host_calibration()
             apply(ctx.actions, (n0, n1), phase2, host, getattr(executor, "kind", None) == "wrap")
     finally:
         set_current(prev)
     thread.calls += 1
-    if thread.fast_path and status == 0 and n0 == 0 and (size == 0 or clocks is not None):
-        hit_replay.capture(thread, get_workspace_size, run, args, stream, api, executor, ctx.actions, size, clocks)
-        if pre is not None:
-            call_replay.capture(thread, pre, get_workspace_size, run, args, stream, api, executor, ctx.actions, size,
-                                clocks)
+    if capture is not None:
+        capture.done(status, size, executor, args, api, ctx.actions)
     if ctx.actions:
-        yield from thread._replay()
+        yield from thread.spend_actions()
     if rec.enabled:
         rec.host_span(thread.name, "op_call", api or getattr(get_workspace_size, "__name__", "op"), start,
                       thread.env.now - start, ctx.current_corr)

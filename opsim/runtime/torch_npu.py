@@ -263,7 +263,7 @@ class TaskQueue:
             result = yield from th.call(job)
             ctx.current_corr = -1
             ctx.charge("dequeue gap", api)
-            yield from th._replay()
+            yield from th.spend_actions()
             if on_done is not None:
                 on_done(result)
             self.pending[producer] -= 1
@@ -426,7 +426,7 @@ class TorchNpu:
             ctx.charge("enqueue", api)  # the Enqueue event on the issuing thread
         th.calls += 1
         if ctx.actions:
-            yield from th._replay()
+            yield from th.spend_actions()
         out.corr = corr
         if job is not None:
             queue.put(th.name, job, corr, (lambda _r: on_done(out)) if on_done is not None else None, api)

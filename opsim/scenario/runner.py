@@ -14,6 +14,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable, Generator, Mapping
 
+from opsim.opdev.settings import SimulationSettings
 from opsim.outputs import OutputDir
 from opsim.scenario.config import OpStep, ScenarioConfig
 from opsim.scenario.limits import Limits
@@ -57,6 +58,19 @@ class RunResult:
         return 0 if self.ok else 1
 
 
+def simulation_settings(config: ScenarioConfig, *, calibration: Any = None,
+                        dump_dir: str | None = None) -> SimulationSettings:
+    """The one frozen settings object a scenario's simulation is built from (`calibration`: one given to the run,
+    over the scenario's; `dump_dir`: where dumps go)."""
+    return SimulationSettings(
+        soc=config.soc, soc_overrides=config.soc_overrides or {}, env=config.env, profile=config.profile,
+        numerics=config.numerics, trace=True, cost_overrides=config.cost_overrides or {}, dump_dir=dump_dir,
+        op_dump=config.dump.op_dump, overflow_dump=config.dump.overflow_dump,
+        memory_strategy=config.memory_strategy, calibration=calibration or config.calibration,
+        deterministic_level=config.deterministic_level, strong_consistency=config.strong_consistency,
+        fast_path=config.fast_path)
+
+
 class _Run:
     """The state of one scenario run shared by its threads (error list, counters, call tagging)."""
 
@@ -69,17 +83,10 @@ class _Run:
         self.stats = SummaryStats()
         self._now: Callable[[], float] = lambda: 0.0
         self.capture = StdoutCapture(lambda: self._now())
-        self.sim = Simulation(
-            soc=config.soc, soc_overrides=config.soc_overrides, env=config.env, profile=config.profile,
-            numerics=config.numerics, trace=True, cost_overrides=config.cost_overrides, stdout=self.capture,
-            dump_dir=dump_dir, op_dump=config.dump.op_dump, overflow_dump=config.dump.overflow_dump,
-            memory_strategy=config.memory_strategy, calibration=calibration or config.calibration,
-            deterministic_level=config.deterministic_level, strong_consistency=config.strong_consistency,
-            fast_path=config.fast_path)
+        self.sim = Simulation(simulation_settings(config, calibration=calibration, dump_dir=dump_dir),
+                              stdout=self.capture, record_sink=None if config.trace else self.stats)
         env = self.sim.env
         self._now = lambda: env.now
-        if not config.trace:
-            self.stats.install(self.sim.recorder)
         self.events = {name: self.sim.device.create_event(name) for name in config.events}
         self.shared_streams = {name: self.sim.device.create_stream() for name in config.shared_streams}
         self.errors: list[dict[str, Any]] = []
@@ -147,7 +154,8 @@ class _Run:
         step, variant = hit
         return self.variant_info.get((id(step), variant))
 
-    def _count(self, th: Any, size: int) -> None:
+    def count_call(self, th: Any, size: int) -> None:
+        """One finished op call of thread `th` with a workspace of `size` bytes (totals, progress)."""
         self.calls += 1
         self.calls_by_thread[th.name] = self.calls_by_thread.get(th.name, 0) + 1
         if size > self.peak_workspace:
@@ -159,7 +167,7 @@ class _Run:
                 _repeat: int) -> Generator:
         """One ACLNN call through the runtime's run_op (phase 1, workspace, phase 2, stream-ordered free)."""
         status, size = yield from _run_op(th, gws, run_fn, args, stream, api)
-        self._count(th, size)
+        self.count_call(th, size)
         if status:
             self.fail(th, step, status)
 
@@ -182,7 +190,7 @@ class _Run:
 
     def _pta_done(self, th: Any, step: OpStep, out: Any) -> None:
         from opsim.scenario.workload import StopThread
-        self._count(th, out.workspace_size)
+        self.count_call(th, out.workspace_size)
         if out.status:
             try:
                 self.fail(th, step, out.status)
@@ -200,7 +208,7 @@ class _Run:
         args = (event, stream) if record else (stream, event)
         api = "aclrtRecordEvent" if record else "aclrtStreamWaitEvent"
         th.ctx.charge("enqueue", api)  # torch_npu enqueues an event like a call
-        yield from th._replay()
+        yield from th.spend_actions()
         self.npu.queue.put(th.name, lambda: fn(*args), -1, None, api)
 
     def drain(self, th: Any) -> Generator:
@@ -253,7 +261,7 @@ class _Run:
                 if rec.enabled:
                     rec.host_span(th.name, "op_call", api, start, env.now - start, ctx.current_corr)
                 ctx.current_corr = -1
-            self._count(th, size)
+            self.count_call(th, size)
             if status:
                 self.fail(th, step, status)
                 return
@@ -360,7 +368,7 @@ def run_scenario(source: str | Path | Mapping[str, Any] | ScenarioConfig, *, out
             result.out_dir = target
             write_outputs(run, summary, stdout_text, staged, profiler=want_profiler)
             if config.outputs.records:
-                from opsim.api import Result
+                from opsim.scenario.result import Result  # lazy: only a run that writes its records needs it
                 result.outputs = _keyed(staged.planned())
                 Result.from_run(result).write_records(staged.path(OUTPUT_FILES["records"]), relative_to=target)
             result.outputs = _keyed(staged.commit())

@@ -14,7 +14,9 @@ from typing import Any, Callable, Generator
 import numpy as np
 
 from opsim.scenario import batch
-from opsim.scenario import config as C
+from opsim.scenario.batch import LoopState
+from opsim.scenario.config import (ChooseStep, DeterministicStep, EventStep, LoopStep, OpStep, ProfilingStep,
+                                   SleepStep, Step, SyncDeviceStep, SyncStep, ThreadConfig)
 
 _BATCH = 4096
 
@@ -45,6 +47,21 @@ class Chooser:
         self._i = i + 1
         return int(self._buf[i] * n)
 
+    def export_state(self) -> tuple[list, int]:
+        """(this batch of draws, the index of the next one): a batched run (opsim.fastpath.batch) draws from
+        them in its compiled loop and hands the index back through `import_state`."""
+        return self._buf, self._i
+
+    def import_state(self, i: int) -> None:
+        """The index of the next draw, as a batched run left it."""
+        self._i = i
+
+    def refill(self) -> list:
+        """The next batch of draws, drawn as `pick` draws it when the batch is used up."""
+        self._buf = self.rng.random(len(self._buf)).tolist()
+        self._i = 0
+        return self._buf
+
 
 def thread_rngs(seed: int, index: int) -> tuple[np.random.Generator, np.random.Generator]:
     """(choice rng, data rng) of thread `index`: independent streams, so numerics never change the workload."""
@@ -55,7 +72,7 @@ def thread_rngs(seed: int, index: int) -> tuple[np.random.Generator, np.random.G
 class ThreadWorkload:
     """One thread's runtime state: its streams, tensors, chooser, and the compiled program."""
 
-    def __init__(self, run: Any, cfg: C.ThreadConfig, index: int):
+    def __init__(self, run: Any, cfg: ThreadConfig, index: int):
         self.run = run
         self.cfg = cfg
         self.index = index
@@ -110,10 +127,10 @@ class ThreadWorkload:
         self.allocations.clear()
 
     # --- compilation ----------------------------------------------------------------------------------
-    def _compile(self, step: C.Step, top: bool = False) -> Callable[[Any], Generator]:
-        if isinstance(step, C.OpStep):
+    def _compile(self, step: Step, top: bool = False) -> Callable[[Any], Generator]:
+        if isinstance(step, OpStep):
             return self._compile_op(step).step
-        if isinstance(step, C.LoopStep):
+        if isinstance(step, LoopStep):
             count = step.count
             if top and batch.loop_batchable(self, step):
                 plans = [self._compile_op(s) for s in step.body]
@@ -122,27 +139,27 @@ class ThreadWorkload:
             if top:
                 return lambda th: self._top_loop(th, body, count)
             return lambda th: self._loop(th, body, count)
-        if isinstance(step, C.ChooseStep):
+        if isinstance(step, ChooseStep):
             options = [self._compile(s) for s in step.options]
             pick = self.chooser.pick
             n = len(options)
             return lambda th: options[pick(n)](th)
-        if isinstance(step, C.SyncStep):
+        if isinstance(step, SyncStep):
             stream = self.streams[step.stream]
             return lambda th: self._sync(th, stream)
-        if isinstance(step, C.SyncDeviceStep):
+        if isinstance(step, SyncDeviceStep):
             return self._sync_device
-        if isinstance(step, C.EventStep):
+        if isinstance(step, EventStep):
             stream = self.streams[step.stream]
             event = self.run.events[step.event]
             if self.run.queues_for(self.cfg):  # torch_npu queues event records and waits behind the calls
                 return lambda th: self.run.queue_event(th, event, stream, step.record)
             return lambda th: self._event(th, event, stream, step.record)
-        if isinstance(step, C.SleepStep):
+        if isinstance(step, SleepStep):
             return lambda th: th.sleep(step.us)
-        if isinstance(step, C.ProfilingStep):
+        if isinstance(step, ProfilingStep):
             return lambda th: th.call(_profiling_command, step.start, step.mask)
-        if isinstance(step, C.DeterministicStep):
+        if isinstance(step, DeterministicStep):
             return lambda th: th.call(_deterministic_command, step.level, step.strong_consistency)
         raise TypeError(f"unknown step {step!r}")  # pragma: no cover - the loader builds only these
 
@@ -182,7 +199,7 @@ class ThreadWorkload:
         else:
             yield from th.call(acl_rt.stream_wait_event, stream, event)
 
-    def _compile_op(self, step: C.OpStep) -> "OpPlan":
+    def _compile_op(self, step: OpStep) -> "OpPlan":
         spec = step.spec
         gws, run_fn = spec.resolve()
         api = spec.api
@@ -294,27 +311,10 @@ class OpPlan:
 
     __slots__ = ("config", "step", "call", "gws", "run_fn", "api", "stream", "variants", "cache")
 
-    def __init__(self, config: C.OpStep, step: Callable[[Any], Generator], call: Callable[[Any, int], Generator],
+    def __init__(self, config: OpStep, step: Callable[[Any], Generator], call: Callable[[Any, int], Generator],
                  gws: Any, run_fn: Any, api: str, stream: Any, variants: int, cache: dict) -> None:
         self.config, self.step, self.call, self.gws, self.run_fn = config, step, call, gws, run_fn
         self.api, self.stream, self.variants, self.cache = api, stream, variants, cache
-
-
-class LoopState:
-    """Where a batched top loop is: iteration `i`, body index `j`; `pending` is the call the thread is waiting
-    for (API, start, correlation id: what is left to record when the wait ends); `parked` is the event it waits
-    on between two calls (None while it runs), which a batch started by another thread may take over."""
-
-    __slots__ = ("i", "j", "count", "plans", "pending", "parked", "wait")
-
-    def __init__(self, count: int, plans: list) -> None:
-        self.i = 0
-        self.j = 0
-        self.count = count
-        self.plans = plans
-        self.pending: tuple | None = None
-        self.parked: Any = None
-        self.wait = 0
 
 
 class _AllocFailed(Exception):

@@ -44,9 +44,10 @@ from __future__ import annotations
 
 from array import array
 from itertools import accumulate
-from typing import Any, Iterator
+from typing import Any, Iterator, Protocol
 
 from opsim.errors import InvalidArgumentError, OpsimError
+from opsim.trace.columns import TensorInfos, ValueKey, code_array, code_chunk, compact_column, expand_groups
 
 COLUMNS: dict[str, tuple[str, ...]] = {
     "host": ("thread", "phase", "op", "start", "dur", "corr"),
@@ -84,119 +85,39 @@ CHUNK_ROWS = 1 << 16
 """Records of one kind kept as growing lists before they are folded into a compact chunk."""
 
 
-def _compact(col: list) -> Any:
-    """A typed array holding exactly `col`'s values when they are all plain floats or all plain 64-bit ints,
-    else `col` itself (so that reading back gives the same values of the same types)."""
-    types = set(map(type, col))
-    if types == {float}:
-        return array("d", col)
-    if types == {int}:
-        try:  # small ints (device, stream, unit and block counts): the fast conversion of `_code_array`
-            small = bytes(col)
-        except ValueError:
-            pass
-        else:
-            return _code_chunk(_code_array(small), "i")
-        for typecode in ("i", "q"):  # 4 bytes a value when they fit
-            try:
-                return array(typecode, col)
-            except OverflowError:
-                pass
-    return col
-
-
-def _code_array(col: list | bytes) -> Any:
-    """A list of codes (ints) as a numpy array: uint8 by way of ``bytes`` when every code is below 256, as it is
-    while a run names fewer than 256 things (about three times as fast as numpy or ``array`` converting a list),
-    else int64. A ``bytes`` is taken as such a list already converted."""
-    import numpy as np
-    try:
-        return np.frombuffer(col if type(col) is bytes else bytes(col), dtype=np.uint8)
-    except (ValueError, TypeError):
-        return np.array(col, dtype=np.int64)
-
-
-def _code_chunk(codes: Any, typecode: str) -> array:
-    """A numpy array of codes as the typed array of a chunk (typecode "H" when every code fits in 2 bytes, else
-    "i")."""
-    import numpy as np
-    out = array(typecode)
-    out.frombytes(codes.astype(typecode).view(np.uint8))
-    return out
-
-
-class _Key:
-    """The table key of a value that is not a str: its type and the value (so 1, 1.0 and True stay apart)."""
-
-    __slots__ = ("kind", "value", "_hash")
-
-    def __init__(self, value: Any) -> None:
-        self.kind, self.value, self._hash = type(value), value, hash(value)
-
-    def __hash__(self) -> int:
-        return self._hash
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, _Key) and self.kind is other.kind and self.value == other.value
-
-
-class TensorInfos:
-    """The tensor descriptions of every kernel launch as three columns (correlation id, op, the shared info
-    dict): about 20 bytes a launch instead of a tuple each. Iterates as (corr, op, info) tuples."""
-
-    __slots__ = ("corr", "op", "info", "_values")
-
-    def __init__(self, values: list) -> None:
-        self._values = values  # the recorder's code table: `op` holds codes into it
-        self.clear()
-
-    def add(self, corr: Any, op_code: int, info: Any) -> None:
-        try:
-            self.corr.append(corr)
-        except (TypeError, OverflowError):  # not a plain 64-bit int: kept as it is
-            self.corr = [*self.corr, corr]
-        self.op.append(op_code)
-        self.info.append(info)
-
-    def __iter__(self) -> Iterator[tuple[Any, Any, Any]]:
-        return zip(self.corr, map(self._values.__getitem__, self.op), self.info)
-
-    def __len__(self) -> int:
-        return len(self.info)
-
-    def __getitem__(self, index: int | slice) -> Any:
-        if isinstance(index, slice):
-            return list(zip(self.corr[index], map(self._values.__getitem__, self.op[index]), self.info[index]))
-        return self.corr[index], self._values[self.op[index]], self.info[index]
-
-    def __eq__(self, other: object) -> bool:  # as the list of tuples it stands for
-        if isinstance(other, (TensorInfos, list)):
-            return list(self) == list(other)
-        return NotImplemented
-
-    __hash__ = None  # type: ignore[assignment]
-
-    def __repr__(self) -> str:
-        return f"TensorInfos({list(self)!r})"
-
-    def clear(self) -> None:
-        self.corr: Any = array("q")
-        self.op = array("i")
-        self.info: list = []
-
-
 def _noop(*_args: Any, **_kwargs: Any) -> None:
     """What every record method becomes on a disabled recorder."""
+
+
+class RecordSink(Protocol):
+    """What takes a recorder's records instead of its columns (`opsim.trace.summary.SummaryStats`, which keeps only
+    the summary's totals): the record methods of `Recorder`, with their signatures."""
+
+    def host_span(self, thread: Any, phase: str, op: str, start: float, dur: float, corr: int = -1) -> None: ...
+    def host_spans(self, thread: Any, phases: tuple, ops: tuple, start: float, durs: tuple,
+                   corr: int = -1) -> None: ...
+    def device_task(self, stream: int, unit_kind: str, units: int, task_id: int, op: str, task_type: str,
+                    block_dim: int, queued: float, start: float, end: float, corr: int = -1,
+                    device: int = 0) -> None: ...
+    def memory_event(self, time: float, kind: str, address: int, size: int, in_use: int, device: int = 0) -> None: ...
+    def cache_event(self, time: float, thread: Any, cache: str, kind: str, op: str, key_hash: int = 0,
+                    detail: str = "") -> None: ...
+    def instant(self, time: float, name: str, track: str, args: dict | None = None) -> None: ...
+    def counter(self, time: float, name: str, value: float) -> None: ...
+    def tensor_info(self, corr: int, op: str, info: dict) -> None: ...
+    def hit(self, rows: tuple, start: float, hit_at: float, corr: int, call_end: bool) -> None: ...
 
 
 class Recorder:
     """The columnar event log of one simulation (see the module docstring for kinds and columns)."""
 
-    def __init__(self, enabled: bool = True) -> None:
+    def __init__(self, enabled: bool = True, sink: RecordSink | None = None) -> None:
+        """`enabled=False`: every record method a no-op; `sink`: the records go to it instead of the columns
+        (chosen once, when the simulation is built; `keeps_rows` tells which)."""
         self._chunks: dict[str, list[tuple]] = {k: [] for k in COLUMNS}
         self._folded: dict[str, int] = {k: 0 for k in COLUMNS}
         self._values: list = []  # code -> value, for every coded column (see _CODED)
-        self._code_of: dict[Any, int] = {}  # a str, or the _Key of another value -> its code
+        self._code_of: dict[Any, int] = {}  # a str, or the ValueKey of another value -> its code
         self._code = self._code_of.get
         self._groups: dict[int, tuple] = {}  # id(durs) -> its span group (host_spans)
         self._group_of: dict[tuple, int] = {}  # (phase codes, op codes, durs, call span) -> group number
@@ -206,8 +127,17 @@ class Recorder:
         self._corr = 0
         self.tensor_infos = TensorInfos(self._values)
         self.enabled = True
+        self.sink = sink
+        if sink is not None:
+            for name in _RECORD_METHODS:
+                setattr(self, name, getattr(sink, name))
         if not enabled:
             self.set_enabled(False)
+
+    @property
+    def keeps_rows(self) -> bool:
+        """The records are kept as rows (no `RecordSink` takes them instead)."""
+        return self.sink is None
 
     def _new_columns(self, kinds: Any = COLUMNS) -> None:
         """Fresh growing lists for `kinds`, and the bound `append`s of their columns in column order."""
@@ -251,8 +181,8 @@ class Recorder:
                     self._chunks[kind].append(self._expand_groups(cols, codes))
                 else:
                     self._chunks[kind].append(tuple(
-                        _compact(col) if c in numeric
-                        else _code_chunk(_code_array(col), codes) if c in coded else col
+                        compact_column(col) if c in numeric
+                        else code_chunk(code_array(col), codes) if c in coded else col
                         for c, col in cols.items()))
                 self._folded[kind] += n
                 full.append(kind)
@@ -260,83 +190,20 @@ class Recorder:
             self._new_columns(full)
 
     def _expand_groups(self, cols: dict[str, list], codes: str) -> tuple:
-        """The growing host records as a chunk, each group row (see `host_spans`) replaced by its spans: thread
-        and corr repeated, phases, ops and durations from the group, span i starting at span i-1's start plus
-        its duration (numpy's accumulate adds in that order, as Python does). Columns keep their exact value
-        types: a value that is not a plain float or int (a first start of int 0) stays as recorded."""
-        import numpy as np
-        thread, phase, op, start, dur, corr = (cols[c] for c in COLUMNS["host"])
-        rows = len(phase)
-        ph = _code_array(phase).astype(np.int64)  # group rows' markers are negative
-        grouped = np.flatnonzero(ph < 0)
-        gid = -1 - ph[grouped]
-        sizes = np.ones(rows, dtype=np.int64)
-        sizes[grouped] = np.array([len(part[0]) for part in self._group_parts], dtype=np.int64)[gid]
-        first = np.zeros(rows, dtype=np.int64)
-        np.cumsum(sizes[:-1], out=first[1:])
-        src = np.repeat(np.arange(rows, dtype=np.int64), sizes)  # the record each span comes from
-        total = len(src)
-        out_ph = ph[src]
-        out_op = _code_array(op).astype(np.int64)[src]
-        spans = np.zeros(total, dtype=bool)  # the spans of group rows
-        g_start = np.empty(total, dtype=np.float64)
-        g_dur = np.empty(total, dtype=np.float64)
-        typed_start = _compact(start)
-        row_start = (np.frombuffer(typed_start, dtype=np.float64) if isinstance(typed_start, array)
-                     and typed_start.typecode == "d" else None)
-        for g in np.flatnonzero(np.bincount(gid)).tolist():  # the groups present, in order (no sort)
-            p_codes, o_codes, durs, call = self._group_parts[g]
-            at = grouped[gid == g]
-            k = len(p_codes)
-            pos = (first[at][:, None] + np.arange(k, dtype=np.int64)).ravel()
-            table = np.empty((len(at), k), dtype=np.float64)
-            table[:, 0] = row_start[at] if row_start is not None else [start[i] for i in at.tolist()]
-            table[:, 1:] = durs if call else durs[:-1]
-            np.add.accumulate(table, axis=1, out=table)
-            lasting = np.empty((len(at), k), dtype=np.float64)
-            if call:  # the last column holds the end of the fixed spans: the call span's end, as skip_to sets it
-                first_start = table[:, 0]
-                lasting[:, :-1] = durs
-                lasting[:, -1] = (first_start + (table[:, -1] - first_start)) - first_start
-                table[:, -1] = first_start
-            else:
-                lasting[:] = durs
-            g_start[pos] = table.ravel()
-            g_dur[pos] = lasting.ravel()
-            out_ph[pos] = np.tile(p_codes, len(at))
-            out_op[pos] = np.tile(o_codes, len(at))
-            spans[pos] = True
-        later = spans.copy()
-        later[first[grouped]] = False  # a group's first span starts where it was recorded (an int 0 stays one)
-
-        def numeric(col: list, computed: Any = None, where: Any = None, typed: Any = None) -> Any:
-            typed = _compact(col) if typed is None else typed
-            if isinstance(typed, array) and (computed is None or typed.typecode == "d"):
-                values = np.frombuffer(typed, dtype=np.dtype(typed.typecode))[src] if rows else np.empty(0)
-                if computed is not None:
-                    np.copyto(values, computed, where=where)
-                out = array(typed.typecode)
-                out.frombytes(values.view(np.uint8))  # no intermediate bytes
-                return out
-            values = list(map(col.__getitem__, src.tolist()))
-            if computed is not None:
-                for i, v in zip(np.flatnonzero(where).tolist(), computed[where].tolist()):
-                    values[i] = v
-            return _compact(values)
-
-        return (_code_chunk(_code_array(thread)[src], codes), _code_chunk(out_ph, codes),
-                _code_chunk(out_op, codes), numeric(start, g_start, later, typed_start), numeric(dur, g_dur, spans),
-                numeric(corr))
+        """The growing host records as a chunk, each group row replaced by its spans (`columns.expand_groups`)."""
+        return expand_groups([cols[c] for c in COLUMNS["host"]], codes, self._group_parts)
 
     # --- switching ---------------------------------------------------------------------------------------
     def set_enabled(self, enabled: bool) -> None:
         """Turn recording on or off; records already taken are kept."""
         self.enabled = bool(enabled)
         for name in _RECORD_METHODS:
-            if self.enabled:
-                self.__dict__.pop(name, None)
-            else:
+            if not self.enabled:
                 setattr(self, name, _noop)
+            elif self.sink is not None:
+                setattr(self, name, getattr(self.sink, name))
+            else:
+                self.__dict__.pop(name, None)
 
     def next_corr(self) -> int:
         """A fresh correlation id (1, 2, 3, ...) linking a host launch to the device tasks it produced.
@@ -350,7 +217,7 @@ class Recorder:
 
     def _new_code(self, value: Any) -> int:
         """The code of a str seen for the first time, or of any other (hashable) value, keyed by its type too."""
-        key = value if type(value) is str else _Key(value)
+        key = value if type(value) is str else ValueKey(value)
         code = self._code_of.get(key)
         if code is None:
             code = self._code_of[key] = len(self._values)
@@ -433,7 +300,7 @@ class Recorder:
 
     def hit_rows(self, thread: Any, phases: tuple, ops: tuple, durs: tuple, api: str, api_1: str,
                  infos: tuple) -> tuple | None:
-        """The records of a replayed executor-cache hit (`opsim.runtime.hit_replay`) as codes for `hit`: its
+        """The records of a replayed executor-cache hit (`opsim.fastpath.hit_replay`) as codes for `hit`: its
         host spans as a group, the same group followed by run_op's "op_call" span on `api`, its cache hit on
         `api_1`, its tensor descriptions ((op, info) per launch); None when its spans make no group (durations
         that are not plain floats). Made after a call recorded all of these, so it gives out no new code."""
@@ -530,6 +397,44 @@ class Recorder:
         a_time(time)
         a_name(_c if (_c := code(name)) is not None else self._new_code(name))
         a_value(value)
+
+    # --- the fast path's batches (opsim.fastpath.batch_rows fills these from the compiled loop's rows) -------
+    def existing_code(self, value: str) -> int | None:
+        """The code of a name recorded before, None for a name not seen yet (a batch gives out no new code)."""
+        return self._code(value)
+
+    @property
+    def last_corr(self) -> int:
+        """The last correlation id `next_corr` gave out."""
+        return self._corr
+
+    def continue_corr(self, last: int) -> None:
+        """Go on from correlation id `last` (a batch gave out the ids before it, folding where `next_corr` would)."""
+        self._corr = last
+
+    def fold_due(self) -> None:
+        """The fold `next_corr` makes every 1024 ids (a batch calls it at the same point)."""
+        self._fold()
+
+    def span_group(self, phases: tuple, ops: tuple, durs: tuple) -> tuple:
+        """The span group of these tuples, as `host_spans` finds or makes it: (durs, phases, ops, group-row marker
+        or None, spans less one, phase codes, op codes)."""
+        g = self._groups.get(id(durs))
+        if g is None or g[0] is not durs or g[1] is not phases or g[2] is not ops:
+            g = self._span_group(phases, ops, durs)
+        return g
+
+    def extend(self, kind: str, columns: Any, grouped: int = 0, extra: int = 0) -> None:
+        """Append rows of `kind` given column by column ((column name, values) in any order; codes for coded
+        columns), as the record methods append them; `grouped`, `extra`: host group rows among them and the
+        spans they stand for less one each (see `_group_row`)."""
+        self._settle()  # device rows taken before these go first
+        cols = self._cols[kind]
+        for name, values in columns:
+            cols[name].extend(values)
+        if grouped or extra:
+            self._host_grouped += grouped
+            self._host_extra += extra
 
     # --- reading -------------------------------------------------------------------------------------------
     def _settle(self) -> None:

@@ -38,6 +38,7 @@ class SummaryStats:
 
     def device_task(self, stream: int, unit_kind: str, units: int, task_id: int, op: str, task_type: str,
                     block_dim: int, queued: float, start: float, end: float, corr: int = -1, device: int = 0) -> None:
+        """One finished device task into the totals (compiled twin: `opsim.fastpath.batch_kernel._finish`)."""
         self.task_types[task_type] += 1
         if end > self.device_end:
             self.device_end = end
@@ -69,13 +70,6 @@ class SummaryStats:
     def hit(self, rows: tuple, start: float, hit_at: float, corr: int, call_end: bool) -> None:
         """A replayed executor-cache hit (`Recorder.hit`): its cache hit (spans and descriptions as above)."""
         self.cache[("exec", "hit")] += 1
-
-    def install(self, recorder: Any) -> None:
-        """Make `recorder` fold every record into these totals instead of keeping it (call before streams
-        are created: a stream binds the recorder's device_task when it is made)."""
-        for name in ("host_span", "host_spans", "device_task", "memory_event", "cache_event", "instant", "counter",
-                     "tensor_info", "hit"):
-            setattr(recorder, name, getattr(self, name))
 
     # --- from a finished recorder ---------------------------------------------------------------------------
     def feed_recorder(self, recorder: Any) -> "SummaryStats":

@@ -145,7 +145,7 @@ def test_top_level_exports_are_lazy():
 
 
 def test_cached_task_counter_name_matches_the_task_spaces():
-    from opsim.analysis.frames import AICPU_CACHED_COUNTER
+    from opsim.trace.frames import AICPU_CACHED_COUNTER
     from opsim.opdev.aicpu.task_space import CACHED_TASKS_COUNTER
     assert AICPU_CACHED_COUNTER == CACHED_TASKS_COUNTER
     r = _synthetic({"counter": {"time": [1.0, 2.0, 3.0], "name": [AICPU_CACHED_COUNTER] * 3, "value": [1, 3, 0]}})

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from opsim.kernels import hashing, hashing_jit
 
 ROOT = Path(__file__).resolve().parents[2]
-KERNEL_MODULES = ("numba", "opsim.kernels.hashing_jit", "opsim.kernels.numerics", "opsim.runtime.batch_kernel")
+KERNEL_MODULES = ("numba", "opsim.kernels.hashing_jit", "opsim.kernels.numerics", "opsim.fastpath.batch_kernel")
 
 PROBE = """
 import json, sys
@@ -33,7 +33,7 @@ def test_a_run_with_numerics_off_imports_no_numba_kernel_module():
     # quickstart calls AI CPU ops (GenHashBinary task keys) and names kernels (profiler hashes): all short keys.
     loaded = _modules_after("scenarios/quickstart.yaml")
     assert not set(KERNEL_MODULES) & set(loaded), loaded
-    assert loaded == ["opsim.kernels.hashing"]
+    assert loaded == ["opsim.kernels.hashing", "opsim.kernels.seeds"]
 
 
 @settings(max_examples=300, deadline=None)

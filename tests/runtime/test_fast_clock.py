@@ -1,4 +1,5 @@
-"""skip_to: spending host time in place gives the event order of a SimPy timeout, whatever else is queued."""
+"""FastEnvironment.advance: spending host time in place gives the event order of a SimPy timeout, whatever else
+is queued."""
 from __future__ import annotations
 
 from hypothesis import given, settings

@@ -206,7 +206,7 @@ def test_replayed_hits_record_in_one_call_with_their_call_span():
 
 def test_settings_unchanged_reads_every_setting_and_switch():
     """The attribute-by-attribute check agrees with the settings tuple on a change of each setting or switch."""
-    from opsim.runtime.hit_replay import PROCESS_SWITCHES, SETTINGS, captured_settings, process_settings, \
+    from opsim.fastpath.hit_replay import PROCESS_SWITCHES, SETTINGS, captured_settings, process_settings, \
         settings_unchanged
     sim = Simulation(fast_path=True)
     p = sim.process
@@ -232,7 +232,7 @@ def test_settings_unchanged_reads_every_setting_and_switch():
 def test_a_template_is_found_by_its_argument_tuple_and_by_equal_arguments_in_a_new_tuple():
     """The same argument tuple finds its template without reading the arguments; a new tuple of the very same
     objects finds it by their identities; the same tuple with another callee or stream does not."""
-    from opsim.runtime import hit_replay
+    from opsim.fastpath import hit_replay
     sim, (gws, run, api), args, stream = _one_op(0)
     found = []
 

@@ -98,7 +98,7 @@ def test_imported_profile_replayed_three_times_writes_the_same_bytes(tmp_path):
     paths, the same bytes."""
     from pathlib import Path
 
-    import opsim.runtime.hit_replay as hit_replay
+    import opsim.fastpath.hit_replay as hit_replay
     real = Path(__file__).resolve().parents[1] / "data" / "real" / "trace_view_910b_mnist.json"
     scenario = tmp_path / "imported" / "scenario.yaml"
     assert main(["import", str(real), "-o", str(scenario)]) == EXIT_OK

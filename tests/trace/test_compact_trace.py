@@ -210,7 +210,7 @@ def test_a_hit_in_one_call_reads_back_as_its_records_one_by_one(calls, chunk):
                 plain.tensor_info(corr, info_op, info)
             plain.cache_event(starts[1 % len(starts)], "t0", "exec", "hit", api_1, 0, "")
             if call_end:
-                end = start + (t - start)  # skip_to's clock
+                end = start + (t - start)  # FastEnvironment.advance's clock
                 plain.host_span("t0", "op_call", api, start, end - start, corr)
             rec.hit(rows[which], start, starts[1 % len(starts)], corr, call_end)
             rec.next_corr()  # folds now and then

@@ -24,8 +24,7 @@ def _totals(stats: SummaryStats) -> list:
        odd=st.booleans(), fold=st.booleans())
 def test_totals_from_columns_equal_totals_record_by_record(tasks, mem, caches, instants, odd, fold):
     rec, live = Recorder(), SummaryStats()
-    live_rec = Recorder()
-    live.install(live_rec)
+    live_rec = Recorder(sink=live)
     for target in (rec, live_rec):
         for i, (stream, kind, units, ttype, q, s, e) in enumerate(tasks):
             start = 0 if odd and i == 0 else s  # an int start: record by record

@@ -9,7 +9,7 @@ unchanged (the argument objects and every field that enters the key, the process
 branches on, the cache entry still in the thread's key container and usable); `replay` then applies exactly
 the state changes and records of the framework's hit path (sequence counter, TLS log info and config, LRU
 order, profiling ids, the hit record, the host spans, the device tasks) and spends the host time like
-`HostThread._replay`. A workspace is allocated and freed as `run_op` does it. Anything unusual (profiling
+`HostThread.spend_actions`. A workspace is allocated and freed as `run_op` does it. Anything unusual (profiling
 reports, dumps, numerics, faults, the PTA path, an operator from outside opsim's library, a call whose action
 log is not the plain hit pattern) is never captured, and such a call runs through the framework as before.
 """
@@ -17,13 +17,16 @@ from __future__ import annotations
 
 from itertools import accumulate
 from operator import attrgetter
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from opsim.device.task import DeviceTask
 from opsim.opdev import dfx
 from opsim.opdev.op_exec_cache import args_snapshot, fields_unchanged
 from opsim.opdev.thread_local import A_CALL, A_SPAN, A_SUBMIT, OpLogInfo
 from opsim.ops.profiled import PROFILED_HOST
+
+if TYPE_CHECKING:
+    from opsim.runtime.host_thread import HostThread  # (the layer above: a type-only back-reference)
 
 TEMPLATES_MAX = 4096
 """Templates kept per thread (distinct argument sets in use) before the thread's table is emptied."""
@@ -141,7 +144,7 @@ def tuple_key(gws: Any, stream: Any, args: tuple) -> tuple:
     return (gws, stream, id(args), None)
 
 
-def capture(thread: Any, gws: Any, run: Any, args: tuple, stream: Any, api: str, executor: Any, acts: list,
+def capture(thread: HostThread, gws: Any, run: Any, args: tuple, stream: Any, api: str, executor: Any, acts: list,
             size: int, clocks: tuple[float, float] | None) -> None:
     """Keep a template of the call that just ran when it was a plain executor-cache hit (`acts`: its whole
     host-action log, calibration applied; `size`: its workspace; `clocks`: with a workspace, the host time
@@ -234,7 +237,7 @@ def store(table: dict, gws: Any, stream: Any, args: tuple, tpl: Any) -> None:
     table[memo_key(gws, stream, args)] = table[tuple_key(gws, stream, args)] = tpl
 
 
-def lookup(table: dict, thread: Any, gws: Any, run: Any, args: tuple, stream: Any, api: str | None) -> Any:
+def lookup(table: dict, thread: HostThread, gws: Any, run: Any, args: tuple, stream: Any, api: str | None) -> Any:
     """The template of `table` for this call when its callee and API are the captured ones, the thread has no
     pending actions, the process settings and per-call switches are as captured (the thread's two,
     THREAD_SWITCHES, read inline) and every field of the arguments is unchanged; else None (what each kind of
@@ -253,7 +256,7 @@ def lookup(table: dict, thread: Any, gws: Any, run: Any, args: tuple, stream: An
     return tpl
 
 
-def find(thread: Any, gws: Any, run: Any, args: tuple, stream: Any, api: str | None, fit: bool = True) -> tuple | None:
+def find(thread: HostThread, gws: Any, run: Any, args: tuple, stream: Any, api: str | None, fit: bool = True) -> tuple | None:
     """(template, key-container slot) when the call would take exactly the template's hit path, else None
     (`fit=False`: whatever the workspace, which a batched run checks call by call)."""
     tpl = lookup(thread.hit_templates, thread, gws, run, args, stream, api)
@@ -270,19 +273,19 @@ def find(thread: Any, gws: Any, run: Any, args: tuple, stream: Any, api: str | N
     return (tpl, slot) if not fit or workspace_fits(p, tpl) else None
 
 
-def replay(thread: Any, tpl: HitTemplate, slot: int, deferred: bool = False) -> list[float]:
+def replay(thread: HostThread, tpl: HitTemplate, slot: int, start: float, deferred: bool = False) -> list[float]:
     """The framework's hit path for `tpl` (l2_dfx_phase_1 on a hit, l2_dfx_phase_2, OpExecCache.run, the
-    wrapper's deletion) and the host replay of its actions (`HostThread._replay`) up to the clock: returns
-    the starts of its host spans and the time the thread's host work ends (run_op spends it and records the
-    call). `deferred`: its tensor descriptions, host spans and cache hit are left to the caller's
-    `Recorder.hit` with the template's `rows` (no device task runs code that records those kinds, so taking
-    them after the device model has caught up keeps every kind's record order)."""
+    wrapper's deletion) and the host replay of its actions (`HostThread.spend_actions`) up to the clock:
+    returns the starts of its host spans and the time the thread's host work ends (run_op spends it and records
+    the call). `start`: the clock now. `deferred`: its tensor descriptions, host spans and cache hit are left to
+    the caller's `Recorder.hit` with the template's `rows` (no device task runs code that records those kinds, so
+    taking them after the device model has caught up keeps every kind's record order).
+
+    Compiled twin: the call in `opsim.fastpath.batch_kernel._call` (a batched loop's hits)."""
     ctx = thread.ctx
     p = ctx.process
     rec = p.recorder
-    env = thread.env
     corr = ctx.current_corr = rec.next_corr()
-    start = env._now
     if tpl.pre_call is not None:
         tpl.pre_call(ctx)
     seq = p.next_sequence()
@@ -299,7 +302,7 @@ def replay(thread: Any, tpl: HitTemplate, slot: int, deferred: bool = False) -> 
     return starts
 
 
-def keep_rows(rec: Any, thread: Any, tpl: HitTemplate) -> None:
+def keep_rows(rec: Any, thread: HostThread, tpl: HitTemplate) -> None:
     """Keep the template's records as `Recorder.hit` takes them (False: it cannot), once a replay has recorded
     them all (so that finding their codes gives out none)."""
     tpl.rows = rec.hit_rows(thread.name, tpl.phases, tpl.ops, tpl.durs, tpl.api, tpl.api_1, tpl.infos) or False
@@ -358,8 +361,8 @@ def record_infos(rec: Any, corr: int, infos: tuple) -> None:
             rec.tensor_info(corr, op, info)
 
 
-def host_replay(thread: Any, tpl: Any, rec: Any, start: float, corr: int, spans: bool = True) -> list[float]:
-    """`HostThread._replay` of a template's action log from `start`: its host spans back to back (`phases`,
+def host_replay(thread: HostThread, tpl: Any, rec: Any, start: float, corr: int, spans: bool = True) -> list[float]:
+    """`HostThread.spend_actions` of a template's action log from `start`: its host spans back to back (`phases`,
     `ops`, `durs`; recorded unless `spans` is off), its device tasks (`submits`: span index and the task's
     `Stream.submit_kernel` arguments) submitted to `stream` at their points, its busy time added. Returns the
     span starts and the end."""

@@ -7,7 +7,7 @@ SimPy path makes it:
 
 - the thread's call: `hit_replay.replay` (correlation id, sequence number, workspace malloc at the time the
   framework's clock gives it, its stream-ordered free submitted, the kernels submitted at their span starts,
-  host busy time) and `skip_to`'s resume at `now + (end - now)` with the next event id;
+  host busy time) and `FastEnvironment.advance`'s resume at `now + (end - now)` with the next event id;
 - the stream: `Stream.submit` (arrival-order insertion), `_schedule_wake`, `_advance` (also as a wake-up),
   `_begin`, `_finish` (also as a task's end); a unit pool's immediate grant, FIFO of waiting streams and release;
 - the allocator: `DeviceMemory.malloc` (first or best fit) and `_release` (merge with both neighbours);
@@ -26,82 +26,9 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-# g: int64 scalars
-(HN, EID, CORR, SEQ, CALLS, PEAK_WS, HITS, INSTANTS, NALLOC, NFREE, FN, IN_USE, PEAK, REASON, RTH, TFREE, AFREE,
- GCALL, BEST_FIT, BAR_P, BAR_E, HAS_BAR, NCALLS, REC, FOLD_OK, HGROUPED, HEXTRA, NROWS) = range(28)
-G_SIZE = NROWS + 7  # NROWS + kind: the rows of each kind in the buffers
+from opsim.fastpath.batch_layout import *  # noqa: F403 (the compiled loop reads the layout's rows as constants)
+from opsim.fastpath.batch_memory import _fits, _malloc, _release
 
-# gf: float64 scalars
-NOW, DEV_END, BAR_T = range(3)
-GF_SIZE = 3
-
-# heap: hi[field, slot] (ht holds the times)
-H_P, H_E, H_KIND, H_IDX = range(4)
-EV_RESUME, EV_WAKE, EV_END = range(3)
-
-# threads: th[field, thread], thf[field, thread]
-(T_I, T_J, T_COUNT, T_NB, T_BODY0, T_STEPNO, T_CHI, T_NCALLS, T_FIRST_TPL, T_FIRST_SEQ, T_LAST_TPL,
- T_LAST_SEQ, T_NAME, T_PENDING, T_P_API, T_P_CORR) = range(16)
-T_SIZE = 16
-TF_BUSY, TF_P_START = range(2)
-
-# templates: tp[field, template], tpf[field, template]
-(P_STREAM, P_SIZE, P_D0, P_DN, P_S0, P_SN, P_LAST, P_API, P_API1, P_MARKER, P_EXTRA, P_HITAT, P_I0, P_IN,
- P_TAG) = range(15)
-P_ROWS = 15
-PF_C0, PF_C1, PF_BUSY = range(3)
-# submits: sb[field, submit], sbf[field, submit]
-B_SPAN, B_KIND, B_BLOCK, B_OP, B_TYPE, B_POOL = range(6)
-B_SIZE = 6
-BF_DUR = 0
-
-# streams: st[field, stream], stf[field, stream]; queues sq[stream, slot]
-S_CUR, S_POOL, S_PENDING, S_NEXT, S_QH, S_QN, S_TASKS, S_REC, S_SID = range(9)
-S_SIZE = 9
-SF_WAKE, SF_BUSY = range(2)
-
-# pools: pl[field, pool], plf[field, pool]; waiters pw[pool, slot] (stream), pn[pool, slot] (units)
-L_CAP, L_FREE, L_WH, L_WN, L_TASKS, L_CODE = range(6)
-L_SIZE = 6
-LF_US = 0
-
-# tasks: tk[field, task], tkf[field, task]; free slots tfree
-K_KIND, K_BLOCK, K_OP, K_TYPE, K_CORR, K_POOL, K_ALLOC, K_EXT, K_STATE, K_UNITS, K_TID = range(11)
-K_SIZE = 11
-KF_DUR, KF_QUEUED, KF_START = range(3)
-KF_SIZE = 3
-# task states
-K_QUEUED, K_WAITING, K_RUNNING, K_DONE = range(4)
-
-# allocations: al[field, alloc], alf[field, alloc]; free slots afree
-A_ADDR, A_SIZE, A_REQ, A_EXT, A_STATE, A_FREE_ROW = range(6)
-A_ROWS = 6
-AF_TIME = 0
-A_FREE, A_LIVE, A_RELEASED = range(3)
-
-# record rows (a full trace): ri[kind, field, row], rf[kind, field, row]
-RK_HOST, RK_DEVICE, RK_MEMORY, RK_CACHE, RK_INSTANT, RK_INFO, RK_TAG = range(7)
-RK_KINDS = 7
-# ints: host thread, phase, op, corr / device device, stream, unit_kind, units, task_id, op, task_type, block_dim,
-# corr / memory device, kind, address, size, in_use / cache thread, op / instant track, step, phase (0 begin,
-# 1 end) / info corr, op, info index / tag corr, step, variant (the CSVs' call tagging); floats: host start, dur / device queued, start, end / memory, cache,
-# instant time
-RI_FIELDS, RF_FIELDS = 9, 3
-
-# cc: recorder codes of constant names, then of the batch's op names and task types (from cc[C_NAMES_AT],
-# cc[C_TYPES_AT])
-C_NONE, C_OP_CALL, C_STEP, C_EXEC, C_HIT, C_EMPTY, C_ALLOC, C_FREE, C_DEVICE, C_NAMES_AT, C_TYPES_AT = range(11)
-C_SIZE = 11
-
-# stop reasons
-(R_BARRIER, R_LOOP_END, R_DRAWS, R_NO_TEMPLATE, R_NO_FIT, R_ZERO, R_CAPACITY, R_EMPTY, R_LIMIT, R_FOLD,
- R_FLUSH) = range(11)
-
-NORMAL = 1  # simpy.events.NORMAL
-HOST_FUNC = 8  # TaskKind.HOST_FUNC
-AI_CORE, AI_VECTOR = 0, 1
-ALIGNMENT = 512  # opsim.device.memory.ALIGNMENT
-NDRAW = 4096  # opsim.scenario.workload._BATCH
 
 
 @njit(cache=True)
@@ -120,7 +47,7 @@ def _put(ht, hi, i, t, p, e, kind, idx):
 
 @njit(cache=True)
 def push(g, ht, hi, t, p, e, kind, idx):
-    """heapq.heappush of (t, p, e, event)."""
+    """heapq.heappush of (t, p, e, event) (twin: `FastEnvironment.advance`'s and SimPy's heap pushes)."""
     i = g[HN]
     g[HN] = i + 1
     while i > 0:
@@ -158,75 +85,6 @@ def _pop(g, ht, hi):
 
 
 @njit(cache=True)
-def _fits(g, fs, need):
-    for i in range(g[FN]):
-        if fs[i] >= need:
-            return True
-    return False
-
-
-@njit(cache=True)
-def _malloc(g, fa, fs, need):
-    """DeviceMemory.malloc's free-list part (the caller checked that a block fits): the address."""
-    n = g[FN]
-    idx = -1
-    if g[BEST_FIT]:
-        best = 0
-        for i in range(n):
-            s = fs[i]
-            if s >= need and (idx < 0 or s < best):
-                idx = i
-                best = s
-                if s == need:
-                    break
-    else:
-        for i in range(n):
-            if fs[i] >= need:
-                idx = i
-                break
-    address = fa[idx]
-    if fs[idx] == need:
-        for i in range(idx, n - 1):
-            fa[i] = fa[i + 1]
-            fs[i] = fs[i + 1]
-        g[FN] = n - 1
-    else:
-        fa[idx] = address + need
-        fs[idx] -= need
-    g[IN_USE] += need
-    if g[IN_USE] > g[PEAK]:
-        g[PEAK] = g[IN_USE]
-    g[NALLOC] += 1
-    return address
-
-
-@njit(cache=True)
-def _release(g, fa, fs, address, size0):
-    """DeviceMemory._release's free-list part (merge with the following block, then the preceding one)."""
-    n = g[FN]
-    size = size0
-    i = np.searchsorted(fa[:n], address)
-    if i < n and fa[i] == address + size:
-        size += fs[i]
-        for j in range(i, n - 1):
-            fa[j] = fa[j + 1]
-            fs[j] = fs[j + 1]
-        n -= 1
-    if i > 0 and fa[i - 1] + fs[i - 1] == address:
-        fs[i - 1] += size
-    else:
-        for j in range(n, i, -1):
-            fa[j] = fa[j - 1]
-            fs[j] = fs[j - 1]
-        fa[i] = address
-        fs[i] = size
-        n += 1
-    g[FN] = n
-    g[IN_USE] -= size0
-    g[NFREE] += 1
-
-
-@njit(cache=True)
 def _row(g, kind):
     """The next row of `kind` in the record buffers."""
     n = g[NROWS + kind]
@@ -236,7 +94,7 @@ def _row(g, kind):
 
 @njit(cache=True)
 def _memory_row(g, ri, rf, cc, time, kind, address, size):
-    """Recorder.memory_event (in use: the total after it)."""
+    """Recorder.memory_event (in use: the total after it); twin of `opsim.trace.recorder.Recorder.memory_event`."""
     n = _row(g, RK_MEMORY)
     ri[RK_MEMORY, 0, n] = cc[C_DEVICE]
     ri[RK_MEMORY, 1, n] = cc[kind]
@@ -272,7 +130,7 @@ def _instant(g, ri, rf, th, t, phase, now):
 
 @njit(cache=True)
 def _schedule_wake(g, gf, ht, hi, stf, s, at):
-    """Stream._schedule_wake: a tick at `now + (at - now)`."""
+    """Stream._schedule_wake: a tick at `now + (at - now)`; twin of `opsim.device.device.Stream._schedule_wake`."""
     now = gf[NOW]
     stf[SF_WAKE, s] = at
     e = g[EID]
@@ -292,7 +150,9 @@ def _finish(g, gf, ht, hi, st, stf, sq, pl, plf, pw, pn, tk, tkf, tfree, al, alf
             s):
     """Stream._finish of the stream's current task: recorded (a device row, or SummaryStats.device_task's
     totals), its units given back (UnitPool.release: waiting streams granted in order while the first one
-    fits); its slot is free again."""
+    fits); its slot is free again.
+
+    Twin of `opsim.device.device.Stream._finish` (and `UnitPool.release`, `SummaryStats.device_task`)."""
     task = st[S_CUR, s]
     now = gf[NOW] + 0.0
     st[S_CUR, s] = -1
@@ -349,7 +209,9 @@ def _finish(g, gf, ht, hi, st, stf, sq, pl, plf, pw, pn, tk, tkf, tfree, al, alf
 @njit(cache=True)
 def _advance(g, gf, ht, hi, st, stf, sq, pl, plf, pw, pn, tk, tkf, tfree, al, alf, fa, fs, type_count, ri, rf, cc,
              s):
-    """Stream._advance: start queued tasks until one has to wait (for time or units) or the queue is empty."""
+    """Stream._advance: start queued tasks until one has to wait (for time or units) or the queue is empty.
+
+    Twin of `opsim.device.device.Stream._advance` and `_begin` (and `UnitPool.acquire`)."""
     if st[S_CUR, s] >= 0:
         return
     while st[S_QN, s] > 0:
@@ -414,7 +276,9 @@ def _advance(g, gf, ht, hi, st, stf, sq, pl, plf, pw, pn, tk, tkf, tfree, al, al
 @njit(cache=True)
 def _submit(g, gf, ht, hi, st, stf, sq, tk, tkf, s, task, at):
     """Stream.submit (the caller checked `at >= now` and the queue's room). True when the stream has to start
-    its work now (`_advance`, which the caller runs: one call site keeps the compiled code small)."""
+    its work now (`_advance`, which the caller runs: one call site keeps the compiled code small).
+
+    Twin of `opsim.device.device.Stream.submit`."""
     tk[K_TID, task] = st[S_NEXT, s]
     st[S_NEXT, s] += 1
     tkf[KF_QUEUED, task] = at + 0.0
@@ -511,6 +375,120 @@ def _peek(g, gf, st, sq, tk, fs, ri, th, draws, step_nvar, step_var0, var_tpl, t
 
 
 @njit(cache=True)
+def _workspace(g, ri, rf, cc, al, alf, fa, fs, size, at):
+    """run_op's workspace malloc of `size` bytes at `at` (DeviceMemory.malloc with its memory row): the
+    allocation's row."""
+    need = (size + ALIGNMENT - 1) // ALIGNMENT * ALIGNMENT
+    addr = _malloc(g, fa, fs, need)
+    if g[REC]:
+        _memory_row(g, ri, rf, cc, at, C_ALLOC, addr, need)
+    top = g[AFREE] - 1
+    g[AFREE] = top
+    a = al[A_FREE_ROW, top]
+    al[A_ADDR, a] = addr
+    al[A_SIZE, a] = need
+    al[A_REQ, a] = size
+    al[A_EXT, a] = -1
+    al[A_STATE, a] = A_LIVE
+    alf[AF_TIME, a] = at
+    return a
+
+
+@njit(cache=True)
+def _call(g, gf, ht, hi, st, stf, sq, pl, plf, pw, pn, tk, tkf, tfree, al, alf, fa, fs, type_count, ri, rf, cc, th,
+          thf, draws, step_nvar, step_var0, var_tpl, tp, tpf, durs, sb, sbf, infos, free_type, free_op, t, now):
+    """Thread `t`'s next call, replayed from its template at `now`, and the thread's resume at its end.
+
+    Twin of `opsim.fastpath.hit_replay.replay` with run_op's workspace and `FastEnvironment.advance`."""
+    if th[T_J, t] == 0:
+        th[T_STEPNO, t] += 1
+        _instant(g, ri, rf, th, t, 0, now)
+    k = th[T_BODY0, t] + th[T_J, t]
+    nv = step_nvar[k]
+    v = 0
+    if nv > 1:
+        v = int(draws[t, th[T_CHI, t]] * nv)
+        th[T_CHI, t] += 1
+    p = var_tpl[step_var0[k] + v]
+    size = tp[P_SIZE, p]
+    d0 = tp[P_D0, p]
+    s = tp[P_STREAM, p]
+    g[FOLD_OK] = 0
+    g[CORR] += 1
+    corr = g[CORR]
+    seq = g[SEQ]
+    g[SEQ] = seq + 1
+    if th[T_NCALLS, t] == 0:
+        th[T_FIRST_TPL, t] = p
+        th[T_FIRST_SEQ, t] = seq
+    th[T_LAST_TPL, t] = p
+    th[T_LAST_SEQ, t] = seq
+    th[T_NCALLS, t] += 1
+    g[NCALLS] += 1
+    tp[P_LAST, p] = g[GCALL]
+    g[GCALL] += 1
+    a = -1
+    if size > 0:  # run_op's workspace: malloc at the framework clock's time, then its stream-ordered free
+        a = _workspace(g, ri, rf, cc, al, alf, fa, fs, size, now + tpf[PF_C0, p])
+    if tp[P_TAG, p]:  # the runner's call tagging (`pre_call`): this call's step and variant
+        n = _row(g, RK_TAG)
+        ri[RK_TAG, 0, n] = corr
+        ri[RK_TAG, 1, n] = k
+        ri[RK_TAG, 2, n] = v
+    if g[REC]:  # its tensor descriptions, its host spans (one group row), its cache hit
+        for q in range(tp[P_IN, p]):
+            n = _row(g, RK_INFO)
+            ri[RK_INFO, 0, n] = corr
+            ri[RK_INFO, 1, n] = infos[0, tp[P_I0, p] + q]
+            ri[RK_INFO, 2, n] = tp[P_I0, p] + q
+        _host_row(g, ri, rf, th[T_NAME, t], tp[P_MARKER, p], 0, corr, now, 0.0)
+        g[HGROUPED] += 1
+        g[HEXTRA] += tp[P_EXTRA, p]
+    # the workspace's stream-ordered free (submitted first, at its later time), then host_replay's
+    # kernels, each at the start of its span
+    b0 = tp[P_S0, p]
+    for q in range(-1 if size > 0 else 0, tp[P_SN, p]):
+        if q < 0:
+            task = _new_task(g, tk, tkf, tfree, HOST_FUNC, 0.0, 1, free_op, free_type, -1, -1, a)
+            at = now + tpf[PF_C1, p]
+        else:
+            b = b0 + q
+            at = now
+            for i in range(sb[B_SPAN, b]):
+                at += durs[d0 + i]
+            task = _new_task(g, tk, tkf, tfree, sb[B_KIND, b], sbf[BF_DUR, b], sb[B_BLOCK, b], sb[B_OP, b],
+                             sb[B_TYPE, b], corr, sb[B_POOL, b], -1)
+        if _submit(g, gf, ht, hi, st, stf, sq, tk, tkf, s, task, at):
+            _advance(g, gf, ht, hi, st, stf, sq, pl, plf, pw, pn, tk, tkf, tfree, al, alf, fa, fs, type_count,
+                     ri, rf, cc, s)
+    thf[TF_BUSY, t] += tpf[PF_BUSY, p]
+    if g[REC]:
+        at = now
+        for i in range(tp[P_HITAT, p]):
+            at += durs[d0 + i]
+        n = _row(g, RK_CACHE)
+        ri[RK_CACHE, 0, n] = th[T_NAME, t]
+        ri[RK_CACHE, 1, n] = tp[P_API1, p]
+        rf[RK_CACHE, 0, n] = at
+    else:
+        g[HITS] += 1
+    g[CALLS] += 1
+    if size > g[PEAK_WS]:
+        g[PEAK_WS] = size
+    th[T_PENDING, t] = 1
+    th[T_P_API, t] = tp[P_API, p]
+    th[T_P_CORR, t] = corr
+    thf[TF_P_START, t] = now
+    # FastEnvironment.advance: the thread resumes at now + (end - now) with the next event id
+    end = now
+    for i in range(tp[P_DN, p]):
+        end += durs[d0 + i]
+    e = g[EID]
+    g[EID] = e + 1
+    push(g, ht, hi, now + (end - now), NORMAL, e, EV_RESUME, t)
+
+
+@njit(cache=True)
 def run(g, gf, ht, hi, st, stf, sq, pl, plf, pw, pn, tk, tkf, tfree, al, alf, fa, fs, type_count, ri, rf, cc,
         th, thf, draws, step_nvar, step_var0, var_tpl, tp, tpf, durs, sb, sbf, infos, free_type, free_op, max_calls):
     """Run the event loop until it has to stop; g[REASON] and g[RTH] say why (and for which thread)."""
@@ -554,105 +532,9 @@ def run(g, gf, ht, hi, st, stf, sq, pl, plf, pw, pn, tk, tkf, tfree, al, alf, fa
                 g[REASON] = reason
                 g[RTH] = t
                 return
-            # the call
-            if th[T_J, t] == 0:
-                th[T_STEPNO, t] += 1
-                _instant(g, ri, rf, th, t, 0, now)
-            k = th[T_BODY0, t] + th[T_J, t]
-            nv = step_nvar[k]
-            v = 0
-            if nv > 1:
-                v = int(draws[t, th[T_CHI, t]] * nv)
-                th[T_CHI, t] += 1
-            p = var_tpl[step_var0[k] + v]
-            size = tp[P_SIZE, p]
-            d0 = tp[P_D0, p]
-            s = tp[P_STREAM, p]
-            g[FOLD_OK] = 0
-            g[CORR] += 1
-            corr = g[CORR]
-            seq = g[SEQ]
-            g[SEQ] = seq + 1
-            if th[T_NCALLS, t] == 0:
-                th[T_FIRST_TPL, t] = p
-                th[T_FIRST_SEQ, t] = seq
-            th[T_LAST_TPL, t] = p
-            th[T_LAST_SEQ, t] = seq
-            th[T_NCALLS, t] += 1
-            g[NCALLS] += 1
-            tp[P_LAST, p] = g[GCALL]
-            g[GCALL] += 1
-            a = -1
-            if size > 0:  # run_op's workspace: malloc at the framework clock's time, then its stream-ordered free
-                need = (size + ALIGNMENT - 1) // ALIGNMENT * ALIGNMENT
-                addr = _malloc(g, fa, fs, need)
-                if g[REC]:
-                    _memory_row(g, ri, rf, cc, now + tpf[PF_C0, p], C_ALLOC, addr, need)
-                top = g[AFREE] - 1
-                g[AFREE] = top
-                a = al[A_FREE_ROW, top]
-                al[A_ADDR, a] = addr
-                al[A_SIZE, a] = need
-                al[A_REQ, a] = size
-                al[A_EXT, a] = -1
-                al[A_STATE, a] = A_LIVE
-                alf[AF_TIME, a] = now + tpf[PF_C0, p]
-            if tp[P_TAG, p]:  # the runner's call tagging (`pre_call`): this call's step and variant
-                n = _row(g, RK_TAG)
-                ri[RK_TAG, 0, n] = corr
-                ri[RK_TAG, 1, n] = k
-                ri[RK_TAG, 2, n] = v
-            if g[REC]:  # its tensor descriptions, its host spans (one group row), its cache hit
-                for q in range(tp[P_IN, p]):
-                    n = _row(g, RK_INFO)
-                    ri[RK_INFO, 0, n] = corr
-                    ri[RK_INFO, 1, n] = infos[0, tp[P_I0, p] + q]
-                    ri[RK_INFO, 2, n] = tp[P_I0, p] + q
-                _host_row(g, ri, rf, th[T_NAME, t], tp[P_MARKER, p], 0, corr, now, 0.0)
-                g[HGROUPED] += 1
-                g[HEXTRA] += tp[P_EXTRA, p]
-            # the workspace's stream-ordered free (submitted first, at its later time), then host_replay's
-            # kernels, each at the start of its span
-            b0 = tp[P_S0, p]
-            for q in range(-1 if size > 0 else 0, tp[P_SN, p]):
-                if q < 0:
-                    task = _new_task(g, tk, tkf, tfree, HOST_FUNC, 0.0, 1, free_op, free_type, -1, -1, a)
-                    at = now + tpf[PF_C1, p]
-                else:
-                    b = b0 + q
-                    at = now
-                    for i in range(sb[B_SPAN, b]):
-                        at += durs[d0 + i]
-                    task = _new_task(g, tk, tkf, tfree, sb[B_KIND, b], sbf[BF_DUR, b], sb[B_BLOCK, b], sb[B_OP, b],
-                                     sb[B_TYPE, b], corr, sb[B_POOL, b], -1)
-                if _submit(g, gf, ht, hi, st, stf, sq, tk, tkf, s, task, at):
-                    _advance(g, gf, ht, hi, st, stf, sq, pl, plf, pw, pn, tk, tkf, tfree, al, alf, fa, fs, type_count,
-                             ri, rf, cc, s)
-            thf[TF_BUSY, t] += tpf[PF_BUSY, p]
-            if g[REC]:
-                at = now
-                for i in range(tp[P_HITAT, p]):
-                    at += durs[d0 + i]
-                n = _row(g, RK_CACHE)
-                ri[RK_CACHE, 0, n] = th[T_NAME, t]
-                ri[RK_CACHE, 1, n] = tp[P_API1, p]
-                rf[RK_CACHE, 0, n] = at
-            else:
-                g[HITS] += 1
-            g[CALLS] += 1
-            if size > g[PEAK_WS]:
-                g[PEAK_WS] = size
-            th[T_PENDING, t] = 1
-            th[T_P_API, t] = tp[P_API, p]
-            th[T_P_CORR, t] = corr
-            thf[TF_P_START, t] = now
-            # skip_to: the thread resumes at now + (end - now) with the next event id
-            end = now
-            for i in range(tp[P_DN, p]):
-                end += durs[d0 + i]
-            e = g[EID]
-            g[EID] = e + 1
-            push(g, ht, hi, now + (end - now), NORMAL, e, EV_RESUME, t)
+            _call(g, gf, ht, hi, st, stf, sq, pl, plf, pw, pn, tk, tkf, tfree, al, alf, fa, fs, type_count, ri, rf, cc,
+                  th, thf, draws, step_nvar, step_var0, var_tpl, tp, tpf, durs, sb, sbf, infos, free_type, free_op, t,
+                  now)
         else:  # a stream's wake-up (Stream._advance with its tick) or its task's end (Stream._finish with its tick)
             if kind == EV_WAKE:
                 stf[SF_WAKE, idx] = np.inf

@@ -21,7 +21,7 @@ as before.
 from __future__ import annotations
 
 from operator import attrgetter
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from opsim.acl.tensor import Tensor
 from opsim.device.task import TaskKind
@@ -32,8 +32,11 @@ from opsim.opdev.aicpu.task import AicpuCCTask
 from opsim.opdev.launchers import AiCoreKernelLauncher
 from opsim.opdev.op_exec_cache import args_snapshot
 from opsim.opdev.thread_local import A_CALL, A_SPAN, A_SUBMIT, OpConfigInfo, OpLogInfo
-from opsim.runtime.hit_replay import (captured_settings, host_replay, library_fn, lookup, memoised_key, plain,
+from opsim.fastpath.hit_replay import (captured_settings, host_replay, library_fn, lookup, memoised_key, plain,
                                       plain_task, record_infos, replay_workspace, store, workspace_fits)
+
+if TYPE_CHECKING:
+    from opsim.runtime.host_thread import HostThread  # (the layer above: a type-only back-reference)
 
 _tensor_fields = attrgetter("view_shape", "strides", "storage_shape", "dtype", "view_offset", "view_format",
                             "storage", "storage_format", "origin_shape", "origin_format", "storage.placement",
@@ -75,10 +78,10 @@ def _fingerprint(ctx: Any) -> tuple:
             ctx.cache_api, ctx.cached_tensor_list_size, ctx.launcher_ctx, ctx.l2_io_tensors, spaces,
             len(p.aicpu_registry), p.aicpu_kernel_lib, p.aicpu_print_index, tuple(p.aicpu_timestamps),
             len(p.warnings), len(p.dumps), len(p.overflows), len(p.profiling_reports), len(p.huge_mem.free),
-            p.recorder._corr)
+            p.recorder.last_corr)
 
 
-def before(thread: Any, gws: Any, run: Any, stream: Any) -> Pending | None:
+def before(thread: HostThread, gws: Any, run: Any, stream: Any) -> Pending | None:
     """The state before a call that could be captured (None when it cannot: no stream, an operator from
     outside opsim's library, or something unusual switched on)."""
     ctx = thread.ctx
@@ -155,7 +158,7 @@ def _aicpu_task(launcher: Any, inputs: tuple, args: tuple, owned: tuple, stream:
             converted, tuple(task.outputs), task.device_cache_offset, tuple(task.host_input_placement))
 
 
-def capture(thread: Any, pre: Pending, gws: Any, run: Any, args: tuple, stream: Any, api: str, executor: Any,
+def capture(thread: HostThread, pre: Pending, gws: Any, run: Any, args: tuple, stream: Any, api: str, executor: Any,
             acts: list, size: int, clocks: tuple[float, float] | None) -> None:
     """Keep a template of the call that just ran (`acts`: its host-action log, calibration applied) when it
     ran phase 1 in full with nothing but a full call's effects (see the module docstring)."""
@@ -239,7 +242,7 @@ def capture(thread: Any, pre: Pending, gws: Any, run: Any, args: tuple, stream: 
     store(thread.call_templates, gws, stream, args, tpl)
 
 
-def find(thread: Any, gws: Any, run: Any, args: tuple, stream: Any, api: str | None) -> CallTemplate | None:
+def find(thread: HostThread, gws: Any, run: Any, args: tuple, stream: Any, api: str | None) -> CallTemplate | None:
     """The template when the call would do exactly what it recorded, else None."""
     tpl = lookup(thread.call_templates, thread, gws, run, args, stream, api)
     if tpl is None:
@@ -263,16 +266,14 @@ def find(thread: Any, gws: Any, run: Any, args: tuple, stream: Any, api: str | N
     return tpl if workspace_fits(p, tpl) else None
 
 
-def replay(thread: Any, tpl: CallTemplate) -> float:
+def replay(thread: HostThread, tpl: CallTemplate, start: float) -> float:
     """The framework's full call for `tpl` (phase 1 with its miss, executor built and released, phase 2, the
     executor destroyed) and the host replay of its actions up to the clock: returns the time the thread's host
-    work ends (run_op spends it and records the call)."""
+    work ends (run_op spends it and records the call). `start`: the clock now."""
     ctx = thread.ctx
     p = ctx.process
     rec = p.recorder
-    env = thread.env
     corr = ctx.current_corr = rec.next_corr()
-    start = env._now
     if tpl.pre_call is not None:
         tpl.pre_call(ctx)
     # phase 1: TLS log info and config (in place), key and L2 lists; the lookup misses without a change
@@ -316,7 +317,7 @@ def replay(thread: Any, tpl: CallTemplate) -> float:
     replay_workspace(p, tpl, start)
     record_infos(rec, corr, tpl.infos)
     thread.calls += 1
-    # the host replay (HostThread._replay): spans back to back, submissions and cache records at their points
+    # the host replay (HostThread.spend_actions): spans back to back, submissions and cache records at their points
     starts = host_replay(thread, tpl, rec, start, corr)
     if rec.enabled:
         name = thread.name

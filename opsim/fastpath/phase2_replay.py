@@ -12,7 +12,7 @@ After one such run has gone through the framework (`HostThread.call`), `capture`
 `Phase2Template` of the thread: its host spans and device tasks and the state the run leaves. `find` hands
 the template back for a later call only when everything the run reads is unchanged: the same function,
 executor, workspace, size and stream objects; the process settings and per-call switches the hit templates
-check (`opsim.runtime.hit_replay`); the executor's fields phase 2 decides on (alive, repeatable, its
+check (`opsim.fastpath.hit_replay`); the executor's fields phase 2 decides on (alive, repeatable, its
 launchers, graph, tensor relations, cache, planned workspace size, API name, core counts, dump switch; what
 it only copies or binds is read afresh by `replay`); for a cache run the cache (usable, its API name, its recorded tasks); for a launcher
 run every launcher (not destroyed, its callback, launch state and argument context), every field of each
@@ -28,7 +28,7 @@ from __future__ import annotations
 import dataclasses
 from operator import attrgetter, call
 from types import FunctionType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from opsim.acl.tensor import TensorList
 from opsim.opdev.direct_invoke import DirectInvokeKernelLauncher
@@ -37,8 +37,11 @@ from opsim.opdev.op_args import OpArgDef
 from opsim.opdev.op_def import RepeatMode
 from opsim.opdev.op_exec_cache import args_snapshot, fields_unchanged
 from opsim.opdev.thread_local import A_SPAN, A_SUBMIT, OpLogInfo
-from opsim.runtime.hit_replay import (TEMPLATES_MAX, apply_cache_run, cache_run_effects, captured_settings,
+from opsim.fastpath.hit_replay import (TEMPLATES_MAX, apply_cache_run, cache_run_effects, captured_settings,
                                       host_replay, library_fn, plain, plain_task, settings_unchanged)
+
+if TYPE_CHECKING:
+    from opsim.runtime.host_thread import HostThread  # (the layer above: a type-only back-reference)
 
 PHASE_2_ENTRY = "L2 phase2 entry"
 """The first host span of every L2 phase 2 (`l2_dfx_phase_2`): what makes `HostThread.call` offer a call to
@@ -135,7 +138,7 @@ def _launcher_checks(launchers: list, checks: _Checks) -> bool:
     return True
 
 
-def capture(thread: Any, fn: Any, args: tuple, kwargs: dict, result: Any) -> None:
+def capture(thread: HostThread, fn: Any, args: tuple, kwargs: dict, result: Any) -> None:
     """Keep a template of the call that just ran (its action log still on the thread's context, starting
     with the phase-2 entry span) when it was a successful phase 2 of a repeatable executor that a template
     covers."""
@@ -205,7 +208,7 @@ def capture(thread: Any, fn: Any, args: tuple, kwargs: dict, result: Any) -> Non
     table.setdefault(fn, {})[id(ex)] = tpl
 
 
-def find(thread: Any, fn: Any, args: tuple) -> Phase2Template | None:
+def find(thread: HostThread, fn: Any, args: tuple) -> Phase2Template | None:
     """The template of `fn` for these arguments when the call would do exactly what it did, else None (the
     thread's host-action log is empty: checked by the caller)."""
     by_executor = thread.phase2_templates.get(fn)
@@ -224,9 +227,9 @@ def find(thread: Any, fn: Any, args: tuple) -> Phase2Template | None:
     return tpl
 
 
-def replay(thread: Any, tpl: Phase2Template) -> float:
+def replay(thread: HostThread, tpl: Phase2Template) -> float:
     """The framework's phase 2 for `tpl` (l2_dfx_phase_2, then common_op_executor_run's cache run or launcher
-    run) and the host replay of its actions (`HostThread._replay`) up to the clock: returns the time the
+    run) and the host replay of its actions (`HostThread.spend_actions`) up to the clock: returns the time the
     thread's host work ends (the caller spends it)."""
     ctx = thread.ctx
     ex = tpl.executor
@@ -252,4 +255,4 @@ def replay(thread: Any, tpl: Phase2Template) -> float:
         ctx.executor = None
     ex.runs += 1
     thread.calls += 1
-    return host_replay(thread, tpl, rec, thread.env._now, corr)[-1]
+    return host_replay(thread, tpl, rec, thread.env.now, corr)[-1]

@@ -1,0 +1,276 @@
+"""A finished run as tables: ``Result`` and ``load_result`` (re-exported by ``opsim.api``).
+
+It sits below the runner, which builds one to write ``records.json.gz``. A ``Result`` holds the recorder's columns (live from a simulation, or read back from ``records.json.gz`` in an
+output directory) and builds its DataFrames lazily on first access, so a run that is only summarised never
+pays for pandas tables it does not read. pandas is imported only when a table is asked for.
+"""
+from __future__ import annotations
+
+import gzip
+import json
+import os
+from functools import cached_property
+from pathlib import Path
+from typing import Any, Mapping
+
+from opsim.errors import InvalidArgumentError, OpsimError
+from opsim.trace.recorder import COLUMNS
+
+RECORDS_FILE = "records.json.gz"
+"""The file ``Result.save`` writes into an output directory and ``load_result`` reads back."""
+
+_FORMAT = "opsim-records"
+_VERSION = 1
+
+
+def _pandas_frames(result: "Result | None" = None):
+    if result is not None and not result.traced:
+        raise OpsimError(
+            "this run kept no trace (the scenario sets `trace: false`), so it has no tables or trace figures; "
+            "read result.summary, or run with trace on (`--set trace=true`, overrides={'trace': True})")
+    try:
+        from opsim.trace import frames  # lazy: pandas is imported only when a table is asked for
+    except ImportError as exc:  # pandas missing
+        raise OpsimError(
+            f"Result tables need pandas ({exc}); install it with `pip install opsim[analysis]`") from None
+    return frames
+
+
+def _device_pools(sim: Any) -> dict[str, int]:
+    """Unit pool name -> capacity (a SoC without vector cores shares the AI Core pool: listed once)."""
+    dev = sim.device
+    pools: dict[str, int] = {}
+    for pool in (dev.aicore, dev.vector, dev.aicpu, dev.dma):
+        pools.setdefault(pool.name, int(pool.capacity))
+    return pools
+
+
+class Result:
+    """One finished run: DataFrames of its trace, its summary figures and the paths of its outputs.
+
+    Tables (pandas DataFrames, times in simulated microseconds):
+
+    - ``host_spans``: every host phase span (thread, phase, op, start, dur, end, corr); ``op_call`` rows are
+      the envelope of one ACLNN call;
+    - ``device_tasks``: every device task (stream, unit pool, units, op, task type, queued/start/end, dur, wait);
+    - ``memory``: HBM events (alloc/free/oom, in_use after) with ``workspace`` flags and ``workspace_in_use``;
+    - ``cache_events``: executor-cache and AI CPU cache outcomes with the ``corr`` of their call;
+    - ``op_calls``: one row per ACLNN call; ``op_summary``: one row per API;
+    - ``aicpu_tasks``: AI CPU device tasks with the cache outcome of their launch;
+    - ``instants`` and ``counters``: the remaining record kinds.
+    """
+
+    def __init__(self, columns: Mapping[str, Mapping[str, list]], *, summary: Mapping[str, Any] | None = None,
+                 meta: Mapping[str, Any] | None = None, outputs: Mapping[str, Any] | None = None,
+                 out_dir: str | os.PathLike | None = None, scenario: Any = None, sim: Any = None,
+                 wall_seconds: float | None = None, stdout_text: str = "") -> None:
+        missing = [k for k in COLUMNS if k not in columns]
+        if missing:
+            raise InvalidArgumentError(f"Result columns lack record kinds {missing}; expected {list(COLUMNS)}")
+        self._columns = {k: dict(v) for k, v in columns.items()}
+        self._summary = dict(summary) if summary else None
+        self.meta: dict[str, Any] = dict(meta or {})
+        self.outputs: dict[str, Path] = {k: Path(v) for k, v in (outputs or {}).items()}
+        self.out_dir: Path | None = Path(out_dir) if out_dir is not None else None
+        self.scenario = scenario
+        self.sim = sim
+        self.wall_seconds = wall_seconds
+        self.stdout_text = stdout_text
+        """The ``GE_PROFILING_TO_STD_OUT`` text of the run (empty when the variable was off)."""
+
+    # --- construction --------------------------------------------------------------------------------------
+    @classmethod
+    def from_simulation(cls, sim: Any, **kwargs: Any) -> "Result":
+        """Wrap a ``Simulation`` that has run (keyword arguments as for ``Result``)."""
+        meta = {"makespan_us": float(sim.now), "pools": _device_pools(sim),
+                "threads": [th.name for th in sim.threads], "streams": len(sim.device.streams),
+                "soc": sim.soc.name}
+        meta.update(kwargs.pop("meta", None) or {})
+        return cls({k: sim.recorder.records(k) for k in COLUMNS}, meta=meta, sim=sim, **kwargs)
+
+    @classmethod
+    def from_run(cls, run: Any) -> "Result":
+        """Wrap the scenario runner's ``RunResult``."""
+        scenario = getattr(run, "scenario", None)
+        outputs = dict(getattr(run, "outputs", None) or {})
+        out_dir = getattr(run, "out_dir", None)
+        if out_dir is None and outputs:
+            out_dir = Path(next(iter(outputs.values()))).parent
+        name = getattr(scenario, "name", None) or (scenario.get("name") if isinstance(scenario, Mapping) else None)
+        meta: dict[str, Any] = {"trace": bool(getattr(scenario, "trace", True))}
+        if name:
+            meta["scenario"] = name
+        return cls.from_simulation(run.sim, summary=getattr(run, "summary", None), outputs=outputs,
+                                   out_dir=out_dir, scenario=scenario, wall_seconds=getattr(run, "wall_seconds", None),
+                                   stdout_text=getattr(run, "stdout_text", ""), meta=meta)
+
+    @property
+    def traced(self) -> bool:
+        """False for a run whose scenario switched the trace off (``trace: false``): only the summary exists."""
+        return bool(self.meta.get("trace", True))
+
+    # --- raw columns ---------------------------------------------------------------------------------------
+    def records(self, kind: str) -> dict[str, list]:
+        """The recorder columns of ``kind`` (column name -> list)."""
+        if kind not in self._columns:
+            raise InvalidArgumentError(f"unknown record kind {kind!r}; use one of {', '.join(COLUMNS)}")
+        return self._columns[kind]
+
+    def count(self, kind: str) -> int:
+        """How many records of ``kind`` the run holds."""
+        return len(self.records(kind)[COLUMNS[kind][0]])
+
+    # --- tables --------------------------------------------------------------------------------------------
+    @cached_property
+    def host_spans(self):
+        f = _pandas_frames(self)
+        return f.host_spans(f.frame(self._columns["host"], "host"))
+
+    @cached_property
+    def device_tasks(self):
+        f = _pandas_frames(self)
+        return f.device_tasks(f.frame(self._columns["device"], "device"))
+
+    @cached_property
+    def memory(self):
+        f = _pandas_frames(self)
+        return f.memory_events(f.frame(self._columns["memory"], "memory"), self.host_spans)
+
+    @cached_property
+    def _calls(self):
+        return _pandas_frames(self).op_call_spans(self.host_spans)
+
+    @cached_property
+    def cache_events(self):
+        f = _pandas_frames(self)
+        return f.cache_events(f.frame(self._columns["cache"], "cache"), self._calls)
+
+    @cached_property
+    def op_calls(self):
+        return _pandas_frames(self).op_calls(self._calls, self.host_spans, self.device_tasks, self.cache_events)
+
+    @cached_property
+    def op_summary(self):
+        return _pandas_frames(self).op_summary(self.op_calls)
+
+    @cached_property
+    def aicpu_tasks(self):
+        return _pandas_frames(self).aicpu_tasks(self.device_tasks, self.cache_events, self._calls)
+
+    @cached_property
+    def instants(self):
+        f = _pandas_frames(self)
+        return f.frame(self._columns["instant"], "instant")
+
+    @cached_property
+    def counters(self):
+        f = _pandas_frames(self)
+        return f.frame(self._columns["counter"], "counter")
+
+    # --- figures -------------------------------------------------------------------------------------------
+    @cached_property
+    def figures(self) -> dict[str, Any]:
+        """Headline numbers derived from the trace (same names for every run; see ``trace.frames.figures``)."""
+        return _pandas_frames(self).figures(self.host_spans, self.device_tasks, self.memory, self.cache_events,
+                                        self._calls, self.meta.get("makespan_us"), self.counters)
+
+    @property
+    def summary(self) -> dict[str, Any]:
+        """The scenario runner's summary figures; for a run without one, the trace-derived ``figures``."""
+        return dict(self._summary) if self._summary is not None else dict(self.figures)
+
+    @property
+    def makespan_us(self) -> float:
+        return float(self.figures["makespan_us"])
+
+    @property
+    def pools(self) -> dict[str, int]:
+        """Device unit pool name -> unit count (empty when unknown)."""
+        return dict(self.meta.get("pools") or {})
+
+    # --- persistence ---------------------------------------------------------------------------------------
+    def save(self, out_dir: str | os.PathLike) -> Path:
+        """Write the trace columns, summary and metadata to ``out_dir/records.json.gz`` (deterministic bytes:
+        the same run gives the same file) and list it in the directory's output manifest. Returns the path."""
+        from opsim.outputs import record_output
+        out = Path(out_dir)
+        out.mkdir(parents=True, exist_ok=True)
+        path = self.write_records(out / RECORDS_FILE, relative_to=out)
+        record_output(out, RECORDS_FILE)  # an opsim output: replaced or removed by the next run into `out`
+        self.outputs["records"] = path
+        if self.out_dir is None:
+            self.out_dir = out
+        return path
+
+    def write_records(self, path: str | os.PathLike, *, relative_to: str | os.PathLike) -> Path:
+        """The records file itself, written atomically at `path`; the outputs it lists are given relative to
+        `relative_to` (the run's directory, which `path` may not be in yet while the run's outputs are staged)."""
+        out = Path(relative_to)
+        outputs = {}
+        for name, p in self.outputs.items():
+            try:
+                outputs[name] = Path(p).resolve().relative_to(out.resolve()).as_posix()
+            except ValueError:  # written elsewhere: not part of this directory
+                continue
+        outputs["records"] = RECORDS_FILE
+        # The summary's `wall` section is machine time: left out so equal runs give equal bytes
+        # (summary.json, next to this file, keeps it).
+        summary = {k: v for k, v in self._summary.items() if k != "wall"} if self._summary is not None else None
+        doc = {"format": _FORMAT, "version": _VERSION, "meta": self.meta, "summary": summary,
+               "outputs": outputs, "stdout_text": self.stdout_text, "records": self._columns}
+        text = json.dumps(doc, separators=(",", ":"), default=_json_default, allow_nan=True)
+        from opsim.outputs import atomic_file
+        # level 6: nearly level 9's size, several times faster to write for a large traced run
+        with atomic_file(path, "wb") as fh, gzip.GzipFile(fileobj=fh, mode="wb", mtime=0, filename="",
+                                                          compresslevel=6) as gz:
+            gz.write(text.encode("utf-8"))
+        return Path(path)
+
+    def __repr__(self) -> str:
+        name = self.meta.get("scenario") or ""
+        counts = ", ".join(f"{k}={self.count(k)}" for k in ("host", "device", "memory", "cache"))
+        return f"Result({name!r}, makespan={self.meta.get('makespan_us', float('nan')):.1f} us, {counts})"
+
+
+def _json_default(obj: Any) -> Any:
+    """JSON for values the recorder may hold besides plain numbers and strings (enums, numpy scalars)."""
+    if hasattr(obj, "item"):
+        return obj.item()
+    if isinstance(obj, (set, frozenset, tuple)):
+        return list(obj)
+    if hasattr(obj, "name") and hasattr(obj, "value"):
+        return obj.name
+    return str(obj)
+
+
+def load_result(out_dir: str | os.PathLike) -> Result:
+    """Read a finished run back from its output directory (the ``records.json.gz`` that ``run`` wrote there)."""
+    out = Path(out_dir)
+    path = out / RECORDS_FILE
+    if not path.is_file():
+        if not out.exists():
+            raise InvalidArgumentError(f"output directory {str(out)!r} does not exist; pass the --out/out_dir "
+                                       "of a finished run")
+        raise InvalidArgumentError(
+            f"{str(out)!r} holds no {RECORDS_FILE}; give the output directory of `opsim run` or "
+            "opsim.run(..., out_dir=...), or call Result.save(out_dir) on a result")
+    try:
+        with gzip.open(path, "rt", encoding="utf-8") as fh:
+            doc = json.load(fh)
+    except (OSError, EOFError, ValueError) as exc:
+        raise InvalidArgumentError(f"{str(path)!r} is not a readable {RECORDS_FILE}: {exc}") from None
+    if not isinstance(doc, dict) or doc.get("format") != _FORMAT:
+        raise InvalidArgumentError(f"{str(path)!r} is not an opsim records file")
+    if doc.get("version") != _VERSION:
+        raise InvalidArgumentError(
+            f"{str(path)!r} has records format version {doc.get('version')!r}; this opsim reads version {_VERSION}")
+    summary = doc.get("summary")
+    summary_file = out / "summary.json"
+    if summary_file.is_file():  # the runner's complete summary, its `wall` section included
+        try:
+            summary = json.loads(summary_file.read_text(encoding="utf-8"))
+        except ValueError as exc:
+            raise InvalidArgumentError(f"{str(summary_file)!r} is not valid JSON: {exc}") from None
+    outputs = {name: out / rel for name, rel in (doc.get("outputs") or {}).items() if (out / rel).exists()}
+    return Result(doc["records"], summary=summary, meta=doc.get("meta"), outputs=outputs, out_dir=out,
+                  stdout_text=doc.get("stdout_text") or "")
