@@ -8,7 +8,8 @@ one to three orders of magnitude of headroom over the largest bundled scenario. 
 YAML is checked on its event stream (libyaml's parser, which is not recursive) as it is read, before anything
 else is built from it: nesting depth, alias count, the node count after alias expansion (computed per anchor,
 so an alias bomb is measured without being expanded) and aliases that refer to their own unfinished
-collection (opsim.scenario.yaml_reader enforces them in the pass that reads a scenario). Values that
+collection (opsim.scenario.yaml_reader enforces them in the pass that reads a scenario, and its
+`check_yaml_events` checks a text against them). Values that
 arrive as Python data (`--set`, a dict passed to the API) get the same checks from `check_data`.
 """
 from __future__ import annotations
@@ -55,16 +56,6 @@ class LimitError(ValueError):
     def __init__(self, message: str, line: int | None = None):
         super().__init__(message)
         self.line = line
-
-
-# ---- YAML text --------------------------------------------------------------------------------------------
-
-def check_yaml_events(text: str) -> None:
-    """Raise LimitError when the YAML text is too long, nests too deep, uses too many aliases, expands to too
-    many nodes or has an alias inside the collection it names. YAML syntax errors propagate as yaml.YAMLError.
-    The check is the scenario reader's own pass over libyaml's events (opsim.scenario.yaml_reader)."""
-    from opsim.scenario.yaml_reader import read_document
-    read_document(text)
 
 
 # ---- Python data (--set values, dict sources) -----------------------------------------------------------
@@ -156,6 +147,6 @@ def _walk_non_finite(data: Any) -> bool:
     return False
 
 
-__all__ = ["Limits", "LimitError", "check_yaml_events", "check_data", "non_finite", "MAX_FILE_BYTES",
+__all__ = ["Limits", "LimitError", "check_data", "non_finite", "MAX_FILE_BYTES",
            "MAX_DEPTH", "MAX_ALIASES", "MAX_NODES", "MAX_HORIZON_US", "MAX_EPOCH_US", "INT64_MAX",
            "DEFAULT_MAX_CALLS", "DEFAULT_NUMERICS_BYTES"]

@@ -151,6 +151,13 @@ def read_document(text: str) -> YamlDocument:
         loader.dispose()
 
 
+def check_yaml_events(text: str) -> None:
+    """Raise LimitError when the YAML text is too long, nests too deep, uses too many aliases, expands to too
+    many nodes or has an alias inside the collection it names. YAML syntax errors propagate as yaml.YAMLError.
+    The check is the scenario reader's own pass over libyaml's events."""
+    read_document(text)
+
+
 def _scalar_maker(loader: Any):
     """A function (value, tag, implicit, event) -> (object, tag, state) resolving and constructing a scalar
     with the loader's own resolver and constructors."""
@@ -480,4 +487,4 @@ def _too_many() -> str:
             "of copies?); write the values out or make the scenario smaller")
 
 
-__all__ = ["read_document", "YamlDocument", "LineMap", "Problem", "LOADER", "STANDARD_TAGS", "AS_WRITTEN"]
+__all__ = ["read_document", "check_yaml_events", "YamlDocument", "LineMap", "Problem", "LOADER", "STANDARD_TAGS", "AS_WRITTEN"]

@@ -140,7 +140,7 @@ class _Errors:
         self.label, self.lines, self.items = label, lines, []
 
     def add(self, path: Iterable[Any], message: str) -> None:
-        from opsim.scenario.loader import format_path
+        from opsim.scenario.messages import format_path
         path = tuple(path)
         probe = path
         while probe and probe not in self.lines:
@@ -167,7 +167,7 @@ def is_sweep_file(path: str | Path) -> bool:
     """True when `path` is a readable YAML file whose top level is a sweep (False for scenarios and bad files).
     Read like a scenario (size, depth and alias limits), so a hostile file costs no more here."""
     from opsim.errors import ScenarioError
-    from opsim.scenario.loader import read_source
+    from opsim.scenario.source import read_source
     try:
         data = read_source(Path(path))[0]
     except ScenarioError:
@@ -179,7 +179,7 @@ def load_sweep(source: str | Path | Mapping[str, Any], *, check_points: bool = T
     """Read and check a sweep file (or the same structure as a dict; its scenario path is then relative to
     the working directory). With `check_points`, every parameter value is applied to the base scenario and
     validated, so a typo in a key or a bad value is reported before anything runs."""
-    from opsim.scenario.loader import read_source
+    from opsim.scenario.source import read_source
     if isinstance(source, Mapping):
         data, lines, label, path = read_source(source)
         label, base_dir, text = "<sweep>", Path.cwd(), None
@@ -226,7 +226,7 @@ def check_figures(figures: Iterable[str], errors: _Errors) -> None:
         else:
             names = names if names is not None else result_figure_names()
             if name not in names:
-                from opsim.scenario.loader import _suggest
+                from opsim.scenario.messages import _suggest
                 errors.add(("figures", i), f"unknown figure {name!r}{_suggest(name, names)}; use a summary field "
                                            f"('summary.<path>', e.g. summary.exec_cache.hit_rate), '*' for every "
                                            f"trace figure, or one of: {', '.join(names)}")
@@ -251,7 +251,7 @@ def _schema_errors(data: dict[str, Any], errors: _Errors) -> None:
     from jsonschema import Draft202012Validator
     from jsonschema.exceptions import best_match
 
-    from opsim.scenario.loader import _report  # the scenario loader's error wording, shared
+    from opsim.scenario.messages import _report  # the scenario loader's error wording, shared
     for err in Draft202012Validator(SCHEMA).iter_errors(data):
         _report(err, errors, best_match)
 
@@ -261,7 +261,8 @@ def _base_scenario(value: Any, base_dir: Path, errors: _Errors) -> tuple[str, st
     import yaml
     if isinstance(value, Mapping):
         return yaml.safe_dump(dict(value), sort_keys=False, allow_unicode=True), "<inline scenario>", None
-    from opsim.scenario.limits import MAX_FILE_BYTES, LimitError, check_yaml_events
+    from opsim.scenario.limits import MAX_FILE_BYTES, LimitError
+    from opsim.scenario.yaml_reader import check_yaml_events
     path = Path(value)
     full = path if path.is_absolute() else base_dir / path
     try:

@@ -11,7 +11,8 @@ from hypothesis import strategies as st
 
 from opsim.errors import ScenarioError
 from opsim.scenario import yaml_reader
-from opsim.scenario.limits import LimitError, check_yaml_events
+from opsim.scenario.limits import LimitError
+from opsim.scenario.yaml_reader import check_yaml_events
 from opsim.scenario.loader import load_scenario, read_yaml
 from opsim.scenario.yaml_reader import LOADER, STANDARD_TAGS, LineMap, read_document
 
