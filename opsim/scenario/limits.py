@@ -28,6 +28,10 @@ MAX_ALIASES = 1_000
 """Most YAML aliases (`*name`) in one file or `--set` value."""
 MAX_NODES = 1_000_000
 """Most YAML nodes (scalars and collections) after every alias is expanded."""
+MAX_NUMBER_CHARS = 100
+"""Longest integer written in YAML, in characters (checked before it is converted: Python refuses more than
+4,300 digits, and an integer above about 1e308 cannot become a float). opsim's integers fit int64 (19 digits);
+100 characters also hold any float field's value written as an integer."""
 
 INT64_MAX = (1 << 63) - 1
 NS_PER_US = 1000
@@ -82,6 +86,11 @@ def check_data(value: Any) -> None:
             continue
         if key in memo:
             continue
+        if isinstance(obj, dict):
+            bad = next((k for k in obj if not isinstance(k, str)), _NO_KEY)
+            if bad is not _NO_KEY:
+                raise LimitError(f"the key {_short(bad)} is a {type(bad).__name__}; mapping keys must be names "
+                                 "(strings): quote it")
         if key in onpath:
             raise LimitError("the value contains itself (a self-referencing alias such as `&a [*a]`); remove the "
                              "alias")
@@ -95,6 +104,14 @@ def check_data(value: Any) -> None:
                     raise LimitError("the value contains itself (a self-referencing alias such as `&a [*a]`); "
                                      "remove the alias")
                 work.append((c, depth + 1, False))
+
+
+_NO_KEY = object()
+
+
+def _short(value: Any) -> str:
+    text = repr(value) if not isinstance(value, int) or value.bit_length() < 300 else "(a huge integer)"
+    return text if len(text) <= 60 else text[:60] + "..."
 
 
 def non_finite(data: Any) -> Iterator[tuple[tuple, float]]:
@@ -148,5 +165,5 @@ def _walk_non_finite(data: Any) -> bool:
 
 
 __all__ = ["Limits", "LimitError", "check_data", "non_finite", "MAX_FILE_BYTES",
-           "MAX_DEPTH", "MAX_ALIASES", "MAX_NODES", "MAX_HORIZON_US", "MAX_EPOCH_US", "INT64_MAX",
+           "MAX_DEPTH", "MAX_ALIASES", "MAX_NODES", "MAX_NUMBER_CHARS", "MAX_HORIZON_US", "MAX_EPOCH_US", "INT64_MAX",
            "DEFAULT_MAX_CALLS", "DEFAULT_NUMERICS_BYTES"]

@@ -20,7 +20,7 @@ def parse_key(key: str) -> Path_:
         if part == "":
             raise ScenarioError(f"--set {key}: empty field name in the key (use dots between names, "
                                 "e.g. threads.0.program.0.loop.count)")
-        path.append(int(part) if part.isdigit() else part)
+        path.append(int(part) if part.isascii() and part.isdigit() else part)  # "²" is a digit to isdigit
     return tuple(path)
 
 
@@ -41,7 +41,10 @@ def parse_override(text: str) -> tuple[str, Any]:
         pass
     if key.startswith("env.") or key.startswith("env["):
         return key, value
-    return key, parse_as_written(value) if key == "env" else parse_core_scalar(value)
+    try:
+        return key, parse_as_written(value) if key == "env" else parse_core_scalar(value)
+    except (LimitError, ValueError, TypeError, KeyError, OverflowError) as exc:  # `!!int x`, a huge 0x...
+        raise ScenarioError(f"--set {key}: {exc}") from None
 
 
 def apply_overrides(data: Any, overrides: Mapping[str, Any]) -> set[Path_]:

@@ -2,13 +2,15 @@
 is built (opsim.scenario.yaml_reader does the one pass over libyaml's events)."""
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any, Mapping
 
 import yaml
 
-from opsim.errors import ScenarioError
-from opsim.scenario.limits import MAX_FILE_BYTES, LimitError, check_data
+from opsim.errors import OpsimError, ScenarioError, shown
+from opsim.safe_io import path_problem, read_bounded, shown_path
+from opsim.scenario.limits import MAX_DEPTH, MAX_FILE_BYTES, LimitError, check_data
 from opsim.scenario.messages import Path_, _Errors, format_path
 from opsim.scenario.yaml_reader import AS_WRITTEN, LOADER, Problem, read_document
 
@@ -23,11 +25,14 @@ def _problem(problem: Problem, label: str) -> tuple[int, str]:
     """The (line, entry) of a node PyYAML accepts but a scenario may not have."""
     where = f"{label}:{problem.line}: "
     if problem.kind == "tag":
-        shown = problem.detail.replace("tag:yaml.org,2002:", "!!")
+        tag = shown(problem.detail.replace("tag:yaml.org,2002:", "!!"), quote=False)
         why = _WHY_TAG["python/" in problem.detail]
-        return problem.line, f"{where}{format_path(problem.path)}: the tag {shown} is not allowed: {why}"
+        return problem.line, f"{where}{format_path(problem.path)}: the tag {tag} is not allowed: {why}"
     if problem.kind == "key":
         return problem.line, f"{where}{format_path(problem.path)}: mapping keys must be plain names"
+    if problem.kind == "keytype":
+        return problem.line, (f"{where}{format_path(problem.path)}: the key {shown(problem.detail)} is read as a "
+                              "number, boolean or null; mapping keys must be names: quote it")
     return problem.line, (f"{where}{format_path(problem.path)}: duplicate key {problem.detail!r} "
                           "(each field once)")
 
@@ -62,8 +67,8 @@ def read_yaml(text: str, label: str) -> tuple[Any, Mapping[Path_, int]]:
         else:
             try:
                 data = loader.construct_document(node)  # as yaml.safe_load would build it
-            except yaml.YAMLError as exc:
-                raise ScenarioError(f"{label}: YAML error: {exc}") from None
+            except (yaml.YAMLError, ValueError, TypeError, KeyError, OverflowError) as exc:
+                raise ScenarioError(f"{label}: YAML error: {shown(str(exc), 300, quote=False)}") from None
             as_written = _env_pairs(node)
     finally:
         if loader is not None:
@@ -79,8 +84,16 @@ def _python_parser_error(text: str, exc: yaml.YAMLError) -> yaml.YAMLError:
     messages (and their tests) follow PyYAML's wording. Falls back to `exc` if that parser accepts the text."""
     if LOADER is yaml.SafeLoader:
         return exc
-    try:
-        yaml.compose(text, Loader=yaml.SafeLoader)
+    depth = 0
+    try:  # events only (PyYAML's parser keeps an explicit stack; its composer recurses), stopped at the limit
+        for event in yaml.parse(text, Loader=yaml.SafeLoader):
+            if isinstance(event, (yaml.SequenceStartEvent, yaml.MappingStartEvent)):
+                depth += 1
+                if depth > MAX_DEPTH:
+                    return exc
+            elif isinstance(event, (yaml.SequenceEndEvent, yaml.MappingEndEvent)):
+                depth -= 1
+        yaml.compose(text, Loader=yaml.SafeLoader)  # nested at most MAX_DEPTH: the composer's recursion is bounded
     except yaml.YAMLError as py_exc:
         return py_exc
     return exc
@@ -119,24 +132,45 @@ def read_source(source: str | Path | Mapping[str, Any]) -> tuple[Any, Mapping[Pa
     if not isinstance(source, (str, Path)):
         raise ScenarioError(f"a scenario is a YAML file path or a dict, got {type(source).__name__}")
     path = Path(source)
-    label = str(source)
-    if not path.exists():
-        raise ScenarioError(f"{label}: scenario file not found (check the path; bundled scenarios are in "
-                            "scenarios/)")
-    if path.is_dir():
-        raise ScenarioError(f"{label}: is a directory; give the path of a scenario .yaml file")
-    try:
-        with open(path, "rb") as fh:
-            raw = fh.read(MAX_FILE_BYTES + 1)
-        if len(raw) > MAX_FILE_BYTES:
-            raise ScenarioError(f"{label}: larger than the limit of {MAX_FILE_BYTES >> 20} MiB for a scenario file")
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise ScenarioError(f"{label}: not UTF-8 text (byte {exc.start}); scenarios are UTF-8 YAML") from None
-    except OSError as exc:
-        raise ScenarioError(f"{label}: cannot read the file: {exc.strerror or exc}") from None
+    label = shown_path(source)
+    text = read_text_file(source, "a scenario .yaml file", "scenario")
     data, lines = read_yaml(text, label)
     return data, lines, label, path
+
+
+def read_text_file(source: str | os.PathLike, what: str, kind: str, error: type[OpsimError] = ScenarioError,
+                   missing: str = "") -> str:
+    """The UTF-8 text of a YAML file the user named: the path checked first (NUL, length), only a regular file
+    read, at most MAX_FILE_BYTES (opsim.safe_io). `kind` names the file in messages ("scenario", "sweep");
+    `missing` is the message for a file that does not exist."""
+    label = shown_path(source)
+    problem = path_problem(source)
+    if problem:
+        raise error(f"{label}: {problem}")
+    if not os.path.lexists(source):
+        raise error(f"{label}: " + (missing or f"{kind} file not found (check the path; bundled scenarios are in "
+                                               "scenarios/)"))
+    if os.path.isdir(source):
+        raise error(f"{label}: is a directory; give the path of {what}")
+    raw = read_bounded(source, MAX_FILE_BYTES, what, error)
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise error(f"{label}: not UTF-8 text (byte {exc.start}); {kind}s are UTF-8 YAML") from None
+
+
+def read_yaml_file(source: str | os.PathLike, what: str, kind: str, error: type[OpsimError] = ScenarioError,
+                   missing: str = "") -> Any:
+    """The data of a YAML file other than a scenario (a calibration file): read by `read_text_file` and the
+    scenario reader (its limits, standard tags only, values bounded before conversion); problems raise
+    `error` naming the file and the line."""
+    text = read_text_file(source, what, kind, error, missing)
+    if not text.strip():
+        return None
+    try:
+        return read_yaml(text, shown_path(source))[0]
+    except ScenarioError as exc:
+        raise error(str(exc)) from None
 
 
 def _plain(obj: Any) -> Any:

@@ -33,7 +33,8 @@ from yaml.events import (AliasEvent, MappingEndEvent, MappingStartEvent, ScalarE
                          SequenceStartEvent, StreamEndEvent)
 from yaml.nodes import ScalarNode
 
-from opsim.scenario.limits import MAX_ALIASES, MAX_DEPTH, MAX_FILE_BYTES, MAX_NODES, LimitError
+from opsim.errors import shown
+from opsim.scenario.limits import MAX_ALIASES, MAX_DEPTH, MAX_FILE_BYTES, MAX_NODES, MAX_NUMBER_CHARS, LimitError
 
 LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 """libyaml's parser when PyYAML was built with it (about 10x faster), else PyYAML's own: both give the same
@@ -46,7 +47,7 @@ STANDARD_TAGS = frozenset(_YAML + t for t in (
 _CORE_SCALARS = frozenset(_YAML + t for t in ("str", "int", "float", "bool", "null"))
 AS_WRITTEN = frozenset(_YAML + t for t in ("int", "float", "bool"))
 """Tags of the `env` values kept as their source text (see opsim.scenario.loader)."""
-_SEQ, _MAP = _YAML + "seq", _YAML + "map"
+_SEQ, _MAP, _INT = _YAML + "seq", _YAML + "map", _YAML + "int"
 
 # The state of a scalar's tag: constructed by the pass, left to PyYAML, not allowed in a scenario.
 _OK, _PYYAML, _REFUSED = 0, 1, 2
@@ -55,7 +56,8 @@ _OK, _PYYAML, _REFUSED = 0, 1, 2
 @dataclass(frozen=True)
 class Problem:
     """A node PyYAML accepts but a scenario may not have: `kind` is "tag" (`detail`: the tag), "key" (a key
-    that is not a scalar) or "duplicate" (`detail`: the key)."""
+    that is not a scalar), "keytype" (a scalar key read as a number, boolean or null; `detail`: the key as
+    written) or "duplicate" (`detail`: the key)."""
 
     line: int
     kind: str
@@ -168,11 +170,16 @@ def _scalar_maker(loader: Any):
         if tag is None or tag == "!":
             tag = resolve(ScalarNode, value, implicit)
         if tag in _CORE_SCALARS:
+            if tag == _INT and len(value) > MAX_NUMBER_CHARS:  # bounded before int() sees it
+                raise LimitError(f"an integer of {len(value)} characters, above the limit of {MAX_NUMBER_CHARS}; "
+                                 "opsim's integers fit int64 (at most 19 digits)", ev.start_mark.line + 1)
             try:
                 return constructors[tag](loader, ScalarNode(tag, value, ev.start_mark, ev.end_mark, ev.style)), \
                     tag, _OK
-            except Exception:  # noqa: BLE001 - PyYAML raises its own error (or not) when it constructs
-                return None, tag, _PYYAML
+            except Exception:  # noqa: BLE001 - `!!int x`, `!!bool maybe`: PyYAML would raise a bare ValueError
+                short = tag.replace(_YAML, "!!")
+                raise LimitError(f"{shown(value)} cannot be read as {short}; write a value of that type or drop "
+                                 "the tag", ev.start_mark.line + 1) from None
         return None, tag, _PYYAML if tag in STANDARD_TAGS else _REFUSED
     return make
 
@@ -322,6 +329,8 @@ def _read(loader: Any) -> YamlDocument:  # noqa: C901 - one loop over the events
                 hidden = pair_sup = depth - 1
             else:
                 raw = ev.value if cls is ScalarEvent else (target[5] if target is not None else None)
+                if obj.__class__ is not str and state == _OK:  # `5:`, `true:`, `~:` as keys
+                    problems.append((line, "keytype", path, raw, sup))
                 if raw in seen:
                     problems.append((line, "duplicate", path + (raw,), raw, sup))
                 seen.add(raw)

@@ -19,6 +19,10 @@ from opsim.scenario.yaml_reader import LOADER, STANDARD_TAGS, LineMap, read_docu
 # ---- the reference: PyYAML's node graph, walked ----------------------------------------------------------
 
 
+NON_STR_KEYS = {"tag:yaml.org,2002:" + t for t in ("int", "float", "bool", "null")}
+"""Scalar keys a scenario refuses (read as numbers, booleans or null: `5:`, `true:`, `~:`)."""
+
+
 def _walk(node, path, lines, problems):
     """Lines and problems as a depth-first walk of the composed node graph finds them (keys not walked, a
     refused tag not looked inside, an alias walked again where it stands)."""
@@ -33,6 +37,8 @@ def _walk(node, path, lines, problems):
                 problems.append((key_node.start_mark.line + 1, "key", path))
                 continue
             key = key_node.value
+            if key_node.tag in NON_STR_KEYS:
+                problems.append((key_node.start_mark.line + 1, "keytype", path))
             if key in seen:
                 problems.append((key_node.start_mark.line + 1, "duplicate", path + (key,)))
             seen.add(key)
@@ -264,10 +270,10 @@ def test_documents_left_to_pyyaml_read_as_safe_load_reads_them(text):
     ("a: &x [*x]\n", "s.yaml:1: the alias \\*x is inside the collection &x it refers to"),
 ])
 def test_errors_pyyaml_reports(text, match):
-    if match is None:  # PyYAML's constructor raises ValueError for an integer it cannot read
-        with pytest.raises(ValueError):
+    if match is None:  # PyYAML's constructor raises a bare ValueError for an integer it cannot read; opsim
+        with pytest.raises(ValueError):  # refuses it with the line
             yaml.load(text, Loader=LOADER)  # noqa: S506 - a safe loader
-        with pytest.raises(ValueError):
+        with pytest.raises(ScenarioError, match=r"s\.yaml:1: 'abc' cannot be read as !!int"):
             read_yaml(text, "s.yaml")
         return
     with pytest.raises(ScenarioError, match=match):
