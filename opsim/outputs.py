@@ -6,7 +6,7 @@
 - `OutputDir(root, names)`: a command's set of outputs. Writers write into a hidden staging directory inside
   `root` (same file system, so renames are atomic); `commit()` renames every entry into place, removes the
   entries the previous run listed that this run did not write (stale outputs), and records the names in
-  `root/.opsim-manifest.json`. SIGINT and SIGTERM are held back during the commit (a few renames), so an
+  `root/.opsim-manifest.json`. SIGINT, SIGTERM and SIGHUP are held back during the commit (a few renames), so an
   interrupted command leaves either the previous complete outputs or the new complete ones. Files opsim did
   not write are never touched: a name the command would write that exists in `root` but is not in the
   manifest is refused before any work (`claim`), and only manifest names are ever removed.
@@ -55,17 +55,55 @@ def output_dir_problem(path: str | os.PathLike) -> str | None:
     return None
 
 
+def output_file_problem(path: str | os.PathLike, *, create_parents: bool = False) -> str | None:
+    """Why `path` cannot be an output file (NUL byte, too long, empty, a directory, a parent that is a file or
+    does not exist, no write permission), or None. Asked before any work and before any temporary file."""
+    from opsim.safe_io import path_problem
+    problem = path_problem(path)
+    if problem:
+        return problem
+    p = Path(path)
+    if p.is_dir():
+        return "is a directory; give the name of a file to write"
+    parent = p.parent
+    probe = parent
+    while not probe.exists() and create_parents and probe.parent != probe:
+        probe = probe.parent
+    if not probe.exists():
+        return f"its directory {str(parent)!r} does not exist; create it or give another path"
+    if not probe.is_dir():
+        return f"cannot be created: {str(probe)!r} is a file, not a directory"
+    if not os.access(probe, os.W_OK | os.X_OK):
+        return f"its directory {str(probe)!r} is not writable; give another path"
+    return None
+
+
+def _check_output_file(path: Path, create_parents: bool = False) -> None:
+    from opsim.safe_io import shown_path
+    problem = output_file_problem(path, create_parents=create_parents)
+    if problem:
+        raise OutputPathError(f"{shown_path(path)}: {problem}")
+
+
 @contextlib.contextmanager
 def atomic_path(path: str | os.PathLike) -> Iterator[Path]:
     """A temporary sibling of `path` to write (by any means, e.g. sqlite3); renamed over `path` when the block
-    completes, removed if it raises. Readers see the old complete file or the new one, never a partial one."""
+    completes, removed if it raises. Readers see the old complete file or the new one, never a partial one.
+    A path that cannot be an output file is refused (OutputPathError) before the temporary file exists."""
     path = Path(path)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    _check_output_file(path)
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    except OSError as exc:
+        raise OutputPathError(f"{path}: cannot write here ({exc.strerror or exc}); give another path") from None
     os.close(fd)
     try:
         yield Path(tmp)
         os.chmod(tmp, 0o644 & ~_umask())
-        os.replace(tmp, path)
+        try:
+            os.replace(tmp, path)
+        except OSError as exc:
+            raise OutputPathError(f"{path}: cannot be replaced ({exc.strerror or exc}); give another path") from None
     except BaseException:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
@@ -82,7 +120,11 @@ def atomic_file(path: str | os.PathLike, mode: str = "w", **open_kw: Any) -> Ite
 def write_text_atomic(path: str | os.PathLike, text: str, encoding: str = "utf-8") -> Path:
     """Write `text` to `path` (creating its directory) through `atomic_file`, newlines as given; returns the path."""
     p = Path(path)
-    p.parent.mkdir(parents=True, exist_ok=True)
+    _check_output_file(p, create_parents=True)
+    try:
+        p.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise OutputPathError(f"{p}: its directory cannot be created ({exc.strerror or exc})") from None
     with atomic_file(p, encoding=encoding, newline="") as fh:
         fh.write(text)
     return p
@@ -94,14 +136,48 @@ def _umask() -> int:
     return mask
 
 
+STOP_SIGNALS = tuple(getattr(signal, n) for n in ("SIGINT", "SIGTERM", "SIGHUP") if hasattr(signal, n))
+"""The signals that stop a command: each unwinds it like Ctrl-C (staged outputs removed, previous ones kept)."""
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM or SIGHUP, raised where the command is, so it unwinds as Ctrl-C does; `signum` says which."""
+
+    def __init__(self, signum: int):
+        super().__init__(f"signal {signum}")
+        self.signum = signum
+
+
+@contextlib.contextmanager
+def stop_signals_unwind() -> Iterator[None]:
+    """SIGTERM and SIGHUP raise `Terminated` during the block (main thread only), as SIGINT raises
+    KeyboardInterrupt, so `OutputDir.discard` and every `finally` run and no staging files are left."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def handler(signum: int, _frame: Any) -> None:
+        raise Terminated(signum)
+
+    previous = {}
+    for sig in STOP_SIGNALS:
+        if sig != signal.SIGINT and signal.getsignal(sig) in (signal.SIG_DFL, None):
+            previous[sig] = signal.signal(sig, handler)
+    try:
+        yield
+    finally:
+        for sig, old in previous.items():
+            signal.signal(sig, old)
+
+
 @contextlib.contextmanager
 def signals_deferred() -> Iterator[None]:
-    """Hold SIGINT and SIGTERM until the block ends (main thread only; elsewhere signals go to the main
+    """Hold SIGINT, SIGTERM and SIGHUP until the block ends (main thread only; elsewhere signals go to the main
     thread anyway)."""
     if threading.current_thread() is not threading.main_thread() or not hasattr(signal, "pthread_sigmask"):
         yield
         return
-    old = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
+    old = signal.pthread_sigmask(signal.SIG_BLOCK, set(STOP_SIGNALS))
     try:
         yield
     finally:
@@ -233,5 +309,5 @@ class OutputDir:
         _remove(self.staging)
 
 
-__all__ = ["OutputDir", "atomic_file", "atomic_path", "write_text_atomic", "record_output", "read_manifest", "output_dir_problem", "signals_deferred",
+__all__ = ["output_file_problem", "stop_signals_unwind", "Terminated", "STOP_SIGNALS", "OutputDir", "atomic_file", "atomic_path", "write_text_atomic", "record_output", "read_manifest", "output_dir_problem", "signals_deferred",
            "MANIFEST"]

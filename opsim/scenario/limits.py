@@ -86,11 +86,7 @@ def check_data(value: Any) -> None:
             continue
         if key in memo:
             continue
-        if isinstance(obj, dict):
-            bad = next((k for k in obj if not isinstance(k, str)), _NO_KEY)
-            if bad is not _NO_KEY:
-                raise LimitError(f"the key {_short(bad)} is a {type(bad).__name__}; mapping keys must be names "
-                                 "(strings): quote it")
+
         if key in onpath:
             raise LimitError("the value contains itself (a self-referencing alias such as `&a [*a]`); remove the "
                              "alias")
@@ -106,12 +102,20 @@ def check_data(value: Any) -> None:
                 work.append((c, depth + 1, False))
 
 
-_NO_KEY = object()
-
-
-def _short(value: Any) -> str:
-    text = repr(value) if not isinstance(value, int) or value.bit_length() < 300 else "(a huge integer)"
-    return text if len(text) <= 60 else text[:60] + "..."
+def non_string_keys(data: Any, depth: int | None = None) -> Iterator[tuple[tuple, Any]]:
+    """(path of the mapping, key) of every mapping key that is not a string (`5:`, `true:`, `~:` in YAML) in a
+    checked tree, looking `depth` mappings deep (None: all)."""
+    work: list[tuple[tuple, Any, int]] = [((), data, 0)]
+    while work:
+        path, obj, level = work.pop()
+        if isinstance(obj, dict):
+            for k, v in obj.items():
+                if not isinstance(k, str):
+                    yield path, k
+                elif depth is None or level + 1 < depth:
+                    work.append((path + (k,), v, level + 1))
+        elif isinstance(obj, list) and depth is None:
+            work.extend((path + (i,), v, level) for i, v in enumerate(obj))
 
 
 def non_finite(data: Any) -> Iterator[tuple[tuple, float]]:
@@ -164,6 +168,6 @@ def _walk_non_finite(data: Any) -> bool:
     return False
 
 
-__all__ = ["Limits", "LimitError", "check_data", "non_finite", "MAX_FILE_BYTES",
+__all__ = ["Limits", "LimitError", "check_data", "non_finite", "non_string_keys", "MAX_FILE_BYTES",
            "MAX_DEPTH", "MAX_ALIASES", "MAX_NODES", "MAX_NUMBER_CHARS", "MAX_HORIZON_US", "MAX_EPOCH_US", "INT64_MAX",
            "DEFAULT_MAX_CALLS", "DEFAULT_NUMERICS_BYTES"]

@@ -15,11 +15,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Mapping
 
-from opsim.errors import InvalidArgumentError, OpsimError, ScenarioError
+from opsim.errors import InvalidArgumentError, OpsimError, ScenarioError, shown
 from opsim.scenario import config as C
 from opsim.scenario.builder import DEFAULT_STREAM, _Builder
 from opsim.scenario.environment import resolve_env, shell_values
-from opsim.scenario.limits import Limits, non_finite
+from opsim.scenario.limits import Limits, non_finite, non_string_keys
 from opsim.scenario.messages import _describe, _Errors, _schema_errors, _suggest, format_path
 from opsim.scenario.overrides import apply_overrides, parse_key, parse_override
 from opsim.scenario.schema import DEFAULT_EPOCH_US, PROFILER_FORMATS
@@ -79,6 +79,9 @@ def load_scenario(source: str | Path | Mapping[str, Any], overrides: Mapping[str
                             f"{_describe(data)}")
     overridden = apply_overrides(data, dict(overrides or {}))
     errors = _Errors(label, lines, overridden)
+    for where, key in non_string_keys(data):  # `env: {5: x}`: every later step expects names
+        errors.add(where, f"the key {shown(key)} is read as {type(key).__name__}; mapping keys are names: quote it")
+    errors.raise_if_any()
     bad_numbers = set()
     for where, value in non_finite(data):
         errors.add(where, f"{value!r} is not a finite number; give a finite value")

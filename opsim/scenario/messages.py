@@ -5,22 +5,24 @@ from __future__ import annotations
 import difflib
 from typing import Any, Iterable, Mapping
 
-from opsim.errors import ScenarioError
+from opsim.errors import ScenarioError, shown
 from opsim.scenario.schema import STEP_KEYS, validator
 
 Path_ = tuple  # a field path: keys and list indices
 
 MAX_ERRORS = 50
+MAX_ENTRY = 1000
+"""Characters of one error entry (a message echoing a 1,000,000-character value is cut, its length said)."""
 
 
 def format_path(path: Iterable[Any]) -> str:
     """("threads", 0, "program", 1, "op") -> "threads[0].program[1].op"."""
     out = ""
     for p in path:
-        if isinstance(p, int):
+        if isinstance(p, int) and not isinstance(p, bool):
             out += f"[{p}]"
-        else:
-            out += ("." if out else "") + str(p)
+        else:  # a user's key: control characters escaped, a long key cut
+            out += ("." if out else "") + shown(p if isinstance(p, str) else str(p), 80, quote=False)
     return out or "(top level)"
 
 
@@ -52,7 +54,7 @@ class _Errors:
             line = self.line_of(path)
             if line is not None:
                 where += f":{line}"
-        entry = f"{where}: {format_path(path)}: {message}"
+        entry = shown(f"{where}: {format_path(path)}: {message}", MAX_ENTRY, quote=False)
         if entry not in (e for _, e in self.items):
             self.items.append((self.line_of(path) or 0, entry))
 
@@ -66,7 +68,10 @@ class _Errors:
 
 
 def _suggest(word: Any, choices: Iterable[str]) -> str:
-    close = difflib.get_close_matches(str(word), list(choices), n=1, cutoff=0.6)
+    word = str(word) if not isinstance(word, str) else word
+    if len(word) > 200:  # difflib's cost grows with the product of the lengths
+        return ""
+    close = difflib.get_close_matches(word, list(choices), n=1, cutoff=0.6)
     return f" (did you mean {close[0]!r}?)" if close else ""
 
 
@@ -92,7 +97,7 @@ def _report(err: Any, errors: _Errors, best_match: Any) -> None:
         allowed = _allowed_props(err.schema)
         for k in inst:
             if k not in allowed:
-                errors.add(path + (k,), f"unknown field {k!r}{_suggest(k, allowed)}; allowed fields: "
+                errors.add(path + (k,), f"unknown field {shown(k)}{_suggest(k, allowed)}; allowed fields: "
                                         f"{', '.join(allowed)}")
         return
     if kind == "anyOf" and isinstance(err.schema.get("anyOf"), list) and \
@@ -114,7 +119,7 @@ def _report(err: Any, errors: _Errors, best_match: Any) -> None:
         return
     if kind == "enum":
         allowed = err.validator_value
-        errors.add(path, f"{inst!r} is not allowed{_suggest(inst, map(str, allowed))}; use one of: "
+        errors.add(path, f"{shown(inst)} is not allowed{_suggest(inst, map(str, allowed))}; use one of: "
                          f"{', '.join(map(str, allowed))}")
         return
     if kind == "type":
@@ -127,15 +132,15 @@ def _report(err: Any, errors: _Errors, best_match: Any) -> None:
         errors.add(path, f"negative dimension {inst}; every dimension must be >= 0")
         return
     if kind in ("minimum", "maximum"):
-        errors.add(path, f"{inst!r} is out of range; the value must be {'>=' if kind == 'minimum' else '<='} "
+        errors.add(path, f"{shown(inst)} is out of range; the value must be {'>=' if kind == 'minimum' else '<='} "
                          f"{err.validator_value}")
         return
     if kind == "pattern":
-        errors.add(path, f"{inst!r} is not a valid name; use letters, digits, '_', '.' or '-' and start with a "
+        errors.add(path, f"{shown(inst)} is not a valid name; use letters, digits, '_', '.' or '-' and start with a "
                          "letter or '_'")
         return
     if kind == "const":
-        errors.add(path, f"must be {err.validator_value!r}, got {inst!r}")
+        errors.add(path, f"must be {err.validator_value!r}, got {shown(inst)}")
         return
     if kind == "minItems":
         errors.add(path, f"needs at least {err.validator_value} item(s), got {len(inst)}")
@@ -143,7 +148,7 @@ def _report(err: Any, errors: _Errors, best_match: Any) -> None:
     if kind == "maxItems":
         errors.add(path, f"has {len(inst)} items; at most {err.validator_value} are allowed")
         return
-    errors.add(path, err.message)
+    errors.add(path, shown(err.message, 300, quote=False))
 
 
 def _article(t: str) -> str:
@@ -160,7 +165,7 @@ def _describe(v: Any) -> str:
         return "a list"
     if v is None:
         return "nothing (null)"
-    return f"{type(v).__name__} {v!r}"
+    return f"{type(v).__name__} {shown(v)}"
 
 
 def _negative_dim(err: Any) -> Any:

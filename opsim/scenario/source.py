@@ -30,9 +30,6 @@ def _problem(problem: Problem, label: str) -> tuple[int, str]:
         return problem.line, f"{where}{format_path(problem.path)}: the tag {tag} is not allowed: {why}"
     if problem.kind == "key":
         return problem.line, f"{where}{format_path(problem.path)}: mapping keys must be plain names"
-    if problem.kind == "keytype":
-        return problem.line, (f"{where}{format_path(problem.path)}: the key {shown(problem.detail)} is read as a "
-                              "number, boolean or null; mapping keys must be names: quote it")
     return problem.line, (f"{where}{format_path(problem.path)}: duplicate key {problem.detail!r} "
                           "(each field once)")
 

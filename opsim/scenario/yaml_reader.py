@@ -56,8 +56,7 @@ _OK, _PYYAML, _REFUSED = 0, 1, 2
 @dataclass(frozen=True)
 class Problem:
     """A node PyYAML accepts but a scenario may not have: `kind` is "tag" (`detail`: the tag), "key" (a key
-    that is not a scalar), "keytype" (a scalar key read as a number, boolean or null; `detail`: the key as
-    written) or "duplicate" (`detail`: the key)."""
+    that is not a scalar) or "duplicate" (`detail`: the key)."""
 
     line: int
     kind: str
@@ -329,8 +328,6 @@ def _read(loader: Any) -> YamlDocument:  # noqa: C901 - one loop over the events
                 hidden = pair_sup = depth - 1
             else:
                 raw = ev.value if cls is ScalarEvent else (target[5] if target is not None else None)
-                if obj.__class__ is not str and state == _OK:  # `5:`, `true:`, `~:` as keys
-                    problems.append((line, "keytype", path, raw, sup))
                 if raw in seen:
                     problems.append((line, "duplicate", path + (raw,), raw, sup))
                 seen.add(raw)

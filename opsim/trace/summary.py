@@ -336,6 +336,36 @@ def _pct(rate: float | None) -> str:
     return "n/a (no lookups)" if rate is None else f"{100.0 * rate:.1f}%"
 
 
+SUMMARY_FIELDS: dict[str, Any] = {
+    "scenario": None, "seed": None, "soc": None, "profile": None, "env": "*", "calibration": None,
+    "simulated_makespan_us": None, "device_busy_until_us": None, "op_calls": None, "failed_calls": None,
+    "threads": "*", "streams": "*", "units": "*", "task_types": "*",
+    "exec_cache": ("hits", "misses", "evictions", "hit_rate"), "pta_cache": ("hits", "misses", "hit_rate"),
+    "aicpu_cache": ("hits", "misses", "oneshot", "evictions", "hit_rate"), "cache_events": "*",
+    "oneshot_tasks": None,
+    "memory": ("capacity_bytes", "peak_hbm_bytes", "peak_workspace_bytes", "in_use_at_end_bytes", "oom_events"),
+    "leaks": ("count", "bytes", "allocations"), "overflows": None, "profiling_reports": "*", "instants": "*",
+    "counters_max": "*", "errors": None, "warnings": None, "wall": ("wall_seconds", "simulated_calls_per_wall_second"),
+}
+"""The fields `build_summary` writes (a test keeps the two in step): None a value, a tuple the keys of a fixed
+section, "*" a section keyed by names (threads, streams, ...). Sweep figures `summary.<path>` are checked
+against it when a sweep file is validated."""
+
+
+def summary_field_problem(path: str) -> str | None:
+    """Why `summary.<path>` names no summary field (None: it may: a named section's names are run-dependent)."""
+    parts = path.split(".", 2)
+    top = parts[0]
+    if top not in SUMMARY_FIELDS:
+        return f"the summary has no field {top!r}; its fields: {', '.join(SUMMARY_FIELDS)}"
+    kind = SUMMARY_FIELDS[top]
+    if len(parts) > 1 and kind is None:
+        return f"summary.{top} is a value, not a section; use summary.{top}"
+    if len(parts) > 1 and isinstance(kind, tuple) and parts[1] not in kind:
+        return f"summary.{top} has no field {parts[1]!r}; its fields: {', '.join(kind)}"
+    return None
+
+
 _NUM = {"type": "number"}
 _OPT_NUM = {"type": ["number", "null"]}
 

@@ -19,10 +19,6 @@ from opsim.scenario.yaml_reader import LOADER, STANDARD_TAGS, LineMap, read_docu
 # ---- the reference: PyYAML's node graph, walked ----------------------------------------------------------
 
 
-NON_STR_KEYS = {"tag:yaml.org,2002:" + t for t in ("int", "float", "bool", "null")}
-"""Scalar keys a scenario refuses (read as numbers, booleans or null: `5:`, `true:`, `~:`)."""
-
-
 def _walk(node, path, lines, problems):
     """Lines and problems as a depth-first walk of the composed node graph finds them (keys not walked, a
     refused tag not looked inside, an alias walked again where it stands)."""
@@ -37,8 +33,6 @@ def _walk(node, path, lines, problems):
                 problems.append((key_node.start_mark.line + 1, "key", path))
                 continue
             key = key_node.value
-            if key_node.tag in NON_STR_KEYS:
-                problems.append((key_node.start_mark.line + 1, "keytype", path))
             if key in seen:
                 problems.append((key_node.start_mark.line + 1, "duplicate", path + (key,)))
             seen.add(key)
