@@ -9,7 +9,9 @@
   `root/.opsim-manifest.json`. SIGINT, SIGTERM and SIGHUP are held back during the commit (a few renames), so an
   interrupted command leaves either the previous complete outputs or the new complete ones. Files opsim did
   not write are never touched: a name the command would write that exists in `root` but is not in the
-  manifest is refused before any work (`claim`), and only manifest names are ever removed.
+  manifest is refused before any work (`claim`), and only manifest names are ever removed. The manifest keeps
+  each entry's content hash (`entry_digest`): an entry counts as opsim's only while its name is a plain name
+  and its content still has that hash, so a corrupted manifest cannot make a rerun remove a user's directory.
 
 Usage, for any command that writes a directory of results::
 
@@ -29,7 +31,7 @@ import threading
 from pathlib import Path
 from typing import IO, Any, Iterable, Iterator
 
-from opsim.errors import OutputPathError
+from opsim.errors import OpsimError, OutputPathError
 
 MANIFEST = ".opsim-manifest.json"
 """The list of the entries (files and directories directly in the output directory) opsim wrote there."""
@@ -189,18 +191,73 @@ def _safe_name(name: Any) -> bool:
         "\\" not in name and not name.startswith(STAGING_PREFIX) and name != MANIFEST
 
 
+MAX_MANIFEST_BYTES = 1 << 20
+"""Largest manifest read (a run lists a dozen entries; a bigger one is not opsim's)."""
+
+
+def entry_digest(path: Path) -> str | None:
+    """The content hash recorded for an entry opsim wrote: sha256 of a file's bytes; for a directory, sha256 of
+    every file's relative path, size and modification time (its files are renamed into place, never copied, so
+    these stay as written). None when the entry is missing or is a link."""
+    import hashlib
+    h = hashlib.sha256()
+    try:
+        if path.is_symlink() or not path.exists():
+            return None
+        if path.is_file():
+            with open(path, "rb") as fh:
+                for chunk in iter(lambda: fh.read(1 << 20), b""):
+                    h.update(chunk)
+            return "f:" + h.hexdigest()
+        for base, dirs, files in os.walk(path):
+            dirs.sort()
+            for name in sorted(files) + [d + "/" for d in dirs]:
+                st = os.lstat(os.path.join(base, name.rstrip("/")))
+                rel = os.path.relpath(os.path.join(base, name), path)
+                h.update(f"{rel}\0{st.st_size}\0{st.st_mtime_ns}\0{st.st_mode}\n".encode("utf-8", "surrogateescape"))
+        return "d:" + h.hexdigest()
+    except OSError:
+        return None
+
+
+def _manifest_doc(root: str | os.PathLike) -> dict[str, Any]:
+    """The manifest's entries as name -> recorded hash (None: a version-1 manifest, which kept no hashes)."""
+    from opsim.safe_io import read_bounded
+    try:
+        doc = json.loads(read_bounded(Path(root) / MANIFEST, MAX_MANIFEST_BYTES, "an opsim manifest"))
+    except (OSError, ValueError, RecursionError, OpsimError):
+        return {}
+    if not isinstance(doc, dict) or doc.get("format") != _FORMAT or not isinstance(doc.get("files"), list):
+        return {}
+    hashes = doc.get("hashes") if isinstance(doc.get("hashes"), dict) else {}
+    return {n: (hashes.get(n) if isinstance(hashes.get(n), str) else None) for n in doc["files"] if _safe_name(n)}
+
+
 def read_manifest(root: str | os.PathLike) -> list[str]:
     """The entry names opsim recorded in `root` (empty when there is no readable manifest)."""
-    try:
-        doc = json.loads((Path(root) / MANIFEST).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return []
-    names = doc.get("files") if isinstance(doc, dict) and doc.get("format") == _FORMAT else None
-    return [n for n in names if _safe_name(n)] if isinstance(names, list) else []
+    return list(_manifest_doc(root))
+
+
+def owned_entries(root: str | os.PathLike) -> set[str]:
+    """The manifest's names that are still what opsim wrote: the entry's content hash is the one recorded (an
+    entry a version-1 manifest lists counts only while it is a plain file). A corrupted or edited manifest can
+    therefore never hand a user's file or directory to opsim."""
+    root = Path(root)
+    out = set()
+    for name, digest in _manifest_doc(root).items():
+        p = root / name
+        if digest is None:
+            if p.is_file() and not p.is_symlink():
+                out.add(name)
+        elif entry_digest(p) == digest:
+            out.add(name)
+    return out
 
 
 def _write_manifest(root: Path, names: Iterable[str]) -> None:
-    doc = {"format": _FORMAT, "version": 1, "files": sorted(set(names))}
+    names = sorted(set(names))
+    hashes = {n: d for n in names if (d := entry_digest(root / n)) is not None}
+    doc = {"format": _FORMAT, "version": 2, "files": names, "hashes": hashes}
     with atomic_file(root / MANIFEST, encoding="utf-8") as fh:
         fh.write(json.dumps(doc, indent=1) + "\n")
 
@@ -211,7 +268,7 @@ def record_output(root: str | os.PathLike, name: str) -> None:
         raise OutputPathError(f"output name {name!r} must be a plain file or directory name")
     root = Path(root)
     with signals_deferred():
-        _write_manifest(root, [*read_manifest(root), name])
+        _write_manifest(root, [*owned_entries(root), name])
 
 
 def _remove(path: Path) -> None:
@@ -249,6 +306,7 @@ class OutputDir:
         except OSError as exc:
             raise OutputPathError(f"{self.root}: cannot create the output directory: "
                                        f"{exc.strerror or exc}") from None
+        self._owned: set[str] | None = None
         self.claim(names)
         _remove_dead_staging(self.root)
         self.staging = Path(tempfile.mkdtemp(prefix=f"{STAGING_PREFIX}{os.getpid()}-", dir=self.root))
@@ -256,7 +314,9 @@ class OutputDir:
 
     def claim(self, names: Iterable[str]) -> None:
         """Refuse names that exist in `root` but were not written by opsim (a user's own file)."""
-        owned = set(read_manifest(self.root))
+        if self._owned is None:
+            self._owned = owned_entries(self.root)  # hashed once per command
+        owned = self._owned
         for name in names:
             if not _safe_name(name):
                 raise OutputPathError(f"output name {name!r} must be a plain file or directory name")
@@ -288,7 +348,8 @@ class OutputDir:
         """Move every written entry into place, drop the previous run's stale entries, write the manifest.
         Returns name -> final path of the entries written."""
         written = list(self.planned())
-        old = read_manifest(self.root)
+        old = self._owned if self._owned is not None else owned_entries(self.root)  # only entries still as
+        # opsim wrote them are ever removed
         trash = self.staging / ".previous"
         with signals_deferred():
             trash.mkdir(exist_ok=True)
@@ -309,5 +370,5 @@ class OutputDir:
         _remove(self.staging)
 
 
-__all__ = ["output_file_problem", "stop_signals_unwind", "Terminated", "STOP_SIGNALS", "OutputDir", "atomic_file", "atomic_path", "write_text_atomic", "record_output", "read_manifest", "output_dir_problem", "signals_deferred",
+__all__ = ["output_file_problem", "stop_signals_unwind", "Terminated", "STOP_SIGNALS", "OutputDir", "atomic_file", "atomic_path", "write_text_atomic", "record_output", "read_manifest", "owned_entries", "entry_digest", "output_dir_problem", "signals_deferred",
            "MANIFEST"]
