@@ -268,32 +268,10 @@ def _fmt(v: object) -> str:
 
 
 def cmd_report(args: argparse.Namespace, out: TextIO) -> int:
-    import json
-
-    from opsim.errors import InvalidArgumentError
-    from opsim.trace.summary import render_table
-    outdir = Path(args.outdir)
-    path = outdir / "summary.json"
-    if not outdir.is_dir():
-        raise InvalidArgumentError(f"{args.outdir}: not a directory; give the output directory of a run")
-    if not path.is_file():
-        raise InvalidArgumentError(f"{args.outdir}: no summary.json here; give the output directory of a "
-                                   "finished `opsim run`")
-    from opsim.trace.summary import summary_problem
-    try:
-        summary = json.loads(path.read_text(encoding="utf-8"))
-    except (ValueError, OSError, RecursionError) as exc:
-        raise InvalidArgumentError(f"{path}: not valid JSON ({exc})") from None
-    problem = summary_problem(summary)
-    if problem:
-        raise InvalidArgumentError(f"{path}: not an opsim summary: {problem}; rerun `opsim run` to rewrite it")
-    out.write(render_table(summary))
-    from opsim.outputs import read_manifest
-    files = sorted(read_manifest(outdir)) or sorted(p.name for p in outdir.iterdir() if p.is_file())
-    out.write(f"\nfiles in {outdir}: {', '.join(files)}\n")
-    if "trace.json" in files:
-        out.write(f"trace.json: {PERFETTO_HINT}\n")
-    return EXIT_SIM_ERRORS if summary.get("errors") else EXIT_OK
+    from opsim.trace.report import report
+    text, code = report(Path(args.outdir))
+    out.write(text)
+    return code
 
 
 def _autocomplete(parser: argparse.ArgumentParser, **kwargs: object) -> None:

@@ -376,19 +376,25 @@ def _table(required: tuple[str, ...], **props: Any) -> dict[str, Any]:
                                                        "properties": {k: _NUM for k in required} | props}}
 
 
+_SECTION = {"type": ["object", "null"]}
+_ENV_ROW = {"type": "object", "required": ["value", "source"],
+            "properties": {"value": {"type": "string"}, "source": {"type": "string"}, "shell": {"type": "string"}}}
 SUMMARY_SCHEMA: dict[str, Any] = {
     "type": "object",
     "properties": {
         "wall": {"type": ["object", "null"], "properties": {"wall_seconds": _OPT_NUM,
                                                            "simulated_calls_per_wall_second": _OPT_NUM}},
+        "env": {"type": ["object", "null"], "additionalProperties": _ENV_ROW},
         "simulated_makespan_us": _NUM,
-        "threads": _table(("host_busy_us", "host_busy_pct")),
-        "streams": _table(("busy_us", "busy_pct")),
-        "units": _table(("utilization_pct",)),
-        "exec_cache": {"type": ["object", "null"], "properties": {"hit_rate": _OPT_NUM}},
-        "aicpu_cache": {"type": ["object", "null"], "properties": {"hit_rate": _OPT_NUM}},
-        "memory": {"type": ["object", "null"], "properties": {"peak_hbm_bytes": _NUM, "peak_workspace_bytes": _NUM}},
-        "leaks": {"type": ["object", "null"], "properties": {"count": _NUM, "bytes": _NUM}},
+        "threads": _table(("host_busy_us", "host_busy_pct")) | {"type": ["object", "null"]},
+        "streams": _table(("busy_us", "busy_pct")) | {"type": ["object", "null"]},
+        "units": _table(("utilization_pct",)) | {"type": ["object", "null"]},
+        "exec_cache": _SECTION | {"properties": {"hit_rate": _OPT_NUM}},
+        "pta_cache": _SECTION | {"properties": {"hit_rate": _OPT_NUM}},
+        "aicpu_cache": _SECTION | {"properties": {"hit_rate": _OPT_NUM}},
+        "memory": _SECTION | {"properties": {"peak_hbm_bytes": _NUM, "peak_workspace_bytes": _NUM}},
+        "leaks": _SECTION | {"properties": {"count": _NUM, "bytes": _NUM}},
+        "profiling_reports": _SECTION,
         "errors": {"type": ["array", "null"], "items": {"type": "object"}},
         "warnings": {"type": ["array", "null"]},
     },
@@ -400,11 +406,12 @@ def summary_problem(summary: Any) -> str | None:
     """Why `summary` (parsed JSON) cannot be rendered as a run summary, or None."""
     import jsonschema
     from jsonschema.exceptions import best_match
+    from opsim.errors import shown
     err = best_match(jsonschema.Draft202012Validator(SUMMARY_SCHEMA).iter_errors(summary))
     if err is None:
         return None
-    where = ".".join(str(p) for p in err.absolute_path) or "(top level)"
-    return f"{where}: {err.message}"
+    where = ".".join(shown(str(p), 60, quote=False) for p in err.absolute_path) or "(top level)"
+    return f"{where}: {shown(err.message, 200, quote=False)}"
 
 
 def render_table(summary: Mapping[str, Any]) -> str:
