@@ -319,11 +319,12 @@ def _check_arg_paths(args: argparse.Namespace) -> None:
     from opsim.errors import OutputPathError
     from opsim.outputs import output_file_problem
     from opsim.safe_io import check_path, shown_path
+    flags = {"out": "--out", "calibration": "--calibration", "output": "-o"}
     for name in ("scenario", "sweep", "out", "calibration", "kernels", "output", "outdir", "profile", "profiles"):
         value = getattr(args, name, None)
         for item in value if isinstance(value, list) else [value]:
             if isinstance(item, str):
-                check_path(item, f"the {name} argument")
+                check_path(item, flags.get(name, f"the {name.upper()} argument"))
     output = getattr(args, "output", None)  # the file of import, calibrate and predict, checked before the work
     problem = output_file_problem(output, create_parents=True) if isinstance(output, str) else None
     if problem:

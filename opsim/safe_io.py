@@ -60,7 +60,7 @@ def check_path(path: str | os.PathLike, what: str, error: type[OpsimError] = Inv
     """`path` as a Path, or `error` naming the path and the problem (see `path_problem`)."""
     problem = path_problem(path)
     if problem:
-        raise error(f"{shown_path(path)}: {problem} ({what})")
+        raise error(f"{shown_path(path) or repr('')}: {problem} ({what})")
     return Path(os.fspath(path))
 
 
