@@ -28,6 +28,7 @@ import shutil
 import signal
 import tempfile
 import threading
+import weakref
 from pathlib import Path
 from typing import IO, Any, Iterable, Iterator
 
@@ -170,6 +171,8 @@ def stop_signals_unwind() -> Iterator[None]:
     finally:
         for sig, old in previous.items():
             signal.signal(sig, old)
+        for staged in list(_LIVE):  # staged where a signal landed before its caller's `finally` was entered
+            staged.discard()
 
 
 @contextlib.contextmanager
@@ -310,6 +313,7 @@ class OutputDir:
         self.claim(names)
         _remove_dead_staging(self.root)
         self.staging = Path(tempfile.mkdtemp(prefix=f"{STAGING_PREFIX}{os.getpid()}-", dir=self.root))
+        _LIVE[self] = None
         self.entries: dict[str, None] = {}
 
     def claim(self, names: Iterable[str]) -> None:
@@ -363,12 +367,17 @@ class OutputDir:
                     _remove(self.root / name)
             _write_manifest(self.root, written)
         _remove(self.staging)
+        _LIVE.pop(self, None)
         return {n: self.root / n for n in written}
 
     def discard(self) -> None:
         """Drop everything staged; `root` keeps the previous outputs."""
         _remove(self.staging)
+        _LIVE.pop(self, None)
 
+
+_LIVE = weakref.WeakKeyDictionary()
+"""The staged outputs not yet committed or discarded (see stop_signals_unwind)."""
 
 __all__ = ["output_file_problem", "stop_signals_unwind", "Terminated", "STOP_SIGNALS", "OutputDir", "atomic_file", "atomic_path", "write_text_atomic", "record_output", "read_manifest", "owned_entries", "entry_digest", "output_dir_problem", "signals_deferred",
            "MANIFEST"]

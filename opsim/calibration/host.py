@@ -62,7 +62,7 @@ def queue_phases(trace: TraceView, file: str | Path | None = None) -> dict[str, 
     so the consumer was busy, not waiting). Phases with no event are left out."""
     src = str(file if file is not None else trace.path)
     enq = [e for e in trace.events if e.name == "Enqueue"]
-    deq = sorted((e for e in trace.events if e.name.startswith("Dequeue")), key=lambda e: (e.tid, e.ts))
+    deq = sorted((e for e in trace.events if e.name.startswith("Dequeue")), key=lambda e: (type(e.tid) is str, e.tid, e.ts))  # str tids apart
     acl_by_tid: dict = {}
     for e in trace.events:
         if e.name.startswith("AscendCL@"):
