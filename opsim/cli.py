@@ -306,12 +306,18 @@ def main(argv: Sequence[str] | None = None, *, stdout: TextIO | None = None, std
         return EXIT_BAD_INPUT
     except KeyboardInterrupt as exc:
         err.write("opsim: interrupted\n")
-        return 128 + getattr(exc, "signum", 2)
+        signum = getattr(exc, "signum", signal_numbers().SIGINT)
+        return 128 + int(signum) if isinstance(signum, int) else 130
     except BrokenPipeError:
         return EXIT_OK
     except OSError as exc:  # a file the user named that the checks above did not foresee: one line, not a traceback
         _print_error(exc, err)
         return EXIT_BAD_INPUT
+
+
+def signal_numbers():
+    import signal
+    return signal.Signals
 
 
 def _check_arg_paths(args: argparse.Namespace) -> None:

@@ -147,8 +147,11 @@ class Terminated(KeyboardInterrupt):
     """SIGTERM or SIGHUP, raised where the command is, so it unwinds as Ctrl-C does; `signum` says which."""
 
     def __init__(self, signum: int):
-        super().__init__(f"signal {signum}")
+        super().__init__(signum)  # args hold the number alone: SimPy re-raises a process's error as type(e)(*e.args)
         self.signum = signum
+
+    def __str__(self) -> str:
+        return f"signal {self.signum}"
 
 
 @contextlib.contextmanager

@@ -8,6 +8,7 @@ campaign of 10,000 and more, with the counts recorded).
 """
 from __future__ import annotations
 
+import copy
 import gzip
 import io
 import json
@@ -152,8 +153,8 @@ def _mutate_json(rng: random.Random, doc: Any, n: int = 3) -> Any:
                 break
             node = node[k]
         if parent is None:
-            return rng.choice(JSON_VALUES)
-        parent[key] = rng.choice(JSON_VALUES)
+            return copy.deepcopy(rng.choice(JSON_VALUES))
+        parent[key] = copy.deepcopy(rng.choice(JSON_VALUES))
     return doc
 
 
