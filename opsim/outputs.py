@@ -68,6 +68,8 @@ def output_file_problem(path: str | os.PathLike, *, create_parents: bool = False
     p = Path(path)
     if p.is_dir():
         return "is a directory; give the name of a file to write"
+    if p.exists() and not p.is_file():  # a rename over /dev/null would replace the device itself
+        return "exists and is not a regular file (a device, FIFO or socket); give the name of a file to write"
     parent = p.parent
     probe = parent
     while not probe.exists() and create_parents and probe.parent != probe:
@@ -174,8 +176,9 @@ def stop_signals_unwind() -> Iterator[None]:
     finally:
         for sig, old in previous.items():
             signal.signal(sig, old)
-        for staged in list(_LIVE):  # staged where a signal landed before its caller's `finally` was entered
-            staged.discard()
+        with signals_deferred():  # staged where a signal landed before its caller's `finally` was entered
+            for staged in list(_LIVE):
+                staged.discard()
 
 
 @contextlib.contextmanager
@@ -315,8 +318,9 @@ class OutputDir:
         self._owned: set[str] | None = None
         self.claim(names)
         _remove_dead_staging(self.root)
-        self.staging = Path(tempfile.mkdtemp(prefix=f"{STAGING_PREFIX}{os.getpid()}-", dir=self.root))
-        _LIVE[self] = None
+        with signals_deferred():  # the staging directory exists only once it is registered for cleanup
+            self.staging = Path(tempfile.mkdtemp(prefix=f"{STAGING_PREFIX}{os.getpid()}-", dir=self.root))
+            _LIVE[self] = None
         self.entries: dict[str, None] = {}
 
     def claim(self, names: Iterable[str]) -> None:
@@ -369,14 +373,15 @@ class OutputDir:
                 if name not in written:
                     _remove(self.root / name)
             _write_manifest(self.root, written)
-        _remove(self.staging)
-        _LIVE.pop(self, None)
+            _remove(self.staging)
+            _LIVE.pop(self, None)
         return {n: self.root / n for n in written}
 
     def discard(self) -> None:
-        """Drop everything staged; `root` keeps the previous outputs."""
-        _remove(self.staging)
-        _LIVE.pop(self, None)
+        """Drop everything staged; `root` keeps the previous outputs (a signal waits until it is done)."""
+        with signals_deferred():
+            _remove(self.staging)
+            _LIVE.pop(self, None)
 
 
 _LIVE = weakref.WeakKeyDictionary()

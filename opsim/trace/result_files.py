@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from opsim.errors import InvalidArgumentError, shown
-from opsim.safe_io import open_regular, read_bounded, shown_path
+from opsim.safe_io import open_regular, path_problem, read_bounded, shown_path
 
 MAX_SUMMARY_BYTES = 64 << 20
 """Largest summary.json read (a run's summary is a few KiB; its error list is capped by the runner)."""
@@ -84,7 +84,7 @@ def records_problem(doc: Mapping[str, Any]) -> str | None:
     if doc.get("summary") is not None and not isinstance(doc["summary"], dict):
         return f"summary: must be a mapping, got {type(doc['summary']).__name__}"
     for name, rel in (doc.get("outputs") or {}).items():
-        if not isinstance(rel, str) or not rel or os.path.isabs(rel) or ".." in Path(rel).parts or "\0" in rel:
+        if not isinstance(rel, str) or path_problem(rel) or os.path.isabs(rel) or ".." in Path(rel).parts:
             return f"outputs.{shown(name, 60, quote=False)}: {shown(rel, 60)} is not a file name inside the run directory"
     records = doc.get("records")
     if not isinstance(records, dict):

@@ -223,11 +223,16 @@ def make_case(rng: random.Random, fx: Fixtures, surface: str, work: Path) -> tup
     if surface == "load_result":
         return _load_result_case(rng, fx, work)
     if surface == "paths":
+        fifo = work / "fifo"
+        os.mkfifo(fifo)
+        (work / "null").symlink_to("/dev/null")
         target = rng.choice(["a\0b", "x" * 5000, "y" * 300, "/dev/zero", "", "/", "/proc/self/x",
-                             str(ROOT / "README.md" / "x"), str(work), "/dev/null"])
-        argv = rng.choice([["validate", target], ["run", QUICK, "--out", target, "--quiet", "--no-progress"],
+                             str(ROOT / "README.md" / "x"), str(work), "/dev/null", str(fifo), str(work / "null")])
+        # written paths: never a real device (were the check to regress, a rename would replace the device node)
+        out = target if not target.startswith("/dev/") else str(fifo)
+        argv = rng.choice([["validate", target], ["run", QUICK, "--out", out, "--quiet", "--no-progress"],
                            ["report", target], ["predict", target, "-o", work / "p.csv"],
-                           ["predict", KERNELS, "-o", target], ["import", target, "-o", work / "i.yaml"],
+                           ["predict", KERNELS, "-o", out], ["import", target, "-o", work / "i.yaml"],
                            ["calibrate", target, "-o", work / "c.yaml"], ["validate", QUICK, "--set",
                                                                             f"calibration={target}"]])
         return f"{argv[0]} path {target[:30]!r}", lambda: _clean(*_cli(argv))

@@ -160,10 +160,11 @@ def test_class09_paths_longer_than_the_file_system_allows(argv):
 
 
 # 10 -----------------------------------------------------------------------------------------------------
-@pytest.mark.parametrize("output", ["", "{tmp}", "/proc/self/x", str(ROOT / "README.md" / "x"), "/tmp"])
+@pytest.mark.parametrize("output", ["", "{tmp}", "/proc/self/x", str(ROOT / "README.md" / "x"), "/tmp", "{tmp}/fifo"])
 @pytest.mark.parametrize("command", ["predict", "calibrate", "import"])
 def test_class10_bad_output_file(tmp_path, command, output):
     before = set(os.listdir("/"))
+    os.mkfifo(tmp_path / "fifo")  # a special file: a rename over it would replace it (over /dev/null, the device)
     source = {"predict": KERNELS, "calibrate": KERNELS, "import": TRACE}[command]
     refused([command, source, "-o", output.format(tmp=tmp_path)], "-o")
     assert set(os.listdir("/")) == before  # no temporary file in /
