@@ -9,9 +9,10 @@
   `root/.opsim-manifest.json`. SIGINT, SIGTERM and SIGHUP are held back during the commit (a few renames), so an
   interrupted command leaves either the previous complete outputs or the new complete ones. Files opsim did
   not write are never touched: a name the command would write that exists in `root` but is not in the
-  manifest is refused before any work (`claim`), and only manifest names are ever removed. The manifest keeps
-  each entry's content hash (`entry_digest`): an entry counts as opsim's only while its name is a plain name
-  and its content still has that hash, so a corrupted manifest cannot make a rerun remove a user's directory.
+  manifest is refused before any work (`claim`), and only manifest names are ever removed. An entry counts as
+  opsim's only while it is a file with one of opsim's file names (`OPSIM_FILES`) or a directory whose content
+  still has the hash the manifest recorded (`entry_digest`), so a corrupted manifest cannot make a rerun remove
+  a user's directory or file.
 
 Usage, for any command that writes a directory of results::
 
@@ -23,6 +24,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import re
 import os
 import shutil
 import signal
@@ -204,29 +206,36 @@ MAX_MANIFEST_BYTES = 1 << 20
 """Largest manifest read (a run lists a dozen entries; a bigger one is not opsim's)."""
 
 
+OPSIM_FILES = re.compile(r"(scenario\.yaml|trace\.json|op_summary\.csv|task_time\.csv|ge_profiling_stdout\.txt|"
+                         r"summary\.json|records\.json\.gz)")
+"""The names of the files opsim writes directly in an output directory (opsim.scenario.runner.OUTPUT_FILES and
+records.json.gz): a manifest entry that is a file counts as opsim's only with one of these names."""
+
+
 def entry_digest(path: Path) -> str | None:
-    """The content hash recorded for an entry opsim wrote: sha256 of a file's bytes; for a directory, sha256 of
-    every file's relative path, size and modification time (its files are renamed into place, never copied, so
-    these stay as written). None when the entry is missing or is a link."""
+    """The content hash the manifest keeps for a directory opsim wrote (a profiler directory, tensor dumps):
+    sha256 of every file's relative path, size and bytes, in sorted order (so equal runs record equal hashes).
+    None for a file (its name is checked instead, see OPSIM_FILES), a link or a missing entry."""
     import hashlib
+    if path.is_symlink() or not path.is_dir():
+        return None
     h = hashlib.sha256()
     try:
-        if path.is_symlink() or not path.exists():
-            return None
-        if path.is_file():
-            with open(path, "rb") as fh:
-                for chunk in iter(lambda: fh.read(1 << 20), b""):
-                    h.update(chunk)
-            return "f:" + h.hexdigest()
         for base, dirs, files in os.walk(path):
             dirs.sort()
-            for name in sorted(files) + [d + "/" for d in dirs]:
-                st = os.lstat(os.path.join(base, name.rstrip("/")))
-                rel = os.path.relpath(os.path.join(base, name), path)
-                h.update(f"{rel}\0{st.st_size}\0{st.st_mtime_ns}\0{st.st_mode}\n".encode("utf-8", "surrogateescape"))
-        return "d:" + h.hexdigest()
+            for name in sorted(files):
+                full = os.path.join(base, name)
+                rel = os.path.relpath(full, path)
+                h.update(f"{rel}\0{os.lstat(full).st_size}\0".encode("utf-8", "surrogateescape"))
+                if os.path.isfile(full) and not os.path.islink(full):
+                    with open(full, "rb") as fh:
+                        for chunk in iter(lambda: fh.read(1 << 20), b""):
+                            h.update(chunk)
+            for name in dirs:
+                h.update(f"{os.path.relpath(os.path.join(base, name), path)}/\n".encode("utf-8", "surrogateescape"))
     except OSError:
         return None
+    return "d:" + h.hexdigest()
 
 
 def _manifest_doc(root: str | os.PathLike) -> dict[str, Any]:
@@ -248,17 +257,19 @@ def read_manifest(root: str | os.PathLike) -> list[str]:
 
 
 def owned_entries(root: str | os.PathLike) -> set[str]:
-    """The manifest's names that are still what opsim wrote: the entry's content hash is the one recorded (an
-    entry a version-1 manifest lists counts only while it is a plain file). A corrupted or edited manifest can
-    therefore never hand a user's file or directory to opsim."""
+    """The manifest's names that are still what opsim wrote: a regular file with one of opsim's file names, or
+    a directory whose content hash is the one recorded (a version-1 manifest kept none: its directories are
+    never opsim's again). A corrupted or edited manifest can therefore never hand a user's directory, or a file
+    of another name, to opsim."""
     root = Path(root)
     out = set()
     for name, digest in _manifest_doc(root).items():
         p = root / name
-        if digest is None:
-            if p.is_file() and not p.is_symlink():
-                out.add(name)
-        elif entry_digest(p) == digest:
+        if p.is_symlink():
+            continue
+        if p.is_file() and OPSIM_FILES.fullmatch(name):
+            out.add(name)
+        elif digest is not None and p.is_dir() and entry_digest(p) == digest:
             out.add(name)
     return out
 

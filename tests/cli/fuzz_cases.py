@@ -278,9 +278,9 @@ def _signal_case(rng: random.Random, work: Path) -> tuple[str, Callable[[], str 
 
         previous = signal.signal(sig, raise_terminated) if sig != signal.SIGINT else None
         timer = threading.Timer(delay, os.kill, (os.getpid(), sig))
-        timer.start()
         try:
             try:
+                timer.start()  # inside: a signal may land before start() returns
                 code, err = _cli(["run", QUICK, "--out", out, "--quiet", "--no-progress"])
                 time.sleep(delay + 0.05)  # a late signal lands here, inside this case
             except KeyboardInterrupt:  # delivered after the command returned

@@ -389,6 +389,11 @@ def test_corrupted_manifest_never_removes_a_user_directory(tmp_path):
     (out / ".opsim-manifest.json").write_text(json.dumps(m))
     assert cli("run", QUICK, "--out", out, "--quiet", "--no-progress")[0] == 0
     assert (user / "keep.txt").read_text() == "mine"
+    (out / "notes.txt").write_text("mine")
+    m["files"].append("notes.txt")  # a file not named as opsim names its files
+    (out / ".opsim-manifest.json").write_text(json.dumps(m))
+    assert cli("run", QUICK, "--out", out, "--quiet", "--no-progress")[0] == 0
+    assert (out / "notes.txt").read_text() == "mine"
     m.pop("hashes")
     m["version"] = 1
     (out / ".opsim-manifest.json").write_text(json.dumps(m))  # an old manifest: no hashes, directories never removed
