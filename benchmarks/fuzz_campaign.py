@@ -7,12 +7,13 @@ scenarios, sweeps, --set values, trace_view.json and kernel tables for import, c
 calibration YAMLs, summaries for report, records for load_result, hostile paths, and SIGINT, SIGTERM and SIGHUP
 at random moments of a run. The process's address space is capped (4 GiB) so a blow-up is a MemoryError, not a
 machine out of memory. Prints the counts per surface (ok, tracebacks, hangs past 10 s, memory blow-ups) and the
-slowest case; exits 1 when any case is not clean.
+slowest case, records them in benchmarks/fuzz_campaign.json; exits 1 when any case is not clean.
 """
 from __future__ import annotations
 
 import argparse
 import collections
+import json
 import resource
 import sys
 import tempfile
@@ -58,6 +59,12 @@ def main(argv: list[str] | None = None) -> int:
           f"{total['memory']:6d}")
     print(f"seed {args.seed}; {time.perf_counter() - t0:.0f} s; slowest case {slow.seconds:.2f} s ({slow.surface}: "
           f"{slow.label})")
+    record = {"cases": len(outcomes), "seed": args.seed, "seconds": round(time.perf_counter() - t0),
+              "slowest_case_seconds": round(slow.seconds, 2),
+              "counts": {s: {k: counts[s][k] for k in ("ok", "traceback", "hang", "memory")} for s in SURFACES},
+              "total": {k: total[k] for k in ("ok", "traceback", "hang", "memory")},
+              "not_clean": [f"{o.surface}: {o.label}: {o.status}: {o.detail[:200]}" for o in bad[:50]]}
+    (ROOT / "benchmarks" / "fuzz_campaign.json").write_text(json.dumps(record, indent=1) + "\n")
     return 1 if bad else 0
 
 

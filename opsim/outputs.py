@@ -30,7 +30,6 @@ import shutil
 import signal
 import tempfile
 import threading
-import weakref
 from pathlib import Path
 from typing import IO, Any, Iterable, Iterator
 
@@ -395,8 +394,9 @@ class OutputDir:
             _LIVE.pop(self, None)
 
 
-_LIVE = weakref.WeakKeyDictionary()
-"""The staged outputs not yet committed or discarded (see stop_signals_unwind)."""
+_LIVE: dict = {}
+"""The staged outputs not yet committed or discarded (see stop_signals_unwind); held strongly, since a signal
+may cut the constructor short after its staging directory exists, leaving no other reference."""
 
 __all__ = ["output_file_problem", "stop_signals_unwind", "Terminated", "STOP_SIGNALS", "OutputDir", "atomic_file", "atomic_path", "write_text_atomic", "record_output", "read_manifest", "owned_entries", "entry_digest", "output_dir_problem", "signals_deferred",
            "MANIFEST"]
