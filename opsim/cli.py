@@ -164,7 +164,8 @@ def _overrides(items: Sequence[str]) -> dict:
 
 
 def _print_error(err: BaseException, stream: TextIO) -> None:
-    text = str(err).strip() or type(err).__name__
+    from opsim.errors import printable_message
+    text = printable_message(str(err).strip() or type(err).__name__)  # escaped and cut: it may echo user input
     stream.write(f"opsim: error: {text}\n")
 
 
@@ -306,32 +307,10 @@ def _fmt(v: object) -> str:
 
 
 def cmd_report(args: argparse.Namespace, out: TextIO) -> int:
-    import json
-
-    from opsim.errors import InvalidArgumentError
-    from opsim.trace.summary import render_table
-    outdir = Path(args.outdir)
-    path = outdir / "summary.json"
-    if not outdir.is_dir():
-        raise InvalidArgumentError(f"{args.outdir}: not a directory; give the output directory of a run")
-    if not path.is_file():
-        raise InvalidArgumentError(f"{args.outdir}: no summary.json here; give the output directory of a "
-                                   "finished `opsim run`")
-    from opsim.trace.summary import summary_problem
-    try:
-        summary = json.loads(path.read_text(encoding="utf-8"))
-    except (ValueError, OSError, RecursionError) as exc:
-        raise InvalidArgumentError(f"{path}: not valid JSON ({exc})") from None
-    problem = summary_problem(summary)
-    if problem:
-        raise InvalidArgumentError(f"{path}: not an opsim summary: {problem}; rerun `opsim run` to rewrite it")
-    out.write(render_table(summary))
-    from opsim.outputs import read_manifest
-    files = sorted(read_manifest(outdir)) or sorted(p.name for p in outdir.iterdir() if p.is_file())
-    out.write(f"\nfiles in {outdir}: {', '.join(files)}\n")
-    if "trace.json" in files:
-        out.write(f"trace.json: {PERFETTO_HINT}\n")
-    return EXIT_SIM_ERRORS if summary.get("errors") else EXIT_OK
+    from opsim.trace.report import report
+    text, code = report(Path(args.outdir))
+    out.write(text)
+    return code
 
 
 def _autocomplete(parser: argparse.ArgumentParser, **kwargs: object) -> None:
@@ -357,33 +336,67 @@ def main(argv: Sequence[str] | None = None, *, stdout: TextIO | None = None, std
     except SystemExit as exc:
         return int(exc.code) if isinstance(exc.code, int) else EXIT_BAD_INPUT
     from opsim.errors import OpsimError
+    from opsim.outputs import stop_signals_unwind
     try:
-        if args.command == "validate":
-            return cmd_validate(args, out)
-        if args.command == "run":
-            return cmd_run(args, out, err)
-        if args.command == "sweep":
-            from opsim.sweeps.command import run as cmd_sweep
-            return cmd_sweep(args, out, err)
-        if args.command == "list-ops":
-            return cmd_list_ops(out, args.json)
-        if args.command == "list-socs":
-            return cmd_list_socs(out, args.json)
-        if args.command == "report":
-            return cmd_report(args, out)
-        if args.command == "import":
-            return cmd_import(args, out)
-        if args.command in ("calibrate", "predict"):
-            from opsim.calibration.cli import cmd_calibrate, cmd_predict
-            return (cmd_calibrate if args.command == "calibrate" else cmd_predict)(args, out)
+        with stop_signals_unwind():  # SIGTERM and SIGHUP unwind like Ctrl-C: no partial outputs left
+            return _dispatch(parser, args, out, err)
     except OpsimError as exc:
         _print_error(exc, err)
         return EXIT_BAD_INPUT
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as exc:
         err.write("opsim: interrupted\n")
-        return 130
+        signum = getattr(exc, "signum", signal_numbers().SIGINT)
+        return 128 + int(signum) if isinstance(signum, int) else 130
     except BrokenPipeError:
         return EXIT_OK
+    except OSError as exc:  # a file the user named that the checks above did not foresee: one line, not a traceback
+        _print_error(exc, err)
+        return EXIT_BAD_INPUT
+
+
+def signal_numbers():
+    import signal
+    return signal.Signals
+
+
+def _check_arg_paths(args: argparse.Namespace) -> None:
+    """Every path on the command line checked (NUL byte, too long) before any work."""
+    from opsim.errors import OutputPathError
+    from opsim.outputs import output_file_problem
+    from opsim.safe_io import check_path, shown_path
+    flags = {"out": "--out", "calibration": "--calibration", "output": "-o"}
+    for name in ("scenario", "sweep", "out", "calibration", "kernels", "output", "outdir", "profile", "profiles"):
+        value = getattr(args, name, None)
+        for item in value if isinstance(value, list) else [value]:
+            if isinstance(item, str):
+                check_path(item, flags.get(name, f"the {name.upper()} argument"))
+    output = getattr(args, "output", None)  # the file of import, calibrate and predict, checked before the work
+    problem = output_file_problem(output, create_parents=True) if isinstance(output, str) else None
+    if problem:
+        raise OutputPathError(f"-o {shown_path(output)}: {problem}")
+
+
+def _dispatch(parser: argparse.ArgumentParser, args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    """Run the parsed command."""
+    _check_arg_paths(args)
+    if args.command == "validate":
+        return cmd_validate(args, out)
+    if args.command == "run":
+        return cmd_run(args, out, err)
+    if args.command == "sweep":
+        from opsim.sweeps.command import run as cmd_sweep
+        return cmd_sweep(args, out, err)
+    if args.command == "list-ops":
+        return cmd_list_ops(out, args.json)
+    if args.command == "list-socs":
+        return cmd_list_socs(out, args.json)
+    if args.command == "report":
+        return cmd_report(args, out)
+    if args.command == "import":
+        return cmd_import(args, out)
+    if args.command in ("calibrate", "predict"):
+        from opsim.calibration.cli import cmd_calibrate, cmd_predict
+        return (cmd_calibrate if args.command == "calibrate" else cmd_predict)(args, out)
     parser.error(f"unknown command {args.command!r}")
     return EXIT_BAD_INPUT  # pragma: no cover
 

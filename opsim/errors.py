@@ -42,3 +42,43 @@ class CalibrationError(InvalidArgumentError):
 
 class SimulationError(OpsimError):
     """The simulation itself found a fatal inconsistency (never raised for ordinary opbase failures)."""
+
+
+MAX_SHOWN = 120
+"""Characters of a user's value echoed in a message (a 1,000,000-character value is shown cut, with its length)."""
+
+
+def _escape(text: str) -> str:
+    """Control and format characters (NUL, ESC, a right-to-left override...) as escapes, as repr writes them."""
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
+
+
+def shown(value: object, limit: int = MAX_SHOWN, *, quote: bool = True) -> str:
+    """`value` for a message: repr-like (strings quoted when `quote`), non-printable characters escaped, cut to
+    about `limit` characters with the full length said. Bounded work whatever the value's size."""
+    if isinstance(value, str):
+        head = _escape(value[:limit])
+        text = "'" + head.replace("'", "\\'") + "'" if quote else head
+        return text + (f"... ({len(value):,} characters)" if len(value) > limit else "")
+    import reprlib
+    r = reprlib.Repr()
+    r.maxstring = r.maxother = r.maxlong = limit
+    r.maxlist = r.maxtuple = r.maxdict = r.maxset = 8
+    r.maxlevel = 3
+    text = _escape(r.repr(value))
+    return text if len(text) <= limit + 20 else text[:limit] + "..."
+
+
+def printable_message(text: str, line_limit: int = 1000, max_lines: int = 60) -> str:
+    """An error message safe to print: every line escaped (see `shown`) and cut to `line_limit` characters,
+    at most `max_lines` lines. The CLI prints every error through it."""
+    lines = text.split("\n")
+    out = []
+    for line in lines[:max_lines]:
+        cut = _escape(line[:line_limit])
+        out.append(cut + (f"... ({len(line):,} characters)" if len(line) > line_limit else ""))
+    if len(lines) > max_lines:
+        out.append(f"... and {len(lines) - max_lines} more lines")
+    return "\n".join(out)

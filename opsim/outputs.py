@@ -6,10 +6,13 @@
 - `OutputDir(root, names)`: a command's set of outputs. Writers write into a hidden staging directory inside
   `root` (same file system, so renames are atomic); `commit()` renames every entry into place, removes the
   entries the previous run listed that this run did not write (stale outputs), and records the names in
-  `root/.opsim-manifest.json`. SIGINT and SIGTERM are held back during the commit (a few renames), so an
+  `root/.opsim-manifest.json`. SIGINT, SIGTERM and SIGHUP are held back during the commit (a few renames), so an
   interrupted command leaves either the previous complete outputs or the new complete ones. Files opsim did
   not write are never touched: a name the command would write that exists in `root` but is not in the
-  manifest is refused before any work (`claim`), and only manifest names are ever removed.
+  manifest is refused before any work (`claim`), and only manifest names are ever removed. An entry counts as
+  opsim's only while it is a file with one of opsim's file names (`OPSIM_FILES`) or a directory whose content
+  still has the hash the manifest recorded (`entry_digest`), so a corrupted manifest cannot make a rerun remove
+  a user's directory or file.
 
 Usage, for any command that writes a directory of results::
 
@@ -21,6 +24,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import re
 import os
 import shutil
 import signal
@@ -29,7 +33,7 @@ import threading
 from pathlib import Path
 from typing import IO, Any, Iterable, Iterator
 
-from opsim.errors import OutputPathError
+from opsim.errors import OpsimError, OutputPathError
 
 MANIFEST = ".opsim-manifest.json"
 """The list of the entries (files and directories directly in the output directory) opsim wrote there."""
@@ -55,17 +59,57 @@ def output_dir_problem(path: str | os.PathLike) -> str | None:
     return None
 
 
+def output_file_problem(path: str | os.PathLike, *, create_parents: bool = False) -> str | None:
+    """Why `path` cannot be an output file (NUL byte, too long, empty, a directory, a parent that is a file or
+    does not exist, no write permission), or None. Asked before any work and before any temporary file."""
+    from opsim.safe_io import path_problem
+    problem = path_problem(path)
+    if problem:
+        return problem
+    p = Path(path)
+    if p.is_dir():
+        return "is a directory; give the name of a file to write"
+    if p.exists() and not p.is_file():  # a rename over /dev/null would replace the device itself
+        return "exists and is not a regular file (a device, FIFO or socket); give the name of a file to write"
+    parent = p.parent
+    probe = parent
+    while not probe.exists() and create_parents and probe.parent != probe:
+        probe = probe.parent
+    if not probe.exists():
+        return f"its directory {str(parent)!r} does not exist; create it or give another path"
+    if not probe.is_dir():
+        return f"cannot be created: {str(probe)!r} is a file, not a directory"
+    if not os.access(probe, os.W_OK | os.X_OK):
+        return f"its directory {str(probe)!r} is not writable; give another path"
+    return None
+
+
+def _check_output_file(path: Path, create_parents: bool = False) -> None:
+    from opsim.safe_io import shown_path
+    problem = output_file_problem(path, create_parents=create_parents)
+    if problem:
+        raise OutputPathError(f"{shown_path(path)}: {problem}")
+
+
 @contextlib.contextmanager
 def atomic_path(path: str | os.PathLike) -> Iterator[Path]:
     """A temporary sibling of `path` to write (by any means, e.g. sqlite3); renamed over `path` when the block
-    completes, removed if it raises. Readers see the old complete file or the new one, never a partial one."""
+    completes, removed if it raises. Readers see the old complete file or the new one, never a partial one.
+    A path that cannot be an output file is refused (OutputPathError) before the temporary file exists."""
     path = Path(path)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    _check_output_file(path)
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    except OSError as exc:
+        raise OutputPathError(f"{path}: cannot write here ({exc.strerror or exc}); give another path") from None
     os.close(fd)
     try:
         yield Path(tmp)
         os.chmod(tmp, 0o644 & ~_umask())
-        os.replace(tmp, path)
+        try:
+            os.replace(tmp, path)
+        except OSError as exc:
+            raise OutputPathError(f"{path}: cannot be replaced ({exc.strerror or exc}); give another path") from None
     except BaseException:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
@@ -82,7 +126,11 @@ def atomic_file(path: str | os.PathLike, mode: str = "w", **open_kw: Any) -> Ite
 def write_text_atomic(path: str | os.PathLike, text: str, encoding: str = "utf-8") -> Path:
     """Write `text` to `path` (creating its directory) through `atomic_file`, newlines as given; returns the path."""
     p = Path(path)
-    p.parent.mkdir(parents=True, exist_ok=True)
+    _check_output_file(p, create_parents=True)
+    try:
+        p.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise OutputPathError(f"{p}: its directory cannot be created ({exc.strerror or exc})") from None
     with atomic_file(p, encoding=encoding, newline="") as fh:
         fh.write(text)
     return p
@@ -94,14 +142,54 @@ def _umask() -> int:
     return mask
 
 
+STOP_SIGNALS = tuple(getattr(signal, n) for n in ("SIGINT", "SIGTERM", "SIGHUP") if hasattr(signal, n))
+"""The signals that stop a command: each unwinds it like Ctrl-C (staged outputs removed, previous ones kept)."""
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM or SIGHUP, raised where the command is, so it unwinds as Ctrl-C does; `signum` says which."""
+
+    def __init__(self, signum: int):
+        super().__init__(signum)  # args hold the number alone: SimPy re-raises a process's error as type(e)(*e.args)
+        self.signum = signum
+
+    def __str__(self) -> str:
+        return f"signal {self.signum}"
+
+
+@contextlib.contextmanager
+def stop_signals_unwind() -> Iterator[None]:
+    """SIGTERM and SIGHUP raise `Terminated` during the block (main thread only), as SIGINT raises
+    KeyboardInterrupt, so `OutputDir.discard` and every `finally` run and no staging files are left."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def handler(signum: int, _frame: Any) -> None:
+        raise Terminated(signum)
+
+    previous = {}
+    for sig in STOP_SIGNALS:
+        if sig != signal.SIGINT and signal.getsignal(sig) in (signal.SIG_DFL, None):
+            previous[sig] = signal.signal(sig, handler)
+    try:
+        yield
+    finally:
+        for sig, old in previous.items():
+            signal.signal(sig, old)
+        with signals_deferred():  # staged where a signal landed before its caller's `finally` was entered
+            for staged in list(_LIVE):
+                staged.discard()
+
+
 @contextlib.contextmanager
 def signals_deferred() -> Iterator[None]:
-    """Hold SIGINT and SIGTERM until the block ends (main thread only; elsewhere signals go to the main
+    """Hold SIGINT, SIGTERM and SIGHUP until the block ends (main thread only; elsewhere signals go to the main
     thread anyway)."""
     if threading.current_thread() is not threading.main_thread() or not hasattr(signal, "pthread_sigmask"):
         yield
         return
-    old = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
+    old = signal.pthread_sigmask(signal.SIG_BLOCK, set(STOP_SIGNALS))
     try:
         yield
     finally:
@@ -113,18 +201,82 @@ def _safe_name(name: Any) -> bool:
         "\\" not in name and not name.startswith(STAGING_PREFIX) and name != MANIFEST
 
 
+MAX_MANIFEST_BYTES = 1 << 20
+"""Largest manifest read (a run lists a dozen entries; a bigger one is not opsim's)."""
+
+
+OPSIM_FILES = re.compile(r"(scenario\.yaml|trace\.json|op_summary\.csv|task_time\.csv|ge_profiling_stdout\.txt|"
+                         r"summary\.json|records\.json\.gz)")
+"""The names of the files opsim writes directly in an output directory (opsim.scenario.runner.OUTPUT_FILES and
+records.json.gz): a manifest entry that is a file counts as opsim's only with one of these names."""
+
+
+def entry_digest(path: Path) -> str | None:
+    """The content hash the manifest keeps for a directory opsim wrote (a profiler directory, tensor dumps):
+    sha256 of every file's relative path, size and bytes, in sorted order (so equal runs record equal hashes).
+    None for a file (its name is checked instead, see OPSIM_FILES), a link or a missing entry."""
+    import hashlib
+    if path.is_symlink() or not path.is_dir():
+        return None
+    h = hashlib.sha256()
+    try:
+        for base, dirs, files in os.walk(path):
+            dirs.sort()
+            for name in sorted(files):
+                full = os.path.join(base, name)
+                rel = os.path.relpath(full, path)
+                h.update(f"{rel}\0{os.lstat(full).st_size}\0".encode("utf-8", "surrogateescape"))
+                if os.path.isfile(full) and not os.path.islink(full):
+                    with open(full, "rb") as fh:
+                        for chunk in iter(lambda: fh.read(1 << 20), b""):
+                            h.update(chunk)
+            for name in dirs:
+                h.update(f"{os.path.relpath(os.path.join(base, name), path)}/\n".encode("utf-8", "surrogateescape"))
+    except OSError:
+        return None
+    return "d:" + h.hexdigest()
+
+
+def _manifest_doc(root: str | os.PathLike) -> dict[str, Any]:
+    """The manifest's entries as name -> recorded hash (None: a version-1 manifest, which kept no hashes)."""
+    from opsim.safe_io import read_bounded
+    try:
+        doc = json.loads(read_bounded(Path(root) / MANIFEST, MAX_MANIFEST_BYTES, "an opsim manifest"))
+    except (OSError, ValueError, RecursionError, OpsimError):
+        return {}
+    if not isinstance(doc, dict) or doc.get("format") != _FORMAT or not isinstance(doc.get("files"), list):
+        return {}
+    hashes = doc.get("hashes") if isinstance(doc.get("hashes"), dict) else {}
+    return {n: (hashes.get(n) if isinstance(hashes.get(n), str) else None) for n in doc["files"] if _safe_name(n)}
+
+
 def read_manifest(root: str | os.PathLike) -> list[str]:
     """The entry names opsim recorded in `root` (empty when there is no readable manifest)."""
-    try:
-        doc = json.loads((Path(root) / MANIFEST).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return []
-    names = doc.get("files") if isinstance(doc, dict) and doc.get("format") == _FORMAT else None
-    return [n for n in names if _safe_name(n)] if isinstance(names, list) else []
+    return list(_manifest_doc(root))
+
+
+def owned_entries(root: str | os.PathLike) -> set[str]:
+    """The manifest's names that are still what opsim wrote: a regular file with one of opsim's file names, or
+    a directory whose content hash is the one recorded (a version-1 manifest kept none: its directories are
+    never opsim's again). A corrupted or edited manifest can therefore never hand a user's directory, or a file
+    of another name, to opsim."""
+    root = Path(root)
+    out = set()
+    for name, digest in _manifest_doc(root).items():
+        p = root / name
+        if p.is_symlink():
+            continue
+        if p.is_file() and OPSIM_FILES.fullmatch(name):
+            out.add(name)
+        elif digest is not None and p.is_dir() and entry_digest(p) == digest:
+            out.add(name)
+    return out
 
 
 def _write_manifest(root: Path, names: Iterable[str]) -> None:
-    doc = {"format": _FORMAT, "version": 1, "files": sorted(set(names))}
+    names = sorted(set(names))
+    hashes = {n: d for n in names if (d := entry_digest(root / n)) is not None}
+    doc = {"format": _FORMAT, "version": 2, "files": names, "hashes": hashes}
     with atomic_file(root / MANIFEST, encoding="utf-8") as fh:
         fh.write(json.dumps(doc, indent=1) + "\n")
 
@@ -135,7 +287,7 @@ def record_output(root: str | os.PathLike, name: str) -> None:
         raise OutputPathError(f"output name {name!r} must be a plain file or directory name")
     root = Path(root)
     with signals_deferred():
-        _write_manifest(root, [*read_manifest(root), name])
+        _write_manifest(root, [*owned_entries(root), name])
 
 
 def _remove(path: Path) -> None:
@@ -173,14 +325,19 @@ class OutputDir:
         except OSError as exc:
             raise OutputPathError(f"{self.root}: cannot create the output directory: "
                                        f"{exc.strerror or exc}") from None
+        self._owned: set[str] | None = None
         self.claim(names)
         _remove_dead_staging(self.root)
-        self.staging = Path(tempfile.mkdtemp(prefix=f"{STAGING_PREFIX}{os.getpid()}-", dir=self.root))
+        with signals_deferred():  # the staging directory exists only once it is registered for cleanup
+            self.staging = Path(tempfile.mkdtemp(prefix=f"{STAGING_PREFIX}{os.getpid()}-", dir=self.root))
+            _LIVE[self] = None
         self.entries: dict[str, None] = {}
 
     def claim(self, names: Iterable[str]) -> None:
         """Refuse names that exist in `root` but were not written by opsim (a user's own file)."""
-        owned = set(read_manifest(self.root))
+        if self._owned is None:
+            self._owned = owned_entries(self.root)  # hashed once per command
+        owned = self._owned
         for name in names:
             if not _safe_name(name):
                 raise OutputPathError(f"output name {name!r} must be a plain file or directory name")
@@ -208,7 +365,8 @@ class OutputDir:
         """Move every written entry into place, drop the previous run's stale entries, write the manifest.
         Returns name -> final path of the entries written."""
         written = list(self.planned())
-        old = read_manifest(self.root)
+        old = self._owned if self._owned is not None else owned_entries(self.root)  # only entries still as
+        # opsim wrote them are ever removed
         trash = self.staging / ".previous"
         with signals_deferred():
             trash.mkdir(exist_ok=True)
@@ -221,13 +379,20 @@ class OutputDir:
                 if name not in written:
                     _remove(self.root / name)
             _write_manifest(self.root, written)
-        _remove(self.staging)
+            _remove(self.staging)
+            _LIVE.pop(self, None)
         return {n: self.root / n for n in written}
 
     def discard(self) -> None:
-        """Drop everything staged; `root` keeps the previous outputs."""
-        _remove(self.staging)
+        """Drop everything staged; `root` keeps the previous outputs (a signal waits until it is done)."""
+        with signals_deferred():
+            _remove(self.staging)
+            _LIVE.pop(self, None)
 
 
-__all__ = ["OutputDir", "atomic_file", "atomic_path", "write_text_atomic", "record_output", "read_manifest", "output_dir_problem", "signals_deferred",
+_LIVE: dict = {}
+"""The staged outputs not yet committed or discarded (see stop_signals_unwind); held strongly, since a signal
+may cut the constructor short after its staging directory exists, leaving no other reference."""
+
+__all__ = ["output_file_problem", "stop_signals_unwind", "Terminated", "STOP_SIGNALS", "OutputDir", "atomic_file", "atomic_path", "write_text_atomic", "record_output", "read_manifest", "owned_entries", "entry_digest", "output_dir_problem", "signals_deferred",
            "MANIFEST"]

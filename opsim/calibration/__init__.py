@@ -66,21 +66,11 @@ class Calibration:
     @classmethod
     def load(cls, path: str | Path) -> "Calibration":
         """Read a calibration YAML; a bad file raises CalibrationError naming the file and the field."""
-        import yaml
+        from opsim.scenario.source import read_yaml_file  # the one bounded YAML reader (scenario limits)
         p = Path(path)
-        try:
-            text = p.read_text(encoding="utf-8")
-        except FileNotFoundError:
-            raise CalibrationError(f"{p}: no such calibration file; create one with `opsim calibrate PROFILE "
-                                   f"-o {p.name}`") from None
-        except (OSError, UnicodeDecodeError) as exc:
-            raise CalibrationError(f"{p}: cannot read ({exc})") from None
-        try:
-            data = yaml.safe_load(text)
-        except yaml.YAMLError as exc:
-            mark = getattr(exc, "problem_mark", None)
-            where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
-            raise CalibrationError(f"{p}: not valid YAML{where}; regenerate it with `opsim calibrate`") from None
+        data = read_yaml_file(path, "a calibration YAML", "calibration", CalibrationError,
+                              missing=f"no such calibration file; create one with `opsim calibrate PROFILE -o "
+                                      f"{p.name}`")
         if not isinstance(data, dict) or "opsim_calibration" not in data:
             raise CalibrationError(f"{p}: field opsim_calibration: missing; this is not an opsim calibration "
                                    f"file (create one with `opsim calibrate`)")

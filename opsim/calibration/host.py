@@ -55,6 +55,12 @@ def host_table(trace: TraceView, file: str | Path | None = None) -> dict[str, Ho
 QUEUE_PHASES = ("enqueue", "dequeue", "dequeue gap")
 
 
+def _corr(e: TraceEvent) -> int | str | None:
+    """An event's correlation id when it is one (a damaged file may hold any JSON value in `args`)."""
+    corr = e.args.get("correlation_id") if isinstance(e.args, dict) else None
+    return corr if isinstance(corr, (int, str)) and not isinstance(corr, bool) else None
+
+
 def queue_phases(trace: TraceView, file: str | Path | None = None) -> dict[str, Measured]:
     """Medians of torch_npu's task-queue costs: ``enqueue`` (an ``Enqueue`` event on the issuing thread),
     ``dequeue`` (a ``Dequeue@X`` event minus the top-level AscendCL events inside it on the consumer thread)
@@ -62,7 +68,7 @@ def queue_phases(trace: TraceView, file: str | Path | None = None) -> dict[str, 
     so the consumer was busy, not waiting). Phases with no event are left out."""
     src = str(file if file is not None else trace.path)
     enq = [e for e in trace.events if e.name == "Enqueue"]
-    deq = sorted((e for e in trace.events if e.name.startswith("Dequeue")), key=lambda e: (e.tid, e.ts))
+    deq = sorted((e for e in trace.events if e.name.startswith("Dequeue")), key=lambda e: (type(e.tid) is str, e.tid, e.ts))  # str tids apart
     acl_by_tid: dict = {}
     for e in trace.events:
         if e.name.startswith("AscendCL@"):
@@ -72,10 +78,10 @@ def queue_phases(trace: TraceView, file: str | Path | None = None) -> dict[str, 
         inner = [e for e in acl_by_tid.get(d.tid, ()) if d.ts <= e.ts and e.end <= d.end]
         top = [e for e in inner if not any(o is not e and o.ts <= e.ts and e.end <= o.end for o in inner)]
         overhead.append((d.dur - sum(e.dur for e in top), d))
-    enq_end = {e.args.get("correlation_id"): e.end for e in enq if "correlation_id" in e.args}
+    enq_end = {_corr(e): e.end for e in enq if _corr(e) is not None}
     gaps: list[tuple[int, TraceEvent]] = []
     for a, b in zip(deq, deq[1:]):
-        ready = enq_end.get(b.args.get("correlation_id"))
+        ready = enq_end.get(_corr(b))
         if a.tid == b.tid and ready is not None and ready <= a.end and b.ts >= a.end:
             gaps.append((b.ts - a.end, b))
     out: dict[str, Measured] = {}

@@ -77,6 +77,7 @@ def write_import(result: ImportResult, out: str | Path) -> ImportResult:
     """Write the scenario YAML, its import report and (with a kernel table) its calibration next to it."""
     import yaml
     out = Path(out)
+    _validate_before_writing(result.scenario, out)
     out.parent.mkdir(parents=True, exist_ok=True)
     if result.calibration is not None:
         result.calibration_path = result.calibration.save(out.with_name(out.stem + CALIBRATION_SUFFIX))
@@ -93,6 +94,18 @@ def write_import(result: ImportResult, out: str | Path) -> ImportResult:
     result.scenario_path = out
     result.report_path = result.report.write(out.with_name(out.stem + REPORT_SUFFIX))
     return result
+
+
+def _validate_before_writing(scenario: dict, out: Path) -> None:
+    """The scenario `opsim validate` would accept, or nothing is written: a profile can hold names opsim cannot
+    replay (a thread named like the task-queue thread, API names with control characters or path parts)."""
+    from opsim.errors import ProfileFormatError, ScenarioError
+    from opsim.scenario.loader import validate
+    try:
+        validate({k: v for k, v in scenario.items() if k != "calibration"}, environ={})
+    except ScenarioError as exc:
+        raise ProfileFormatError(f"{out}: the scenario imported from this profile would not validate, so nothing "
+                                 f"was written: {exc}") from None
 
 
 __all__ = ["import_profile", "write_import", "ImportResult", "ImportReport", "REPORT_SUFFIX", "CALIBRATION_SUFFIX"]

@@ -8,15 +8,14 @@ every row is kept so a writer can reproduce the file byte for byte and append co
 from __future__ import annotations
 
 import csv
-import io
 import math
 from dataclasses import dataclass, field
 from decimal import Decimal, InvalidOperation
 from pathlib import Path
+from typing import Any, Iterator
 
 from opsim.acl.dtypes import DataType
 from opsim.errors import InvalidArgumentError, ProfileFormatError
-from opsim.ingest.locate import read_profile_text
 
 #: canonical column -> accepted header spellings (kernel_details.csv first, then msprof op_summary).
 COLUMNS: dict[str, tuple[str, ...]] = {
@@ -277,54 +276,107 @@ def _column_index(path: Path, header: list[str]) -> dict[str, int]:
     return columns
 
 
-def _split_rows(text: str) -> list[tuple[int, str, list[str]]]:
-    """(1-based first line, raw text, cells) of every CSV record, quoted newlines kept inside their record."""
-    lines = text.splitlines(keepends=True)
-    out: list[tuple[int, str, list[str]]] = []
-    buf = io.StringIO(text, newline="")
-    reader = csv.reader(buf)
-    start = 0
+MAX_LINE_BYTES = 1 << 20
+"""Longest line of a kernel table read (real rows are a few hundred bytes; a file without newlines is not one)."""
+
+
+def _lines(path: Path, fh: Any, first: list[int]) -> Iterator[str]:
+    """The file's lines decoded one at a time (a BOM dropped), each bounded; `first[0]` counts lines read."""
+    n = 0
     while True:
+        raw = fh.readline(MAX_LINE_BYTES + 1)
+        if not raw:
+            return
+        n += 1
+        if len(raw) > MAX_LINE_BYTES:
+            raise ProfileFormatError(f"{path}: line {n} is longer than {MAX_LINE_BYTES >> 20} MiB; not a kernel table "
+                                     "(give a kernel_details.csv or op_summary_*.csv)")
+        if n == 1 and raw.startswith(b"\xef\xbb\xbf"):
+            raw = raw[3:]
         try:
-            cells = next(reader)
-        except StopIteration:
-            break
-        end = reader.line_num
-        raw = "".join(lines[start:end]).rstrip("\r\n")
-        if raw.count('"') % 2:  # a well-formed record always has an even number of quote characters
-            raise csv.Error(f"line {start + 1}: a quoted cell is never closed")
-        out.append((start + 1, raw, cells))
-        start = end
-    return out
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise ProfileFormatError(
+                f"{path}: line {n}, byte {exc.start}: not UTF-8 ({raw[exc.start:exc.start + 4]!r}); re-save the "
+                "kernel_details.csv or op_summary_*.csv as UTF-8") from None
+        first[0] = n
+        yield text
 
 
-def read_kernels(path: str | Path) -> KernelTable:
-    """Read a kernel_details.csv / op_summary_*.csv; skipped rows are counted by reason in `skipped`."""
+def iter_records(path: Path) -> Iterator[tuple[int, str, list[str]]]:
+    """(1-based first line, raw text without its newline, cells) of every CSV record of `path`, read as a
+    stream: a regular file only, one record in memory at a time (opsim.safe_io), quoted newlines kept inside
+    their record. A last record without a newline is marked by a raw text that `ends_without_newline` sees."""
+    from opsim.safe_io import open_regular
+    with open_regular(path, "a kernel_details.csv or op_summary_*.csv", ProfileFormatError) as fh:
+        counter = [0]
+        pending: list[str] = []
+
+        def feed() -> Iterator[str]:
+            for line in _lines(path, fh, counter):
+                pending.append(line)
+                yield line
+
+        reader = csv.reader(feed())
+        start = 1
+        while True:
+            try:
+                cells = next(reader)
+            except StopIteration:
+                break
+            except csv.Error as exc:
+                raise ProfileFormatError(f"{path}: not a readable CSV (line {start}: {exc}); fix the quoting or "
+                                         "export the kernel table again") from None
+            raw = "".join(pending)
+            del pending[:]
+            if raw.count('"') % 2:  # a well-formed record always has an even number of quote characters
+                raise ProfileFormatError(f"{path}: not a readable CSV (line {start}: a quoted cell is never "
+                                         "closed); fix the quoting or export the kernel table again")
+            yield start, raw, cells
+            start = counter[0] + 1
+
+
+def iter_kernels(path: str | Path) -> Iterator[tuple[int, str, list[str], KernelRecord | None, str]]:
+    """The data rows of a kernel table as a stream: (line, raw text with its newline, cells, record or None,
+    reason skipped). The header is checked first; blank rows are left out. Memory stays that of one row."""
     p = Path(path)
-    text = read_profile_text(p, "kernel_details.csv or op_summary_*.csv")
-    try:
-        records = _split_rows(text)
-    except csv.Error as exc:
-        raise ProfileFormatError(f"{p}: not a readable CSV ({exc}); fix the quoting or export the kernel table "
-                                 f"again") from None
-    if not records:
+    records = iter_records(p)
+    first = next(records, None)
+    if first is None:
         raise ProfileFormatError(f"{p}: empty file; give a kernel_details.csv with its header row")
-    _, raw_header, header = records[0]
+    header = first[2]
     columns = _column_index(p, header)
-    newline = "\r\n" if "\r\n" in text[:4096] else "\n"
-    table = KernelTable(path=p, header=header, rows=[], raw_header=raw_header, newline=newline,
-                        final_newline=text.endswith(("\n", "\r")))
-    for line, raw, cells in records[1:]:
+    yield 1, first[1], header, None, "header"
+    for line, raw, cells in records:
         if not cells or all(c.strip() == "" for c in cells):
             continue
-        table.raw_rows.append(raw)
-        table.cells.append(cells)
-        table.lines.append(line)
         rec, reason = _parse_row(p, header, columns, line, cells)
+        yield line, raw, cells, rec, reason
+
+
+def read_kernels(path: str | Path, *, keep_raw: bool = True) -> KernelTable:
+    """Read a kernel_details.csv / op_summary_*.csv; skipped rows are counted by reason in `skipped`. The file is
+    read as a stream (`iter_kernels`); `keep_raw=False` keeps only the typed rows (what a fit needs), not the
+    text to write rows back."""
+    p = Path(path)
+    table: KernelTable | None = None
+    for line, raw, cells, rec, reason in iter_kernels(p):
+        if table is None:
+            table = KernelTable(path=p, header=cells, rows=[], raw_header=raw.rstrip("\r\n"),
+                                newline="\r\n" if raw.endswith("\r\n") else "\n")
+            continue
+        table.final_newline = raw.endswith(("\n", "\r"))
+        if keep_raw:
+            table.raw_rows.append(raw.rstrip("\r\n"))
+            table.cells.append(cells)
+            table.lines.append(line)
         if rec is None:
             table.skipped[reason] = table.skipped.get(reason, 0) + 1
         else:
             table.rows.append(rec)
+    assert table is not None
+    if not table.raw_rows and not table.rows and not table.skipped:
+        table.final_newline = True
     return table
 
 

@@ -30,7 +30,7 @@ def check_scenario(data: Mapping[str, Any], threads: list[C.ThreadConfig], add: 
         _check_streams(data, threads, soc, add)
     _check_paths(data, add)
     _check_calls(threads, add, limits)
-    _check_horizon(threads, add)
+    _check_horizon(data, threads, add)
     if data.get("numerics") and not deferred_ops:
         _check_numerics(threads, add, limits)
 
@@ -120,12 +120,40 @@ def _check_calls(threads: list[C.ThreadConfig], add: Add, limits: Limits) -> Non
                                    "the loop counts or raise --max-calls")
 
 
-def _check_horizon(threads: list[C.ThreadConfig], add: Add) -> None:
+TRACE_MAX_US = 10 ** 12
+"""Longest time trace.json writes exactly (opsim.trace.timefmt.JSON_US_MAX ns, about 11.6 days); a test pins
+that the two agree."""
+
+
+def _horizon(data: Mapping[str, Any]) -> tuple[float, str]:
+    """(longest time the run's outputs can express in us, what sets it)."""
+    outputs = data.get("outputs") if isinstance(data.get("outputs"), dict) else {}
+    if data.get("trace", True) and outputs.get("trace", True):
+        return TRACE_MAX_US, (f"the longest time trace.json writes exactly ({TRACE_MAX_US:.0e} us); or write no "
+                              "trace.json (`outputs: {trace: false}`)")
+    return MAX_HORIZON_US, f"the longest simulated time of {MAX_HORIZON_US} us (2**53 ns)"
+
+
+def _check_horizon(data: Mapping[str, Any], threads: list[C.ThreadConfig], add: Add) -> None:
+    """Sleeps, and each call's time-valued cost overrides, must fit the times the outputs can express: a run
+    refuses them only after simulating, when it writes them."""
+    bound, why = _horizon(data)
+    from opsim.device.cost import HOST_PHASES
+    per_call = 0.0
+    for k, v in dict(data.get("cost_overrides") or {}).items():
+        if (k in HOST_PHASES or k.endswith("_us")) and isinstance(v, (int, float)) and not isinstance(v, bool):
+            if v > bound:
+                add(("cost_overrides", k), f"{v:.4g} us is beyond {why}; give a smaller value")
+            per_call = max(per_call, float(v))
     for i, th in enumerate(threads):
         t = C.sleep_us(th.program)
         if t > MAX_HORIZON_US:
             add(("threads", i, "program"), f"the sleeps alone last {t:.4g} us, beyond the longest simulated time "
                                            f"of {MAX_HORIZON_US} us (2**53 ns); shorten the sleeps or the loops")
+        elif t + per_call * C.program_calls(th.program) > bound:
+            add(("threads", i, "program"), f"the sleeps and the cost overrides alone last "
+                                           f"{t + per_call * C.program_calls(th.program):.4g} us, beyond {why}; "
+                                           "shorten the sleeps, the loops or the overrides")
 
 
 def numerics_bytes(threads: list[C.ThreadConfig]) -> int:

@@ -8,7 +8,8 @@ one to three orders of magnitude of headroom over the largest bundled scenario. 
 YAML is checked on its event stream (libyaml's parser, which is not recursive) as it is read, before anything
 else is built from it: nesting depth, alias count, the node count after alias expansion (computed per anchor,
 so an alias bomb is measured without being expanded) and aliases that refer to their own unfinished
-collection (opsim.scenario.yaml_reader enforces them in the pass that reads a scenario). Values that
+collection (opsim.scenario.yaml_reader enforces them in the pass that reads a scenario, and its
+`check_yaml_events` checks a text against them). Values that
 arrive as Python data (`--set`, a dict passed to the API) get the same checks from `check_data`.
 """
 from __future__ import annotations
@@ -27,6 +28,10 @@ MAX_ALIASES = 1_000
 """Most YAML aliases (`*name`) in one file or `--set` value."""
 MAX_NODES = 1_000_000
 """Most YAML nodes (scalars and collections) after every alias is expanded."""
+MAX_NUMBER_CHARS = 100
+"""Longest integer written in YAML, in characters (checked before it is converted: Python refuses more than
+4,300 digits, and an integer above about 1e308 cannot become a float). opsim's integers fit int64 (19 digits);
+100 characters also hold any float field's value written as an integer."""
 
 INT64_MAX = (1 << 63) - 1
 NS_PER_US = 1000
@@ -57,16 +62,6 @@ class LimitError(ValueError):
         self.line = line
 
 
-# ---- YAML text --------------------------------------------------------------------------------------------
-
-def check_yaml_events(text: str) -> None:
-    """Raise LimitError when the YAML text is too long, nests too deep, uses too many aliases, expands to too
-    many nodes or has an alias inside the collection it names. YAML syntax errors propagate as yaml.YAMLError.
-    The check is the scenario reader's own pass over libyaml's events (opsim.scenario.yaml_reader)."""
-    from opsim.scenario.yaml_reader import read_document
-    read_document(text)
-
-
 # ---- Python data (--set values, dict sources) -----------------------------------------------------------
 
 def check_data(value: Any) -> None:
@@ -91,6 +86,7 @@ def check_data(value: Any) -> None:
             continue
         if key in memo:
             continue
+
         if key in onpath:
             raise LimitError("the value contains itself (a self-referencing alias such as `&a [*a]`); remove the "
                              "alias")
@@ -104,6 +100,22 @@ def check_data(value: Any) -> None:
                     raise LimitError("the value contains itself (a self-referencing alias such as `&a [*a]`); "
                                      "remove the alias")
                 work.append((c, depth + 1, False))
+
+
+def non_string_keys(data: Any, depth: int | None = None) -> Iterator[tuple[tuple, Any]]:
+    """(path of the mapping, key) of every mapping key that is not a string (`5:`, `true:`, `~:` in YAML) in a
+    checked tree, looking `depth` mappings deep (None: all)."""
+    work: list[tuple[tuple, Any, int]] = [((), data, 0)]
+    while work:
+        path, obj, level = work.pop()
+        if isinstance(obj, dict):
+            for k, v in obj.items():
+                if not isinstance(k, str):
+                    yield path, k
+                elif depth is None or level + 1 < depth:
+                    work.append((path + (k,), v, level + 1))
+        elif isinstance(obj, list) and depth is None:
+            work.extend((path + (i,), v, level) for i, v in enumerate(obj))
 
 
 def non_finite(data: Any) -> Iterator[tuple[tuple, float]]:
@@ -156,6 +168,6 @@ def _walk_non_finite(data: Any) -> bool:
     return False
 
 
-__all__ = ["Limits", "LimitError", "check_yaml_events", "check_data", "non_finite", "MAX_FILE_BYTES",
-           "MAX_DEPTH", "MAX_ALIASES", "MAX_NODES", "MAX_HORIZON_US", "MAX_EPOCH_US", "INT64_MAX",
+__all__ = ["Limits", "LimitError", "check_data", "non_finite", "non_string_keys", "MAX_FILE_BYTES",
+           "MAX_DEPTH", "MAX_ALIASES", "MAX_NODES", "MAX_NUMBER_CHARS", "MAX_HORIZON_US", "MAX_EPOCH_US", "INT64_MAX",
            "DEFAULT_MAX_CALLS", "DEFAULT_NUMERICS_BYTES"]

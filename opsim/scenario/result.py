@@ -13,7 +13,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any, Mapping
 
-from opsim.errors import InvalidArgumentError, OpsimError
+from opsim.errors import InvalidArgumentError, OpsimError, shown
 from opsim.trace.recorder import COLUMNS
 
 RECORDS_FILE = "records.json.gz"
@@ -254,23 +254,26 @@ def load_result(out_dir: str | os.PathLike) -> Result:
         raise InvalidArgumentError(
             f"{str(out)!r} holds no {RECORDS_FILE}; give the output directory of `opsim run` or "
             "opsim.run(..., out_dir=...), or call Result.save(out_dir) on a result")
-    try:
-        with gzip.open(path, "rt", encoding="utf-8") as fh:
-            doc = json.load(fh)
-    except (OSError, EOFError, ValueError) as exc:
-        raise InvalidArgumentError(f"{str(path)!r} is not a readable {RECORDS_FILE}: {exc}") from None
+    from opsim.trace.result_files import read_gzip_json, read_json_file, records_problem
+    from opsim.trace.summary import summary_problem
+    doc = read_gzip_json(path)  # bounded: a regular file, its decompressed size, its nesting
     if not isinstance(doc, dict) or doc.get("format") != _FORMAT:
         raise InvalidArgumentError(f"{str(path)!r} is not an opsim records file")
     if doc.get("version") != _VERSION:
         raise InvalidArgumentError(
-            f"{str(path)!r} has records format version {doc.get('version')!r}; this opsim reads version {_VERSION}")
+            f"{str(path)!r} has records format version {shown(doc.get('version'))}; this opsim reads version "
+            f"{_VERSION}")
+    problem = records_problem(doc)  # checked whole now, so a damaged file never fails later, when a table is used
+    if problem:
+        raise InvalidArgumentError(f"{str(path)!r}: {problem}; the file is damaged: rerun `opsim run` to rewrite it")
     summary = doc.get("summary")
     summary_file = out / "summary.json"
     if summary_file.is_file():  # the runner's complete summary, its `wall` section included
-        try:
-            summary = json.loads(summary_file.read_text(encoding="utf-8"))
-        except ValueError as exc:
-            raise InvalidArgumentError(f"{str(summary_file)!r} is not valid JSON: {exc}") from None
+        summary = read_json_file(summary_file, what="a summary.json")
+    problem = summary_problem(summary) if summary is not None else None
+    if problem:
+        where = summary_file if summary_file.is_file() else path
+        raise InvalidArgumentError(f"{str(where)!r}: not an opsim summary: {problem}; rerun `opsim run` to rewrite it")
     outputs = {name: out / rel for name, rel in (doc.get("outputs") or {}).items() if (out / rel).exists()}
     return Result(doc["records"], summary=summary, meta=doc.get("meta"), outputs=outputs, out_dir=out,
                   stdout_text=doc.get("stdout_text") or "")

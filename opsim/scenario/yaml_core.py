@@ -7,6 +7,8 @@ from typing import Any
 
 import yaml
 
+from opsim.scenario.limits import MAX_NUMBER_CHARS, LimitError
+
 
 class _CoreLoader(yaml.SafeLoader):
     """YAML 1.2 core schema scalars (PyYAML reads YAML 1.1): decimal integers may have leading zeros (``010`` is
@@ -30,6 +32,9 @@ for _tag, _pattern, _first in _CORE_SCALARS:
 
 def _core_int(loader: yaml.SafeLoader, node: yaml.Node) -> int:
     text = loader.construct_scalar(node)
+    if len(text) > MAX_NUMBER_CHARS:  # bounded before int() (a 0x... of any length converts, then overflows)
+        raise LimitError(f"an integer of {len(text)} characters, above the limit of {MAX_NUMBER_CHARS}; opsim's "
+                         "integers fit int64 (at most 19 digits)")
     if text[:2] in ("0o", "0x"):
         return int(text[2:], 8 if text[1] == "o" else 16)
     return int(text, 10)

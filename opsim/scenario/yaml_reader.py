@@ -33,7 +33,8 @@ from yaml.events import (AliasEvent, MappingEndEvent, MappingStartEvent, ScalarE
                          SequenceStartEvent, StreamEndEvent)
 from yaml.nodes import ScalarNode
 
-from opsim.scenario.limits import MAX_ALIASES, MAX_DEPTH, MAX_FILE_BYTES, MAX_NODES, LimitError
+from opsim.errors import shown
+from opsim.scenario.limits import MAX_ALIASES, MAX_DEPTH, MAX_FILE_BYTES, MAX_NODES, MAX_NUMBER_CHARS, LimitError
 
 LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 """libyaml's parser when PyYAML was built with it (about 10x faster), else PyYAML's own: both give the same
@@ -46,7 +47,7 @@ STANDARD_TAGS = frozenset(_YAML + t for t in (
 _CORE_SCALARS = frozenset(_YAML + t for t in ("str", "int", "float", "bool", "null"))
 AS_WRITTEN = frozenset(_YAML + t for t in ("int", "float", "bool"))
 """Tags of the `env` values kept as their source text (see opsim.scenario.loader)."""
-_SEQ, _MAP = _YAML + "seq", _YAML + "map"
+_SEQ, _MAP, _INT = _YAML + "seq", _YAML + "map", _YAML + "int"
 
 # The state of a scalar's tag: constructed by the pass, left to PyYAML, not allowed in a scenario.
 _OK, _PYYAML, _REFUSED = 0, 1, 2
@@ -151,6 +152,13 @@ def read_document(text: str) -> YamlDocument:
         loader.dispose()
 
 
+def check_yaml_events(text: str) -> None:
+    """Raise LimitError when the YAML text is too long, nests too deep, uses too many aliases, expands to too
+    many nodes or has an alias inside the collection it names. YAML syntax errors propagate as yaml.YAMLError.
+    The check is the scenario reader's own pass over libyaml's events."""
+    read_document(text)
+
+
 def _scalar_maker(loader: Any):
     """A function (value, tag, implicit, event) -> (object, tag, state) resolving and constructing a scalar
     with the loader's own resolver and constructors."""
@@ -161,11 +169,16 @@ def _scalar_maker(loader: Any):
         if tag is None or tag == "!":
             tag = resolve(ScalarNode, value, implicit)
         if tag in _CORE_SCALARS:
+            if tag == _INT and len(value) > MAX_NUMBER_CHARS:  # bounded before int() sees it
+                raise LimitError(f"an integer of {len(value)} characters, above the limit of {MAX_NUMBER_CHARS}; "
+                                 "opsim's integers fit int64 (at most 19 digits)", ev.start_mark.line + 1)
             try:
                 return constructors[tag](loader, ScalarNode(tag, value, ev.start_mark, ev.end_mark, ev.style)), \
                     tag, _OK
-            except Exception:  # noqa: BLE001 - PyYAML raises its own error (or not) when it constructs
-                return None, tag, _PYYAML
+            except Exception:  # noqa: BLE001 - `!!int x`, `!!bool maybe`: PyYAML would raise a bare ValueError
+                short = tag.replace(_YAML, "!!")
+                raise LimitError(f"{shown(value)} cannot be read as {short}; write a value of that type or drop "
+                                 "the tag", ev.start_mark.line + 1) from None
         return None, tag, _PYYAML if tag in STANDARD_TAGS else _REFUSED
     return make
 
@@ -480,4 +493,4 @@ def _too_many() -> str:
             "of copies?); write the values out or make the scenario smaller")
 
 
-__all__ = ["read_document", "YamlDocument", "LineMap", "Problem", "LOADER", "STANDARD_TAGS", "AS_WRITTEN"]
+__all__ = ["read_document", "check_yaml_events", "YamlDocument", "LineMap", "Problem", "LOADER", "STANDARD_TAGS", "AS_WRITTEN"]

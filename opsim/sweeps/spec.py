@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping
 
-from opsim.errors import ScenarioError
+from opsim.errors import ScenarioError, shown
 
 SWEEP_KEY = "sweep"
 DEFAULT_FIGURES = (
@@ -26,6 +26,10 @@ DEFAULT_FIGURES = (
 """The standard figures: summary fields, so they exist with `trace: false` and cost nothing to collect."""
 ALL_RESULT_FIGURES = "*"
 """In `figures`, every trace-derived `Result.figures` value (needs the trace on)."""
+MAX_POINTS = 100_000
+"""Most points a sweep file may make (grid x zip x random samples x seeds), checked arithmetically before any
+point is made (docs/sweeps.md, "Limits"): at the measured few points per second per core this is days of
+simulation, and the points list stays a few tens of MB."""
 DISTRIBUTIONS = ("choice", "uniform", "log_uniform", "integer")
 _FIELDS = ("sweep", "description", "scenario", "overrides", "grid", "zip", "random", "seeds", "figures")
 
@@ -140,13 +144,13 @@ class _Errors:
         self.label, self.lines, self.items = label, lines, []
 
     def add(self, path: Iterable[Any], message: str) -> None:
-        from opsim.scenario.loader import format_path
+        from opsim.scenario.messages import format_path
         path = tuple(path)
         probe = path
         while probe and probe not in self.lines:
             probe = probe[:-1]
         line = self.lines.get(probe)
-        entry = f"{self.label}{f':{line}' if line else ''}: {format_path(path)}: {message}"
+        entry = shown(f"{self.label}{f':{line}' if line else ''}: {format_path(path)}: {message}", 1000, quote=False)
         if entry not in self.items:
             self.items.append(entry)
 
@@ -167,7 +171,7 @@ def is_sweep_file(path: str | Path) -> bool:
     """True when `path` is a readable YAML file whose top level is a sweep (False for scenarios and bad files).
     Read like a scenario (size, depth and alias limits), so a hostile file costs no more here."""
     from opsim.errors import ScenarioError
-    from opsim.scenario.loader import read_source
+    from opsim.scenario.source import read_source
     try:
         data = read_source(Path(path))[0]
     except ScenarioError:
@@ -175,24 +179,28 @@ def is_sweep_file(path: str | Path) -> bool:
     return is_sweep(data)
 
 
-def load_sweep(source: str | Path | Mapping[str, Any], *, check_points: bool = True) -> Sweep:
+def load_sweep(source: str | Path | Mapping[str, Any], *, check_points: bool = True,
+               max_points: int | None = None) -> Sweep:
     """Read and check a sweep file (or the same structure as a dict; its scenario path is then relative to
     the working directory). With `check_points`, every parameter value is applied to the base scenario and
-    validated, so a typo in a key or a bad value is reported before anything runs."""
-    from opsim.scenario.loader import read_source
+    validated, so a typo in a key or a bad value is reported before anything runs. More than `max_points`
+    points (default MAX_POINTS) are refused before any is made."""
+    from opsim.scenario.source import read_source
     if isinstance(source, Mapping):
         data, lines, label, path = read_source(source)
         label, base_dir, text = "<sweep>", Path.cwd(), None
     else:
         data, lines, label, path = read_source(source)
         base_dir = Path(path).parent
-        text = Path(path).read_text(encoding="utf-8")
+        from opsim.scenario.source import read_text_file
+        text = read_text_file(path, "a sweep .yaml file", "sweep")  # bounded, as read_source read it
     errors = _Errors(label, lines)
     if not isinstance(data, dict):
         raise ScenarioError(f"{label}:1: a sweep file is a mapping with `sweep`, `scenario` and the parameters")
     if SWEEP_KEY not in data and "threads" in data:
         raise ScenarioError(f"{label} is a scenario, not a sweep file (it has `threads` and no `sweep` key): run it "
                             f"with `opsim run {label}`, or name it as a sweep file's `scenario` (docs/sweeps.md)")
+    _check_names(data, errors)
     _schema_errors(data, errors)
     errors.raise_if_any()
     scenario_text, scenario_label, scenario_path = _base_scenario(data["scenario"], base_dir, errors)
@@ -202,12 +210,42 @@ def load_sweep(source: str | Path | Mapping[str, Any], *, check_points: bool = T
                   figures=tuple(data.get("figures") or DEFAULT_FIGURES), source_text=text,
                   scenario_dir=scenario_path.parent if scenario_path is not None else base_dir)
     check_figures(sweep.figures, errors)
+    check_point_count(data, errors, max_points)
+    errors.raise_if_any()
     build_axes(sweep, data, errors)
     errors.raise_if_any()
     if check_points:
         check_values(sweep, scenario_path if scenario_path is not None else data["scenario"], errors)
         errors.raise_if_any()
     return sweep
+
+
+def point_count(data: Mapping[str, Any]) -> int:
+    """The number of points a checked sweep file makes, computed from the sizes alone (nothing expanded)."""
+    n = 1
+    for values in (data.get("grid") or {}).values():
+        n *= len(values)
+    zipped = data.get("zip") or {}
+    if zipped:
+        n *= min(len(v) for v in zipped.values())
+    rnd = data.get("random")
+    if rnd:
+        n *= int(rnd["samples"])
+    seeds = data.get("seeds")
+    if seeds is not None:
+        n *= seeds if isinstance(seeds, int) else len(seeds)
+    return n
+
+
+def check_point_count(data: Mapping[str, Any], errors: _Errors, max_points: int | None = None) -> None:
+    """Refuse a sweep of more than `max_points` points (default MAX_POINTS) before anything is expanded."""
+    limit = MAX_POINTS if max_points is None else max_points
+    n = point_count(data)
+    if n > limit:
+        where = ("seeds",) if data.get("seeds") is not None and n // max(point_count({**data, "seeds": None}), 1) \
+            > limit else ("random", "samples") if data.get("random") else ()
+        errors.add(where, f"the sweep makes {n:,} points, above the limit of {limit:,}; sweep fewer values, "
+                          "samples or seeds, or split it into several sweep files")
 
 
 def result_figure_names() -> list[str]:
@@ -224,12 +262,17 @@ def check_figures(figures: Iterable[str], errors: _Errors) -> None:
         if name == "summary.wall" or name.startswith("summary.wall."):
             errors.add(("figures", i), "the summary's `wall` section is machine time and would make results differ "
                                        "between machines; every row has a wall_seconds column instead")
-        elif name == ALL_RESULT_FIGURES or name == "summary" or name.startswith("summary."):
+        elif name.startswith("summary."):
+            from opsim.trace.summary import summary_field_problem
+            problem = summary_field_problem(name[len("summary."):])
+            if problem:
+                errors.add(("figures", i), f"unknown figure {shown(name)}: {problem}")
+        elif name == ALL_RESULT_FIGURES or name == "summary":
             continue
         else:
             names = names if names is not None else result_figure_names()
             if name not in names:
-                from opsim.scenario.loader import _suggest
+                from opsim.scenario.messages import _suggest
                 errors.add(("figures", i), f"unknown figure {name!r}{_suggest(name, names)}; use a summary field "
                                            f"('summary.<path>', e.g. summary.exec_cache.hit_rate), '*' for every "
                                            f"trace figure, or one of: {', '.join(names)}")
@@ -250,11 +293,22 @@ def one_parameter(scenario: Any, param: str, values: list[Any], *, overrides: Ma
     return sweep
 
 
+def _check_names(data: dict[str, Any], errors: _Errors) -> None:
+    """Field and parameter names must be strings (`grid: {5: [a, b]}`); a named axis's labels may be numbers."""
+    from opsim.scenario.limits import non_string_keys
+    sections = [((), data, 1)] + [((k,), data.get(k), 1) for k in ("grid", "zip", "overrides")] + \
+        [(("random",), data.get("random"), 2)]
+    for where, section, depth in sections:
+        for path, key in non_string_keys(section if isinstance(section, dict) else {}, depth):
+            errors.add(where + path, f"the key {shown(key)} is read as {type(key).__name__}; names are strings: "
+                                     "quote it")
+
+
 def _schema_errors(data: dict[str, Any], errors: _Errors) -> None:
     from jsonschema import Draft202012Validator
     from jsonschema.exceptions import best_match
 
-    from opsim.scenario.loader import _report  # the scenario loader's error wording, shared
+    from opsim.scenario.messages import _report  # the scenario loader's error wording, shared
     for err in Draft202012Validator(SCHEMA).iter_errors(data):
         _report(err, errors, best_match)
 
@@ -264,22 +318,25 @@ def _base_scenario(value: Any, base_dir: Path, errors: _Errors) -> tuple[str, st
     import yaml
     if isinstance(value, Mapping):
         return yaml.safe_dump(dict(value), sort_keys=False, allow_unicode=True), "<inline scenario>", None
-    from opsim.scenario.limits import MAX_FILE_BYTES, LimitError, check_yaml_events
+    from opsim.scenario.limits import LimitError
+    from opsim.scenario.source import read_text_file
+    from opsim.scenario.yaml_reader import check_yaml_events
     path = Path(value)
     full = path if path.is_absolute() else base_dir / path
-    try:
-        if full.stat().st_size > MAX_FILE_BYTES:
-            raise LimitError(f"larger than the limit of {MAX_FILE_BYTES >> 20} MiB for a scenario file")
-        text = full.read_bytes().decode("utf-8")
+    from opsim.safe_io import path_problem
+    if path_problem(full) is None and not full.exists():
+        errors.add(("scenario",), f"the scenario file {shown(str(full))} is not found; give a path relative to the "
+                                  "sweep file, or the scenario inline")
+        return "", shown(value), None
+    try:  # a regular file, bounded, its path checked first (opsim.safe_io)
+        text = read_text_file(full, "a scenario .yaml file", "scenario")
         check_yaml_events(text)  # the scenario reader's depth and alias limits, before any YAML is built
-    except (OSError, UnicodeDecodeError) as exc:
-        why = "not found" if isinstance(exc, FileNotFoundError) else f"cannot be read ({exc})"
-        errors.add(("scenario",), f"the scenario file {str(full)!r} is {why}; give a path relative to the sweep "
-                                  "file, or the scenario inline")
-        return "", value, None
+    except ScenarioError as exc:
+        errors.add(("scenario",), str(exc))
+        return "", shown(value), None
     except LimitError as exc:
-        errors.add(("scenario",), f"the scenario file {str(full)!r}: {exc}")
-        return "", value, None
+        errors.add(("scenario",), f"the scenario file {shown(str(full))}: {exc}")
+        return "", shown(value), None
     except yaml.YAMLError:
         pass  # a syntax error is reported with its line when the points are validated
     return text, path.name, full
@@ -336,7 +393,8 @@ def build_axes(sweep: Sweep, data: Mapping[str, Any], errors: _Errors) -> None:
         if "seed" in seen or "seed" in sweep.overrides:
             errors.add(("seeds",), "the seed is already set by a parameter or in `overrides`; drop `seeds` or that "
                                    "key")
-        base = int(sweep.overrides.get("seed", _scenario_seed(sweep.scenario)))
+        base = sweep.overrides.get("seed", _scenario_seed(sweep.scenario))
+        base = base if isinstance(base, int) and not isinstance(base, bool) else 0  # a bad one: reported below
         sweep.seeds = [base + r for r in range(seeds)] if isinstance(seeds, int) else [int(s) for s in seeds]
         if len(set(sweep.seeds)) != len(sweep.seeds):
             errors.add(("seeds",), f"seeds repeat a value ({sweep.seeds}); give each seed once")
@@ -367,6 +425,10 @@ def sample(params: Mapping[str, Mapping[str, Any]], samples: int, seed: int, err
             draws.append(lambda arg=arg: arg[rng.randrange(len(arg))])
             continue
         lo, hi = arg
+        if not all(isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x) for x in arg):
+            if errors:
+                errors.add(path, f"the range [{shown(lo)}, {shown(hi)}] needs two finite numbers; give [low, high]")
+            return []
         if lo > hi:
             if errors:
                 errors.add(path, f"the range [{lo}, {hi}] is empty; give [low, high] with low <= high")
@@ -418,9 +480,10 @@ def check_values(sweep: Sweep, scenario: Any, errors: _Errors) -> None:
                 where = (kind, name) if kind != "random" else ("random", "params", name)
                 if not check(one, where, f"{name}={value!r}"):
                     break
-    for seed in sweep.seeds or ():
-        if not check({"seed": seed}, ("seeds",), f"seed {seed}"):
-            break
+    if sweep.seeds:  # a seed only sets `seed`: the smallest and the largest stand for all of them
+        for seed in sorted({min(sweep.seeds), max(sweep.seeds)}):
+            if not check({"seed": seed}, ("seeds",), f"seed {seed}"):
+                break
 
 
 def _singles(names: list[str], row: tuple, overrides: dict[str, Any]) -> Iterable[tuple[str, Any, dict]]:
@@ -432,5 +495,5 @@ def _singles(names: list[str], row: tuple, overrides: dict[str, Any]) -> Iterabl
         yield ", ".join(names), row, overrides
 
 
-__all__ = ["Sweep", "Point", "load_sweep", "is_sweep", "is_sweep_file", "sample", "DEFAULT_FIGURES",
+__all__ = ["MAX_POINTS", "point_count", "Sweep", "Point", "load_sweep", "is_sweep", "is_sweep_file", "sample", "DEFAULT_FIGURES",
            "ALL_RESULT_FIGURES", "SCHEMA"]

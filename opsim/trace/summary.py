@@ -330,6 +330,36 @@ def _pct(rate: float | None) -> str:
     return "n/a (no lookups)" if rate is None else f"{100.0 * rate:.1f}%"
 
 
+SUMMARY_FIELDS: dict[str, Any] = {
+    "scenario": None, "seed": None, "soc": None, "profile": None, "env": "*", "calibration": None,
+    "simulated_makespan_us": None, "device_busy_until_us": None, "op_calls": None, "failed_calls": None,
+    "threads": "*", "streams": "*", "units": "*", "task_types": "*",
+    "exec_cache": ("hits", "misses", "evictions", "hit_rate"), "pta_cache": ("hits", "misses", "hit_rate"),
+    "aicpu_cache": ("hits", "misses", "oneshot", "evictions", "hit_rate"), "cache_events": "*",
+    "oneshot_tasks": None,
+    "memory": ("capacity_bytes", "peak_hbm_bytes", "peak_workspace_bytes", "in_use_at_end_bytes", "oom_events"),
+    "leaks": ("count", "bytes", "allocations"), "overflows": None, "profiling_reports": "*", "instants": "*",
+    "counters_max": "*", "errors": None, "warnings": None, "wall": ("wall_seconds", "simulated_calls_per_wall_second"),
+}
+"""The fields `build_summary` writes (a test keeps the two in step): None a value, a tuple the keys of a fixed
+section, "*" a section keyed by names (threads, streams, ...). Sweep figures `summary.<path>` are checked
+against it when a sweep file is validated."""
+
+
+def summary_field_problem(path: str) -> str | None:
+    """Why `summary.<path>` names no summary field (None: it may: a named section's names are run-dependent)."""
+    parts = path.split(".", 2)
+    top = parts[0]
+    if top not in SUMMARY_FIELDS:
+        return f"the summary has no field {top!r}; its fields: {', '.join(SUMMARY_FIELDS)}"
+    kind = SUMMARY_FIELDS[top]
+    if len(parts) > 1 and kind is None:
+        return f"summary.{top} is a value, not a section; use summary.{top}"
+    if len(parts) > 1 and isinstance(kind, tuple) and parts[1] not in kind:
+        return f"summary.{top} has no field {parts[1]!r}; its fields: {', '.join(kind)}"
+    return None
+
+
 _NUM = {"type": "number"}
 _OPT_NUM = {"type": ["number", "null"]}
 
@@ -340,19 +370,25 @@ def _table(required: tuple[str, ...], **props: Any) -> dict[str, Any]:
                                                        "properties": {k: _NUM for k in required} | props}}
 
 
+_SECTION = {"type": ["object", "null"]}
+_ENV_ROW = {"type": "object", "required": ["value", "source"],
+            "properties": {"value": {"type": "string"}, "source": {"type": "string"}, "shell": {"type": "string"}}}
 SUMMARY_SCHEMA: dict[str, Any] = {
     "type": "object",
     "properties": {
         "wall": {"type": ["object", "null"], "properties": {"wall_seconds": _OPT_NUM,
                                                            "simulated_calls_per_wall_second": _OPT_NUM}},
+        "env": {"type": ["object", "null"], "additionalProperties": _ENV_ROW},
         "simulated_makespan_us": _NUM,
-        "threads": _table(("host_busy_us", "host_busy_pct")),
-        "streams": _table(("busy_us", "busy_pct")),
-        "units": _table(("utilization_pct",)),
-        "exec_cache": {"type": ["object", "null"], "properties": {"hit_rate": _OPT_NUM}},
-        "aicpu_cache": {"type": ["object", "null"], "properties": {"hit_rate": _OPT_NUM}},
-        "memory": {"type": ["object", "null"], "properties": {"peak_hbm_bytes": _NUM, "peak_workspace_bytes": _NUM}},
-        "leaks": {"type": ["object", "null"], "properties": {"count": _NUM, "bytes": _NUM}},
+        "threads": _table(("host_busy_us", "host_busy_pct")) | {"type": ["object", "null"]},
+        "streams": _table(("busy_us", "busy_pct")) | {"type": ["object", "null"]},
+        "units": _table(("utilization_pct",)) | {"type": ["object", "null"]},
+        "exec_cache": _SECTION | {"properties": {"hit_rate": _OPT_NUM}},
+        "pta_cache": _SECTION | {"properties": {"hit_rate": _OPT_NUM}},
+        "aicpu_cache": _SECTION | {"properties": {"hit_rate": _OPT_NUM}},
+        "memory": _SECTION | {"properties": {"peak_hbm_bytes": _NUM, "peak_workspace_bytes": _NUM}},
+        "leaks": _SECTION | {"properties": {"count": _NUM, "bytes": _NUM}},
+        "profiling_reports": _SECTION,
         "errors": {"type": ["array", "null"], "items": {"type": "object"}},
         "warnings": {"type": ["array", "null"]},
     },
@@ -364,11 +400,12 @@ def summary_problem(summary: Any) -> str | None:
     """Why `summary` (parsed JSON) cannot be rendered as a run summary, or None."""
     import jsonschema
     from jsonschema.exceptions import best_match
+    from opsim.errors import shown
     err = best_match(jsonschema.Draft202012Validator(SUMMARY_SCHEMA).iter_errors(summary))
     if err is None:
         return None
-    where = ".".join(str(p) for p in err.absolute_path) or "(top level)"
-    return f"{where}: {err.message}"
+    where = ".".join(shown(str(p), 60, quote=False) for p in err.absolute_path) or "(top level)"
+    return f"{where}: {shown(err.message, 200, quote=False)}"
 
 
 def render_table(summary: Mapping[str, Any]) -> str:

@@ -13,9 +13,9 @@ from hypothesis import strategies as st
 from opsim.cli import EXIT_BAD_INPUT, EXIT_OK, main
 from opsim.device.soc import get_soc
 from opsim.errors import InvalidArgumentError, ScenarioError
-from opsim.scenario.limits import (MAX_ALIASES, MAX_DEPTH, MAX_NODES, LimitError, Limits, check_data,
-                                   check_yaml_events)
+from opsim.scenario.limits import MAX_ALIASES, MAX_DEPTH, MAX_NODES, LimitError, Limits, check_data
 from opsim.scenario.loader import load_scenario, module_findable, validate
+from opsim.scenario.yaml_reader import check_yaml_events
 from opsim.scenario.runner import run_scenario
 
 
@@ -245,3 +245,23 @@ def test_the_quick_non_finite_check_misses_nothing_the_walk_finds(data):
     walk = _walk_non_finite(data)
     assert not walk or _any_non_finite(data)
     assert bool(list(non_finite(data))) == walk
+
+
+def test_limits_imports_no_scenario_module():
+    """limits is the bottom of the scenario package: the YAML reader imports it, never the other way round
+    (no import cycle yaml_reader <-> limits)."""
+    import ast
+    import opsim.scenario.limits as limits_module
+    tree = ast.parse(open(limits_module.__file__, encoding="utf-8").read())
+    imported = {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)} | \
+        {a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
+    assert not {m for m in imported if m and m.startswith("opsim.")}
+
+
+def test_scenario_loader_modules_stay_small():
+    """The loader's steps are split into modules of one job each, each under 500 lines."""
+    from pathlib import Path
+    import opsim.scenario.loader as loader_module
+    folder = Path(loader_module.__file__).parent
+    for name in ("loader", "source", "overrides", "messages", "builder", "yaml_reader", "limits"):
+        assert len((folder / f"{name}.py").read_text(encoding="utf-8").splitlines()) < 500, name
