@@ -7,6 +7,7 @@ phase 2 on its task-queue thread) and has not yet been paired; the other phase-2
 """
 from __future__ import annotations
 
+import bisect
 import statistics
 from pathlib import Path
 
@@ -55,6 +56,34 @@ def host_table(trace: TraceView, file: str | Path | None = None) -> dict[str, Ho
 QUEUE_PHASES = ("enqueue", "dequeue", "dequeue gap")
 
 
+def _dequeue_overheads(deq: list[TraceEvent], acl_by_tid: dict) -> list[tuple[int, TraceEvent]]:
+    """(dequeue duration minus its top-level AscendCL events on the same thread, dequeue) for every dequeue.
+
+    Each thread's AscendCL events are sorted once (by start, the longer first on a tie) and each dequeue
+    reads only the events that start inside it (found by bisection): linear in the events, not
+    dequeues x events."""
+    starts: dict = {}
+    for tid, evs in acl_by_tid.items():
+        evs.sort(key=lambda e: (e.ts, -e.dur))
+        starts[tid] = [e.ts for e in evs]
+    out: list[tuple[int, TraceEvent]] = []
+    for d in deq:
+        evs = acl_by_tid.get(d.tid, ())
+        i = bisect.bisect_left(starts[d.tid], d.ts) if evs else 0
+        d_end = d.end
+        covered = d.ts  # end of the last top-level event: an event ending by then is nested inside it
+        inner = 0
+        while i < len(evs) and evs[i].ts <= d_end:
+            e = evs[i]
+            e_end = e.ts + e.dur
+            if e_end <= d_end and not (e.ts < covered and e_end <= covered):
+                inner += e.dur
+                covered = e_end
+            i += 1
+        out.append((d.dur - inner, d))
+    return out
+
+
 def queue_phases(trace: TraceView, file: str | Path | None = None) -> dict[str, Measured]:
     """Medians of torch_npu's task-queue costs: ``enqueue`` (an ``Enqueue`` event on the issuing thread),
     ``dequeue`` (a ``Dequeue@X`` event minus the top-level AscendCL events inside it on the consumer thread)
@@ -67,11 +96,7 @@ def queue_phases(trace: TraceView, file: str | Path | None = None) -> dict[str, 
     for e in trace.events:
         if e.name.startswith("AscendCL@"):
             acl_by_tid.setdefault(e.tid, []).append(e)
-    overhead: list[tuple[int, TraceEvent]] = []
-    for d in deq:
-        inner = [e for e in acl_by_tid.get(d.tid, ()) if d.ts <= e.ts and e.end <= d.end]
-        top = [e for e in inner if not any(o is not e and o.ts <= e.ts and e.end <= o.end for o in inner)]
-        overhead.append((d.dur - sum(e.dur for e in top), d))
+    overhead = _dequeue_overheads(deq, acl_by_tid)
     enq_end = {e.args.get("correlation_id"): e.end for e in enq if "correlation_id" in e.args}
     gaps: list[tuple[int, TraceEvent]] = []
     for a, b in zip(deq, deq[1:]):
