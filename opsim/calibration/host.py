@@ -9,10 +9,13 @@ from __future__ import annotations
 
 import bisect
 import statistics
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Iterable
 
 from opsim.device.fitted import HostApiTiming, Measured, Provenance
-from opsim.ingest.trace_view import TraceEvent, TraceView
+from opsim.ingest.api_statistic import ApiStatistic
+from opsim.ingest.trace_view import AclApiEvent, TraceEvent, TraceView
 
 
 def _measured(events: list[TraceEvent], file: str) -> Measured | None:
@@ -24,7 +27,30 @@ def _measured(events: list[TraceEvent], file: str) -> Measured | None:
                     provenance=(Provenance(file=file, rows=tuple(sorted(e.index + 1 for e in events))),))
 
 
-def host_table(trace: TraceView, file: str | Path | None = None) -> dict[str, HostApiTiming]:
+@dataclass
+class HostCalls:
+    """AscendCL host calls read from a file other than a trace (a db export's CANN_API): what ``host_table``
+    reads of a TraceView."""
+
+    path: Path
+    events: list[AclApiEvent]
+
+    def acl_api_events(self) -> list[AclApiEvent]:
+        return self.events
+
+
+def host_table_from_statistics(rows: Iterable[ApiStatistic]) -> dict[str, HostApiTiming]:
+    """API name -> phase-1 / phase-2 timings from api_statistic.csv rows: the table gives each API's mean
+    over its calls (hits and misses together), kept as ``median_us`` with the call count as ``n``."""
+    out: dict[str, dict[str, Measured]] = {}
+    for r in rows:
+        if r.is_aclnn and r.count > 0:
+            m = Measured(median_us=r.avg_us, n=r.count, provenance=(Provenance(file=r.source, rows=(r.row,)),))
+            out.setdefault(r.api, {})[r.kind] = m
+    return {api: HostApiTiming(phase1=k.get("phase1"), phase2=k.get("phase2")) for api, k in sorted(out.items())}
+
+
+def host_table(trace: "TraceView | HostCalls", file: str | Path | None = None) -> dict[str, HostApiTiming]:
     """API name -> measured phase-1 / phase-2 medians (hits and misses told apart)."""
     src = str(file if file is not None else trace.path)
     by_api: dict[str, list] = {}
