@@ -53,28 +53,36 @@ def host_table_from_statistics(rows: Iterable[ApiStatistic]) -> dict[str, HostAp
 def host_table(trace: "TraceView | HostCalls", file: str | Path | None = None) -> dict[str, HostApiTiming]:
     """API name -> measured phase-1 / phase-2 medians (hits and misses told apart)."""
     src = str(file if file is not None else trace.path)
-    by_api: dict[str, list] = {}
-    for a in trace.acl_api_events():
+    by_api: dict[str, dict[str, list[TraceEvent]]] = {}
+    for a, kind in classify_calls(trace.acl_api_events()):
+        kinds = by_api.setdefault(a.api, {"phase1": [], "phase2": [], "phase2_miss": [], "phase2_hit": []})
+        kinds[kind].append(a.event)
+        if kind != "phase1":
+            kinds["phase2"].append(a.event)
+    return {api: HostApiTiming(**{k: _measured(v, src) for k, v in kinds.items()}) for api, kinds in
+            sorted(by_api.items())}
+
+
+def classify_calls(events: Iterable[AclApiEvent]) -> list[tuple[AclApiEvent, str]]:
+    """The ACLNN calls among `events` in time order per API, each with its kind: ``phase1``
+    (GetWorkspaceSize), ``phase2_miss`` (a phase 2 after a not yet paired phase 1 of its API) or
+    ``phase2_hit``."""
+    by_api: dict[str, list[AclApiEvent]] = {}
+    for a in events:
         if a.kind in ("phase1", "phase2"):
             by_api.setdefault(a.api, []).append(a)
-    out: dict[str, HostApiTiming] = {}
+    out: list[tuple[AclApiEvent, str]] = []
     for api in sorted(by_api):
-        evs = sorted(by_api[api], key=lambda a: (a.event.ts, a.kind))
-        p1, p2, miss, hit = [], [], [], []
         pending = 0
-        for a in evs:
+        for a in sorted(by_api[api], key=lambda a: (a.event.ts, a.kind)):
             if a.kind == "phase1":
-                p1.append(a.event)
+                out.append((a, "phase1"))
                 pending += 1
+            elif pending:
+                out.append((a, "phase2_miss"))
+                pending -= 1
             else:
-                p2.append(a.event)
-                if pending:
-                    miss.append(a.event)
-                    pending -= 1
-                else:
-                    hit.append(a.event)
-        out[api] = HostApiTiming(phase1=_measured(p1, src), phase2=_measured(p2, src),
-                                 phase2_miss=_measured(miss, src), phase2_hit=_measured(hit, src))
+                out.append((a, "phase2_hit"))
     return out
 
 
