@@ -4,7 +4,7 @@
 
 Step 1 (only when the profiles folder is given and exists): every ACLNN call of every profile, from its
 trace_view.json or its db export's CANN_API, classified phase1 / phase2_miss / phase2_hit, with the API's
-tensor count from the profile's kernel table, is written to tests/data/real/host_calls_public.csv (small;
+tensor count from the profile's kernel table and the device tasks each call launched, is written to tests/data/real/host_calls_public.csv (small;
 its README names the sources). The mnist trace of tests/data/real is always included.
 Step 2: the model is fitted on that CSV (opsim.calibration.host_fit) and written as package data.
 """
@@ -18,9 +18,10 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from opsim.calibration.host_fit import api_tensors, fit_host_model, host_calls, read_calls_csv, \
-    write_calls_csv  # noqa: E402
+    trace_launch_counts, write_calls_csv  # noqa: E402
 from opsim.device.host_model import HOST_DEFAULTS_FILE  # noqa: E402
 from opsim.ingest import iter_db_api_events, iter_kernel_rows, locate_profiles, read_trace_view  # noqa: E402
+from opsim.ingest.profiler_db import db_launch_counts  # noqa: E402
 
 CALLS = ROOT / "tests" / "data" / "real" / "host_calls_public.csv"
 MNIST = ROOT / "tests" / "data" / "real" / "trace_view_910b_mnist.json"
@@ -38,7 +39,9 @@ def _profile_name(root: Path, base: Path) -> str:
 
 
 def collect(profiles: Path | None) -> list:
-    calls = host_calls(read_trace_view(MNIST).acl_api_events(), "mnist-910b", str(MNIST.relative_to(ROOT)))
+    mnist = read_trace_view(MNIST)
+    calls = host_calls(mnist.acl_api_events(), "mnist-910b", str(MNIST.relative_to(ROOT)),
+                       launches=trace_launch_counts(mnist))
     if profiles is None or not profiles.is_dir():
         return calls
     for files in locate_profiles(profiles):
@@ -47,9 +50,13 @@ def collect(profiles: Path | None) -> list:
         src = files.host_source
         if src is None:
             continue
-        events = read_trace_view(src).acl_api_events() if src == files.trace_view else list(iter_db_api_events(src))
+        if src == files.trace_view:
+            trace = read_trace_view(src)
+            events, launches = trace.acl_api_events(), trace_launch_counts(trace)
+        else:
+            events, launches = list(iter_db_api_events(src)), db_launch_counts(src)
         label = f"../shared/real-profiles/{name}/{src.relative_to(files.root)}"
-        calls.extend(host_calls(events, name, label, api_tensors(kernels)))
+        calls.extend(host_calls(events, name, label, api_tensors(kernels), launches))
     return calls
 
 

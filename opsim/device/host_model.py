@@ -45,6 +45,8 @@ FAMILIES: tuple[tuple[str, tuple[str, ...]], ...] = (
                        "Masked", "Where", "Nonzero", "Unique", "Narrow", "Select", "Take")),
 )
 DEFAULT_FAMILY = "elementwise"
+#: a launch-count correction never takes an estimate below this share of it.
+MIN_SHARE = 0.25
 _PREFIXES = ("aclnn",)
 _STEM_RE = re.compile(r"^(Inplace)?(.*?)(Backward|Grad)?(V\d+)?$")
 
@@ -70,6 +72,8 @@ class HostEstimate:
     provenance: tuple[Provenance, ...] = ()
     tensors: float | None = None
     """The typical tensor count of what the estimate pools (family level), when known."""
+    launches: float | None = None
+    """The typical number of device tasks one call launched, when known."""
 
 
 @dataclass
@@ -82,31 +86,37 @@ class HostModel:
     kinds: dict[str, HostEstimate] = field(default_factory=dict)
     #: log2 change of the host time per doubling of the tensor count, away from the family's typical count.
     tensor_slope: float = 0.0
+    #: microseconds per device task a phase-2 call launches beyond the estimate's typical count.
+    launch_us: float = 0.0
     #: profile name -> the file its calls came from (provenance entries name profiles).
     profiles: dict[str, str] = field(default_factory=dict)
 
-    def predict(self, api: str, kind: str, n_tensors: int | None = None) -> tuple[float, str] | None:
+    def predict(self, api: str, kind: str, n_tensors: int | None = None,
+                n_launches: int | None = None) -> tuple[float, str] | None:
         """(microseconds, level) of one call of `api` of `kind` ('phase1', 'phase2', 'phase2_miss',
-        'phase2_hit'); level is 'api', 'family' or 'all'. None when the model has nothing for `kind`."""
+        'phase2_hit'); level is 'api', 'family' or 'all'. None when the model has nothing for `kind`.
+        `n_launches` (device tasks the call launches, phase 2) and `n_tensors` refine the estimate when known."""
         if kind not in KINDS:
             raise ValueError(f"kind must be one of {', '.join(KINDS)}, got {kind!r}")
-        hit = self.apis.get((api, kind))
-        if hit is not None:
-            return hit.median_us, "api"
-        fam = self.families.get((api_family(api), kind))
-        if fam is not None:
-            us = fam.median_us
-            if n_tensors and fam.tensors and self.tensor_slope:
-                us *= 2.0 ** (self.tensor_slope * math.log2(max(n_tensors, 1) / fam.tensors))
-            return us, "family"
-        every = self.kinds.get(kind)
-        return (every.median_us, "all") if every is not None else None
+        est, level = self.apis.get((api, kind)), "api"
+        if est is None:
+            est, level = self.families.get((api_family(api), kind)), "family"
+        if est is None:
+            est, level = self.kinds.get(kind), "all"
+        if est is None:
+            return None
+        us = est.median_us
+        if level != "api" and n_tensors and est.tensors and self.tensor_slope:
+            us *= 2.0 ** (self.tensor_slope * math.log2(max(n_tensors, 1) / est.tensors))
+        if kind != "phase1" and n_launches is not None and est.launches is not None and self.launch_us:
+            us = max(us + self.launch_us * (n_launches - est.launches), MIN_SHARE * us)
+        return us, level
 
-    def timing(self, api: str, n_tensors: int | None = None) -> HostApiTiming:
+    def timing(self, api: str, n_tensors: int | None = None, n_launches: int | None = None) -> HostApiTiming:
         """The modelled host timing of `api` in the form a calibration gives measured ones."""
         out: dict[str, Measured] = {}
         for kind in KINDS:
-            got = self.predict(api, kind, n_tensors)
+            got = self.predict(api, kind, n_tensors, n_launches)
             if got is not None:
                 src = self.apis.get((api, kind)) or self.families.get((api_family(api), kind)) or self.kinds[kind]
                 out[kind] = Measured(median_us=got[0], n=src.n, provenance=src.provenance)
@@ -118,6 +128,8 @@ class HostModel:
             d: dict[str, Any] = {"median_us": round(e.median_us, 4), "n": e.n}
             if e.tensors is not None:
                 d["tensors"] = round(e.tensors, 3)
+            if e.launches is not None:
+                d["launches"] = round(e.launches, 3)
             d["from"] = [p.file for p in e.provenance]
             return d
         apis: dict[str, dict] = {}
@@ -127,7 +139,7 @@ class HostModel:
         for (fam, kind), e in sorted(self.families.items()):
             fams.setdefault(fam, {})[kind] = est(e)
         return {"opsim_host_model": 1, "profiles": dict(sorted(self.profiles.items())),
-                "tensor_slope": round(self.tensor_slope, 4),
+                "tensor_slope": round(self.tensor_slope, 4), "launch_us": round(self.launch_us, 4),
                 "all": {k: est(e) for k, e in sorted(self.kinds.items())}, "families": fams, "apis": apis}
 
     @classmethod
@@ -135,8 +147,10 @@ class HostModel:
         def est(d: dict[str, Any]) -> HostEstimate:
             return HostEstimate(median_us=float(d["median_us"]), n=int(d["n"]),
                                 provenance=tuple(Provenance(file=str(f)) for f in d.get("from", ())),
-                                tensors=float(d["tensors"]) if d.get("tensors") is not None else None)
+                                tensors=float(d["tensors"]) if d.get("tensors") is not None else None,
+                                launches=float(d["launches"]) if d.get("launches") is not None else None)
         m = cls(name=name, tensor_slope=float(data.get("tensor_slope", 0.0)),
+                launch_us=float(data.get("launch_us", 0.0)),
                 profiles={str(k): str(v) for k, v in (data.get("profiles") or {}).items()})
         m.kinds = {k: est(v) for k, v in (data.get("all") or {}).items()}
         m.families = {(f, k): est(v) for f, ks in (data.get("families") or {}).items() for k, v in ks.items()}

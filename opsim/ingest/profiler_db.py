@@ -299,4 +299,41 @@ def _api_event(p: Path, r: tuple) -> AclApiEvent | str:
     return AclApiEvent(event=ev, api=api, kind=kind)
 
 
-__all__ = ["ACL_API_TYPE", "iter_db_api_events", "iter_db_kernels"]
+def db_launch_counts(path: str | Path) -> dict[int, int]:
+    """CANN_API rowid of each AscendCL call -> the device tasks launched inside it: TASK rows whose
+    connectionId is that of a CANN_API event (a node ``launch``, or the call itself) lying within the call's
+    time on its thread. One pass over CANN_API sorted per thread; memory grows with the calls, not the tasks."""
+    with _connect(path) as (p, con):
+        _require(p, con, {"CANN_API": ("startNs", "endNs", "connectionId", "globalTid"),
+                          "TASK": ("connectionId",)})
+        tasks: dict[int, int] = {}
+        for conn, n in _rows(p, con, "TASK", "SELECT connectionId, COUNT(*) FROM TASK GROUP BY connectionId"):
+            if conn is not None:
+                tasks[_int(p, "TASK", f"connectionId {conn}", "connectionId", conn)] = n
+        acl = _acl_type(p, con)
+        sql = ("SELECT rowid, startNs, endNs, globalTid, connectionId, type FROM CANN_API "
+               "ORDER BY globalTid, startNs, endNs DESC")
+        counts: dict[int, int] = {}
+        open_calls: list[tuple[int, int]] = []  # (end, rowid) of the AscendCL calls enclosing the current event
+        tid_now = None
+        for rowid, start, end, tid, conn, typ in _rows(p, con, "CANN_API", sql):
+            start = _int(p, "CANN_API", rowid, "startNs", start)
+            end = _int(p, "CANN_API", rowid, "endNs", end)
+            if start is None or end is None:
+                continue
+            if tid != tid_now:
+                open_calls, tid_now = [], tid
+            while open_calls and open_calls[-1][0] < start:
+                open_calls.pop()
+            n = tasks.get(conn, 0) if conn is not None else 0
+            if typ == acl:
+                counts[rowid] = n
+                open_calls.append((end, rowid))
+            if n:
+                for call_end, call in open_calls[:-1] if typ == acl else open_calls:
+                    if end <= call_end:
+                        counts[call] += n
+        return counts
+
+
+__all__ = ["ACL_API_TYPE", "db_launch_counts", "iter_db_api_events", "iter_db_kernels"]

@@ -72,6 +72,29 @@ def test_each_profile_weighs_the_same_and_the_tensor_term_scales_the_family_leve
     assert fit_host_model(calls, tensors=False).tensor_slope == 0.0
 
 
+def test_launched_tasks_add_their_cost_and_the_slope_comes_from_wide_launch_differences():
+    calls = [HostCall("a", "a", 1, "aclnnMm", "phase2_hit", 10.0, None, 1),
+             HostCall("b", "b", 1, "aclnnMm", "phase2_hit", 42.0, None, 9),
+             HostCall("a", "a", 2, "aclnnAdd", "phase2_hit", 8.0, None, 2),
+             HostCall("b", "b", 2, "aclnnAdd", "phase2_hit", 7.0, None, 3)]
+    m = fit_host_model(calls)
+    assert m.launch_us == pytest.approx((8 * 32 + 1 * -1) / (64 + 1))
+    base, level = m.predict("aclnnMm", "phase2_hit")
+    assert m.predict("aclnnMm", "phase2_hit", n_launches=13)[0] == pytest.approx(base + m.launch_us * 8)
+    assert m.predict("aclnnMm", "phase2_hit", n_launches=0)[0] >= 0.25 * base  # never below a quarter
+    assert m.predict("aclnnMm", "phase1", n_launches=13) == m.predict("aclnnMm", "phase1")
+    assert fit_host_model(calls, launches=False).launch_us == 0.0
+
+
+def test_db_launch_counts_on_the_real_excerpt():
+    from opsim.ingest import iter_db_api_events
+    from opsim.ingest.profiler_db import db_launch_counts
+    db = REAL / "ascend_pytorch_profiler_alexnet_rank0_excerpt.db"
+    counts = db_launch_counts(db)
+    by_api = {e.api: counts[e.event.index + 1] for e in iter_db_api_events(db) if e.kind == "phase2"}
+    assert by_api["aclnnInplaceRelu"] == 1 and by_api["aclnnMaxPool2dWithMask"] == 3
+
+
 def test_predict_appends_predicted_avg_to_an_api_statistic(tmp_path):
     out, err = io.StringIO(), io.StringIO()
     code = main(["predict", str(STATS), "-o", str(tmp_path / "p.csv")], stdout=out, stderr=err)
