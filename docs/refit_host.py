@@ -4,8 +4,8 @@
 
 Step 1 (only when the profiles folder is given and exists): every ACLNN call of every profile, from its
 trace_view.json or its db export's CANN_API, classified phase1 / phase2_miss / phase2_hit, with the API's
-tensor count from the profile's kernel table and the device tasks each call launched, is written to tests/data/real/host_calls_public.csv (small;
-its README names the sources). The mnist trace of tests/data/real is always included.
+tensor count from the profile's kernel table and the device tasks each call launched, is written to
+tests/data/real/host_calls_public.csv (small; its README names the sources). The mnist trace of tests/data/real is always included.
 Step 2: the model is fitted on that CSV (opsim.calibration.host_fit) and written as package data.
 """
 from __future__ import annotations

@@ -19,7 +19,7 @@ from typing import Any, Iterable
 
 from opsim.calibration.features import record_features, record_signature
 from opsim.calibration.fit import Sample, fit_kernels, provenance_of
-from opsim.calibration.host import HostCalls, host_table, host_table_from_statistics, queue_phases
+from opsim.calibration.host import HostCalls, host_table_from_statistics, host_table_of, queue_phases
 from opsim.device.fitted import FittedTiming, HostApiTiming, SignatureTime
 from opsim.device.fitted_io import fitted_from_dict, fitted_to_dict
 from opsim.errors import CalibrationError, ProfileFormatError
@@ -186,13 +186,12 @@ def calibrate(paths: "Iterable[str | Path] | str | Path", soc: str | None = None
         soc = get_soc(soc).name
     records, traces, sources = read_profiles(paths)
     timing = fit_device(records, signatures=signatures, name=", ".join(str(p) for p in paths))
-    for tv in traces:
-        if isinstance(tv, list):  # api_statistic.csv rows: per-API means
+    for tv in traces:  # api_statistic.csv rows (per-API means) answer only for APIs no per-call source has
+        if isinstance(tv, list):
             timing.host_apis.update(host_table_from_statistics(tv))
-            continue
-        timing.host_apis.update(host_table(tv))
-        if not isinstance(tv, HostCalls):
+        elif not isinstance(tv, HostCalls):
             timing.host_phases.update(queue_phases(tv))
+    timing.host_apis.update(host_table_of([tv for tv in traces if not isinstance(tv, list)]))
     if not timing.cores and not timing.host_apis:
         raise ProfileFormatError(
             f"{', '.join(str(p) for p in paths)}: no kernel with a duration and no AscendCL API event found; give a "

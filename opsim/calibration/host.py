@@ -18,13 +18,16 @@ from opsim.ingest.api_statistic import ApiStatistic
 from opsim.ingest.trace_view import AclApiEvent, TraceEvent, TraceView
 
 
-def _measured(events: list[TraceEvent], file: str) -> Measured | None:
+def _measured(events: list[tuple[str, TraceEvent]]) -> Measured | None:
+    """The median of (file, event) pairs, with provenance per file."""
     if not events:
         return None
-    med_ns = statistics.median(e.dur for e in events)
-    # provenance rows of a trace are event indices (0-based, in file order among the X events), + 1
+    med_ns = statistics.median(e.dur for _f, e in events)
+    rows: dict[str, list[int]] = {}
+    for f, e in events:  # provenance rows of a trace are event indices (0-based, in file order), + 1
+        rows.setdefault(f, []).append(e.index + 1)
     return Measured(median_us=med_ns / 1000.0, n=len(events),
-                    provenance=(Provenance(file=file, rows=tuple(sorted(e.index + 1 for e in events))),))
+                    provenance=tuple(Provenance(file=f, rows=tuple(sorted(r))) for f, r in rows.items()))
 
 
 @dataclass
@@ -52,14 +55,22 @@ def host_table_from_statistics(rows: Iterable[ApiStatistic]) -> dict[str, HostAp
 
 def host_table(trace: "TraceView | HostCalls", file: str | Path | None = None) -> dict[str, HostApiTiming]:
     """API name -> measured phase-1 / phase-2 medians (hits and misses told apart)."""
-    src = str(file if file is not None else trace.path)
-    by_api: dict[str, dict[str, list[TraceEvent]]] = {}
-    for a, kind in classify_calls(trace.acl_api_events()):
-        kinds = by_api.setdefault(a.api, {"phase1": [], "phase2": [], "phase2_miss": [], "phase2_hit": []})
-        kinds[kind].append(a.event)
-        if kind != "phase1":
-            kinds["phase2"].append(a.event)
-    return {api: HostApiTiming(**{k: _measured(v, src) for k, v in kinds.items()}) for api, kinds in
+    return host_table_of([trace], [file])
+
+
+def host_table_of(traces: "list[TraceView | HostCalls]",
+                  files: "list[str | Path | None] | None" = None) -> dict[str, HostApiTiming]:
+    """One host table over several profiles: each profile's calls are told apart (miss or hit) within that
+    profile (two ranks of one run overlap in time), then the medians pool every profile's calls."""
+    by_api: dict[str, dict[str, list[tuple[str, TraceEvent]]]] = {}
+    for trace, file in zip(traces, files or [None] * len(traces)):
+        src = str(file if file is not None else trace.path)
+        for a, kind in classify_calls(trace.acl_api_events()):
+            kinds = by_api.setdefault(a.api, {"phase1": [], "phase2": [], "phase2_miss": [], "phase2_hit": []})
+            kinds[kind].append((src, a.event))
+            if kind != "phase1":
+                kinds["phase2"].append((src, a.event))
+    return {api: HostApiTiming(**{k: _measured(v) for k, v in kinds.items()}) for api, kinds in
             sorted(by_api.items())}
 
 

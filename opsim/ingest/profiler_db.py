@@ -86,7 +86,8 @@ def _int(path: Path, table: str, row: Any, column: str, value: Any) -> int | Non
     else:
         raise _fail(path, table, row, column, f"not an integer (got a {type(value).__name__})")
     if not d.is_finite() or d.copy_abs() > MAX_MAGNITUDE or d != d.to_integral_value():
-        raise _fail(path, table, row, column, f"not a finite integer below {MAX_MAGNITUDE:.0e} (got {str(value)[:40]!r})")
+        raise _fail(path, table, row, column,
+                    f"not a finite integer below {MAX_MAGNITUDE:.0e} (got {str(value)[:40]!r})")
     return int(d)
 
 

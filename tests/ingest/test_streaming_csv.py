@@ -79,7 +79,11 @@ def _hostile(tmp_path: Path) -> list[tuple[Path, str]]:
     nul.write_bytes(b"\x00" * 4096)
     empty = tmp_path / "empty.csv"
     empty.write_bytes(b"")
-    return [(Path("/dev/zero"), "not a regular file"), (tmp_path, "is a directory"),
+    import os
+    import stat
+    os.mkfifo(tmp_path / "fifo.csv")
+    devices = [(Path("/dev/zero"), "not a regular file")] if stat.S_ISCHR(os.stat("/dev/zero").st_mode) else []
+    return devices + [(tmp_path / "fifo.csv", "not a regular file"), (tmp_path, "is a directory"),
             (Path(str(tmp_path / "a\x00b.csv")), "NUL byte"), (tmp_path / "none.csv", "no such file"),
             (big, "line 1: longer than"), (bad_utf8, "line 2, byte 72: not UTF-8|row 1: missing column"),
             (unclosed, "line 2: .*never closed|row 1: missing column"), (nul, "missing column|readable CSV"),
