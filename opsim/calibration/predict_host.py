@@ -7,6 +7,8 @@ The prediction is a calibration's measured median for the API when it has one, e
 """
 from __future__ import annotations
 
+import os
+import stat
 from pathlib import Path
 
 from opsim.device.fitted import FittedTiming
@@ -22,6 +24,8 @@ def is_api_statistic(path: str | Path) -> bool:
     if p.name.lower().startswith("api_statistic"):
         return True
     try:
+        if not stat.S_ISREG(os.stat(p).st_mode):  # a FIFO would block; the kernel reader names the problem
+            return False
         with open(p, "rb") as f:
             head = f.readline(4096)
     except (OSError, ValueError):

@@ -127,3 +127,17 @@ def test_predict_refuses_a_bad_api_statistic_in_one_line(tmp_path):
     code = main(["predict", str(bad), "-o", str(tmp_path / "p.csv")], stdout=io.StringIO(), stderr=err)
     assert code == EXIT_BAD_INPUT and err.getvalue().count("\n") == 1
     assert "row 2, column 'Avg(us)'" in err.getvalue() and not (tmp_path / "p.csv").exists()
+
+
+def test_predict_of_a_fifo_or_a_renamed_api_statistic(tmp_path):
+    import os
+    os.mkfifo(tmp_path / "pipe.csv")
+    err = io.StringIO()
+    code = main(["predict", str(tmp_path / "pipe.csv"), "-o", str(tmp_path / "p.csv")], stdout=io.StringIO(),
+                stderr=err)
+    assert code == EXIT_BAD_INPUT and "not a regular file" in err.getvalue()  # refused, never opened
+    renamed = tmp_path / "host_table.csv"
+    renamed.write_bytes(STATS.read_bytes())
+    out = io.StringIO()
+    assert main(["predict", str(renamed), "-o", str(tmp_path / "q.csv")], stdout=out, stderr=io.StringIO()) == 0
+    assert "ACLNN API row(s) predicted" in out.getvalue()
