@@ -100,10 +100,11 @@ def _add_calibration_parsers(sub: argparse._SubParsersAction) -> None:
     cal.add_argument("--validate", action="store_true",
                      help="also print a 5-fold cross-validation table per op type (n, median |error|, p90)")
     pred = sub.add_parser(
-        "predict", help="predict kernel durations of a kernel_details.csv",
+        "predict", help="predict kernel durations of a kernel_details.csv (or host times of an api_statistic.csv)",
         description="Write the rows of KERNELS back unchanged with a `Predicted Duration(us)` column, using "
-                    "the predictor `opsim run` uses for device tasks (a calibration, else the defaults).")
-    pred.add_argument("kernels", metavar="KERNELS", help="kernel_details.csv or op_summary_*.csv")
+                    "the predictor `opsim run` uses for device tasks (a calibration, else the defaults). Given "
+                    "torch_npu's api_statistic.csv, append `Predicted Avg(us)` to every aclnn row instead.")
+    pred.add_argument("kernels", metavar="KERNELS", help="kernel_details.csv, op_summary_*.csv or api_statistic.csv")
     pred.add_argument("-o", "--output", metavar="OUT", required=True, help="CSV to write")
     pred.add_argument("--calibration", metavar="FILE", help="calibration YAML from `opsim calibrate`")
     pred.add_argument("--soc", metavar="NAME", help="SoC preset for the defaults and the roofline fallback")

@@ -19,11 +19,13 @@ from typing import Any, Iterable
 
 from opsim.calibration.features import record_features, record_signature
 from opsim.calibration.fit import Sample, fit_kernels, provenance_of
-from opsim.calibration.host import host_table, queue_phases
+from opsim.calibration.host import HostCalls, host_table_from_statistics, host_table_of, queue_phases
 from opsim.device.fitted import FittedTiming, HostApiTiming, SignatureTime
 from opsim.device.fitted_io import fitted_from_dict, fitted_to_dict
 from opsim.errors import CalibrationError, ProfileFormatError
-from opsim.ingest import KernelRecord, locate_profile, read_kernels, read_trace_view
+from opsim.ingest import KernelRecord, iter_api_statistic, iter_db_api_events, iter_db_kernels, locate_profiles, \
+    read_kernels, read_trace_view
+from opsim.ingest.sources import is_db
 
 FORMAT_VERSION = 1
 #: op types with fewer measured kernels get no op-type fit: their core's fit (or a signature) answers.
@@ -130,18 +132,35 @@ def read_profiles(paths: Iterable[str | Path]) -> tuple[list[KernelRecord], list
     traces = []
     sources: list[dict] = []
     for path in paths:
-        files = locate_profile(path)
-        for k in files.kernel_sources:
-            table = read_kernels(k)
-            records.extend(table.rows)
-            sources.append({"file": str(k), "kind": "kernels", "kernels": len(table.rows),
-                            "skipped": dict(table.skipped)})
-        if files.trace_view is not None:
-            tv = read_trace_view(files.trace_view)
-            traces.append(tv)
-            sources.append({"file": str(files.trace_view), "kind": "trace_view",
-                            "acl_events": len(tv.acl_api_events())})
+        for files in locate_profiles(path):
+            _read_profile(files, records, traces, sources)
     return records, traces, sources
+
+
+def _read_profile(files: Any, records: list[KernelRecord], traces: list[Any], sources: list[dict]) -> None:
+    """Append one profile's kernel rows, host-call source and source descriptions (db and api_statistic.csv
+    included: a profile with no per-call host times gives its api_statistic.csv means instead)."""
+    for k in files.kernel_sources:
+        if is_db(k):
+            skipped: dict[str, int] = {}
+            rows = list(iter_db_kernels(k, skipped))
+        else:
+            table = read_kernels(k)
+            rows, skipped = table.rows, table.skipped
+        records.extend(rows)
+        sources.append({"file": str(k), "kind": "kernels", "kernels": len(rows), "skipped": dict(skipped)})
+    if files.trace_view is not None:
+        tv = read_trace_view(files.trace_view)
+        traces.append(tv)
+        sources.append({"file": str(files.trace_view), "kind": "trace_view", "acl_events": len(tv.acl_api_events())})
+    elif files.db is not None:
+        calls = HostCalls(files.db, list(iter_db_api_events(files.db)))
+        traces.append(calls)
+        sources.append({"file": str(files.db), "kind": "db CANN_API", "acl_events": len(calls.events)})
+    elif files.api_statistic is not None:
+        stats = list(iter_api_statistic(files.api_statistic))
+        traces.append(stats)
+        sources.append({"file": str(files.api_statistic), "kind": "api_statistic", "rows": len(stats)})
 
 
 def calibrate(paths: "Iterable[str | Path] | str | Path", soc: str | None = None, *,
@@ -157,13 +176,17 @@ def calibrate(paths: "Iterable[str | Path] | str | Path", soc: str | None = None
         soc = get_soc(soc).name
     records, traces, sources = read_profiles(paths)
     timing = fit_device(records, signatures=signatures, name=", ".join(str(p) for p in paths))
-    for tv in traces:
-        timing.host_apis.update(host_table(tv))
-        timing.host_phases.update(queue_phases(tv))
+    for tv in traces:  # api_statistic.csv rows (per-API means) answer only for APIs no per-call source has
+        if isinstance(tv, list):
+            timing.host_apis.update(host_table_from_statistics(tv))
+        elif not isinstance(tv, HostCalls):
+            timing.host_phases.update(queue_phases(tv))
+    timing.host_apis.update(host_table_of([tv for tv in traces if not isinstance(tv, list)]))
     if not timing.cores and not timing.host_apis:
         raise ProfileFormatError(
             f"{', '.join(str(p) for p in paths)}: no kernel with a duration and no AscendCL API event found; give a "
-            f"kernel_details.csv with Duration(us) or a trace_view.json with AscendCL@aclnn* events")
+            f"kernel_details.csv with Duration(us), a trace_view.json with AscendCL@aclnn* events, an "
+            f"ascend_pytorch_profiler_*.db or an api_statistic.csv")
     return Calibration(timing=timing, soc=soc, sources=sources)
 
 

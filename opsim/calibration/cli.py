@@ -29,6 +29,11 @@ def cmd_predict(args: argparse.Namespace, out: TextIO) -> int:
     from opsim.device.soc import get_soc
     from opsim.ingest import read_kernels
     cal = load_calibration(args.calibration)
+    from opsim.calibration.predict_host import is_api_statistic, predict_api_statistic
+    if is_api_statistic(args.kernels):  # torch_npu's host API table: host predictions, not kernels
+        path, n = predict_api_statistic(args.kernels, args.output, cal.timing if cal is not None else None)
+        out.write(f"{path}: {n} ACLNN API row(s) predicted\n")
+        return 0
     soc = args.soc or (cal.soc if cal is not None else None)
     cost = CostModel(get_soc(soc) if soc else get_soc(), fitted=cal.timing if cal is not None else None)
     table = read_kernels(args.kernels)
