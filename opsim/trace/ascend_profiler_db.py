@@ -12,7 +12,9 @@ import os
 import sqlite3
 from typing import Callable, Iterable
 
-from opsim.trace.ascend_profiler import FILE_MODE, MODEL_ID_NONE, AscendProfile, KernelPmu, _quoted
+from opsim.trace.ascend_model import FILE_MODE, MODEL_ID_NONE, AscendProfile
+from opsim.trace.ascend_pmu import KernelPmu
+from opsim.trace.ascend_tables import quoted_shape
 
 __all__ = ["write_profiler_db", "ENUM_API_TYPE", "PROFILER_DB_TABLES", "RTS_TASK_TYPE"]
 
@@ -138,8 +140,8 @@ def profiler_db_rows(p: AscendProfile, rank: int) -> dict[str, list[tuple]]:
         rows["COMPUTE_TASK_INFO"].append((
             sid(t.name), gid, t.block_dim, mix, sid(t.task_type), sid(t.op),
             sid(ti.get("input_formats", "")), sid(ti.get("input_data_types", "")),
-            sid(_quoted(ti.get("input_shapes", ""))), sid(ti.get("output_formats", "")),
-            sid(ti.get("output_data_types", "")), sid(_quoted(ti.get("output_shapes", ""))), sid(""),
+            sid(quoted_shape(ti.get("input_shapes", ""))), sid(ti.get("output_formats", "")),
+            sid(ti.get("output_data_types", "")), sid(quoted_shape(ti.get("output_shapes", ""))), sid(""),
             sid("static"), sid("NO")))
         rows["TASK_PMU_INFO"].extend(_pmu_rows(gid, t.pmu, sid))
     for a in p.api_spans:
