@@ -4,6 +4,7 @@ See ascend_profiler.py for how opsim's records map onto torch_npu's (calls, CANN
 """
 from __future__ import annotations
 
+import bisect
 from typing import Any, Iterable
 
 from opsim.errors import InvalidArgumentError
@@ -58,7 +59,8 @@ def _steps_from_instants(inst: dict[str, list], epoch_ns: int, tids: dict[str, i
     return steps
 
 
-def _tensor_infos(inst: dict[str, list], launches: list | tuple = ()) -> dict[tuple[int, str], list[dict[str, str]]]:
+def _tensor_infos(inst: dict[str, list],
+                  launches: list | tuple = ()) -> dict[tuple[int, str], list[dict[str, str]]]:
     """Per-launch tensor descriptions grouped by (corr, op), in launch order: the recorder's `tensor_infos`
     (what the framework records at every kernel launch) and any ``tensor_info`` instants."""
     out: dict[tuple[int, str], list[dict[str, str]]] = {}
@@ -157,9 +159,30 @@ def _separate_touching(spans: list) -> None:
         last[sp.tid] = sp
 
 
-def _step_of(start_ns: int, windows: list[StepWindow]) -> int | None:
+class StepFinder:
+    """The step a time falls in: the first window (in list order) with ``start <= t < end``, or an empty window
+    at ``t``. Windows sorted by start and apart (each ends by the next one's start), as a thread's steps are,
+    are searched by bisection; any other list is scanned."""
+
+    def __init__(self, windows: list[StepWindow]) -> None:
+        self.windows = windows
+        self.starts = [w.start_ns for w in windows]
+        self.apart = all(a.start_ns <= a.end_ns <= b.start_ns for a, b in zip(windows, windows[1:]))
+
+    def __call__(self, t: int) -> int | None:
+        windows = self.windows
+        if not self.apart:
+            return _scan_step(t, windows)
+        j = bisect.bisect_right(self.starts, t)
+        lo = j
+        while lo > 0 and windows[lo - 1].end_ns >= t:  # the windows that may hold t: they end at or after it
+            lo -= 1
+        return _scan_step(t, windows[lo:j])
+
+
+def _scan_step(t: int, windows: list[StepWindow]) -> int | None:
     for w in windows:
-        if w.start_ns <= start_ns < w.end_ns or (w.start_ns == w.end_ns == start_ns):
+        if w.start_ns <= t < w.end_ns or (w.start_ns == w.end_ns == t):
             return w.step
     return None
 
@@ -188,7 +211,8 @@ def _step_timeline(sim: Any, by_thread: dict[str, list[StepWindow]], steps: list
 def build_profile(sim: Any, *, epoch_us: int = DEFAULT_EPOCH_US, device: int | None = None,
                   step_thread: str | None = None) -> AscendProfile:
     """The profiler model of ``sim`` (after ``sim.run()``) for one device (default: the simulation's device);
-    ``step_thread`` chooses the thread whose steps step_trace_time.csv reports (see `_step_timeline`)."""
+    ``step_thread`` chooses the thread whose steps step_trace_time.csv reports (see `_step_timeline`).
+    Every stage is linear in the records (steps are found by bisection, tasks binned per step once)."""
     rec = sim.recorder
     soc = sim.soc
     epoch_ns = int(epoch_us) * 1000
@@ -200,14 +224,35 @@ def build_profile(sim: Any, *, epoch_us: int = DEFAULT_EPOCH_US, device: int | N
     names = list(dict.fromkeys(list(host["thread"]) + [str(t) for n, t in zip(inst["name"], inst["track"])
                                                         if n == "step"]))
     tids = _thread_ids(sim, names)
+    calls, op_calls = _op_calls(host, epoch_ns, tids)
+    steps, by_thread, timeline = _profile_steps(sim, host, dev, inst, epoch_ns, tids, step_thread)
+    finders = {name: StepFinder(ws) for name, ws in by_thread.items()}
+    in_timeline = StepFinder(timeline)
+    seq: dict[tuple[str, int | None], int] = {}
+    for c in op_calls:  # the call's position in its own thread's step (its call stack)
+        c.step = finders.get(c.thread, in_timeline)(c.start_ns)
+        key = (c.thread, c.step)
+        seq[key] = seq.get(key, 0) + 1
+        c.seq = seq[key]
+    tasks = _device_tasks(dev, dev_id, calls, epoch_ns, in_timeline)
+    _match_tensors(tasks, _tensor_infos(inst, getattr(rec, "tensor_infos", ())))
+    tasks.sort(key=lambda t: (t.start_ns, t.stream, t.task_id))
+    _wait_times(tasks)
+    busy = merge_intervals((t.start_ns, t.end_ns) for t in tasks if t.is_busy and t.end_ns > t.start_ns)
+    cost = getattr(sim, "cost", None)
+    for t in tasks:
+        if t.is_kernel:
+            t.pmu = kernel_pmu(t, cost, float(soc.clock_mhz))
+    return AscendProfile(
+        epoch_us=int(epoch_us), device_id=dev_id, soc_name=soc.name, aicore_count=int(soc.aicore_count),
+        vector_core_count=int(soc.vector_core_count), aicpu_count=int(getattr(soc, "aicpu_count", 0)),
+        clock_mhz=float(soc.clock_mhz), threads=tids, op_calls=op_calls,
+        api_spans=_api_spans(calls, host, epoch_ns, tids), tasks=tasks, steps=steps, step_windows=timeline,
+        step_rows=_step_rows(timeline, tasks), busy=busy)
 
-    ends = [to_epoch_ns(epoch_ns, s + d) for s, d in zip(host["start"], host["dur"])]
-    ends += [to_epoch_ns(epoch_ns, e) for e in dev["end"]]
-    run_end_ns = max(ends, default=epoch_ns)
-    run_start_ns = min([to_epoch_ns(epoch_ns, s) for s in host["start"]] + [to_epoch_ns(epoch_ns, s) for s in dev["start"]],
-                       default=epoch_ns)
 
-    # ACLNN calls
+def _op_calls(host: dict[str, list], epoch_ns: int, tids: dict[str, int]) -> tuple[dict[int, OpCall], list[OpCall]]:
+    """The ACLNN calls (first ``op_call`` span of each correlation id), by id and in start order."""
     calls: dict[int, OpCall] = {}
     for thread, phase, op, start, dur, corr in zip(host["thread"], host["phase"], host["op"], host["start"],
                                                    host["dur"], host["corr"]):
@@ -216,13 +261,20 @@ def build_profile(sim: Any, *, epoch_us: int = DEFAULT_EPOCH_US, device: int | N
                                  to_epoch_ns(epoch_ns, start + dur))
     op_calls = sorted(calls.values(), key=lambda c: (c.start_ns, c.tid, c.corr))
     _separate_touching(op_calls)
+    return calls, op_calls
 
-    # steps
+
+def _profile_steps(sim: Any, host: dict[str, list], dev: dict[str, list], inst: dict[str, list], epoch_ns: int,
+                   tids: dict[str, int], step_thread: str | None
+                   ) -> tuple[list[StepWindow], dict[str, list[StepWindow]], list[StepWindow]]:
+    """Every thread's steps (the whole run as step 1 without step instants), by thread, and the timeline."""
+    host_starts = [to_epoch_ns(epoch_ns, s) for s in host["start"]]
+    host_ends = [to_epoch_ns(epoch_ns, s + d) for s, d in zip(host["start"], host["dur"])]
+    run_end_ns = max(host_ends + [to_epoch_ns(epoch_ns, e) for e in dev["end"]], default=epoch_ns)
     steps = _steps_from_instants(inst, epoch_ns, tids, run_end_ns)
     if not steps:
+        run_start_ns = min(host_starts + [to_epoch_ns(epoch_ns, s) for s in dev["start"]], default=epoch_ns)
         first_thread = min(tids, key=lambda n: tids[n]) if tids else "main"
-        host_starts = [to_epoch_ns(epoch_ns, s) for s in host["start"]]
-        host_ends = [to_epoch_ns(epoch_ns, s + d) for s, d in zip(host["start"], host["dur"])]
         s0 = min(host_starts, default=run_start_ns)
         e0 = max(host_ends, default=run_end_ns)
         steps = [StepWindow(1, first_thread, tids.get(first_thread, 0), s0, max(s0, e0))]
@@ -230,17 +282,12 @@ def build_profile(sim: Any, *, epoch_us: int = DEFAULT_EPOCH_US, device: int | N
     by_thread: dict[str, list[StepWindow]] = {}
     for w in steps:
         by_thread.setdefault(w.thread, []).append(w)
-    timeline = _step_timeline(sim, by_thread, steps, step_thread)
-    seq: dict[tuple[str, int | None], int] = {}
-    for c in op_calls:  # the call's position in its own thread's step (its call stack)
-        c.step = _step_of(c.start_ns, by_thread.get(c.thread, timeline))
-        key = (c.thread, c.step)
-        seq[key] = seq.get(key, 0) + 1
-        c.seq = seq[key]
+    return steps, by_thread, _step_timeline(sim, by_thread, steps, step_thread)
 
-    # device tasks
-    tensor_infos = _tensor_infos(inst, getattr(sim.recorder, "tensor_infos", ()))
-    tensor_taken: dict[tuple[int, str], int] = {}
+
+def _device_tasks(dev: dict[str, list], dev_id: int, calls: dict[int, OpCall], epoch_ns: int,
+                  step_of: StepFinder) -> list[DeviceTaskRow]:
+    """The shown tasks of device `dev_id` in record order; a task's step is that of the call that launched it."""
     tasks: list[DeviceTaskRow] = []
     cols = ("device", "stream", "task_id", "op", "task_type", "unit_kind", "block_dim", "start", "end", "corr")
     for i, (d, stream, task_id, op, tt, unit, bd, start, end, corr) in enumerate(zip(*(dev[c] for c in cols))):
@@ -251,9 +298,14 @@ def build_profile(sim: Any, *, epoch_us: int = DEFAULT_EPOCH_US, device: int | N
                           to_epoch_ns(epoch_ns, end), corr, op, call)
         if t.is_kernel:
             t.name = _kernel_name(op, call.api if call is not None else None)
-        t.step = _step_of(call.start_ns if call is not None else t.start_ns, timeline)
+        t.step = step_of(call.start_ns if call is not None else t.start_ns)
         tasks.append(t)
-    # launch order within one call = task order on the stream (tensor infos are matched in that order)
+    return tasks
+
+
+def _match_tensors(tasks: list[DeviceTaskRow], tensor_infos: dict[tuple[int, str], list[dict[str, str]]]) -> None:
+    """Tensor descriptions to kernels: launch order within one call = task order on the stream."""
+    tensor_taken: dict[tuple[int, str], int] = {}
     for t in sorted(tasks, key=lambda t: (t.corr, t.stream, t.task_id)):
         if t.is_kernel and t.corr >= 0:
             key = (t.corr, t.op)
@@ -262,20 +314,26 @@ def build_profile(sim: Any, *, epoch_us: int = DEFAULT_EPOCH_US, device: int | N
             if infos and k < len(infos):
                 t.tensors = infos[k]
                 tensor_taken[key] = k + 1
-    tasks.sort(key=lambda t: (t.start_ns, t.stream, t.task_id))
-    # msprof's Task Wait Time: the gap since the previous kernel (in start order, any stream) ended
+
+
+def _wait_times(tasks: list[DeviceTaskRow]) -> None:
+    """msprof's Task Wait Time: the gap since the previous kernel (in start order, any stream) ended."""
     prev_end: int | None = None
     for t in tasks:
         if t.is_kernel:
             t.wait_ns = max(0, t.start_ns - prev_end) if prev_end is not None else 0
             prev_end = t.end_ns
 
-    busy = merge_intervals((t.start_ns, t.end_ns) for t in tasks if t.is_busy and t.end_ns > t.start_ns)
 
-    # step_trace_time rows
+def _step_rows(timeline: list[StepWindow], tasks: list[DeviceTaskRow]) -> list[StepRow]:
+    """step_trace_time rows: busy tasks binned by step once, then each window's figures from its bin."""
+    by_step: dict[int | None, list[tuple[int, int]]] = {}
+    for t in tasks:
+        if t.is_busy:
+            by_step.setdefault(t.step, []).append((t.start_ns, t.end_ns))
     step_rows = []
     for w in timeline:
-        mine = [(t.start_ns, t.end_ns) for t in tasks if t.is_busy and t.step == w.step]
+        mine = by_step.get(w.step, [])
         if mine:
             ds, de = min(s for s, _ in mine), max(e for _, e in mine)
         else:
@@ -284,15 +342,4 @@ def build_profile(sim: Any, *, epoch_us: int = DEFAULT_EPOCH_US, device: int | N
         stage = de - ds
         step_rows.append(StepRow(w.step, computing, stage - computing, stage, max(0, ds - w.start_ns),
                                  w.start_ns, w.end_ns))
-
-    cost = getattr(sim, "cost", None)
-    for t in tasks:
-        if t.is_kernel:
-            t.pmu = kernel_pmu(t, cost, float(soc.clock_mhz))
-    return AscendProfile(
-        epoch_us=int(epoch_us), device_id=dev_id, soc_name=soc.name, aicore_count=int(soc.aicore_count),
-        vector_core_count=int(soc.vector_core_count), aicpu_count=int(getattr(soc, "aicpu_count", 0)),
-        clock_mhz=float(soc.clock_mhz), threads=tids, op_calls=op_calls,
-        api_spans=_api_spans(calls, host, epoch_ns, tids), tasks=tasks, steps=steps, step_windows=timeline,
-        step_rows=step_rows,
-        busy=busy)
+    return step_rows
