@@ -7,10 +7,13 @@ from __future__ import annotations
 import bisect
 from typing import Any, Iterable
 
+import numpy as np
+
 from opsim.errors import InvalidArgumentError
 from opsim.trace.ascend_model import (DEFAULT_EPOCH_US, HIDDEN_TASK_TYPES, ApiSpan, AscendProfile, DeviceTaskRow,
                                       OpCall, StepRow, StepWindow, merge_intervals, to_epoch_ns)
 from opsim.trace.ascend_pmu import kernel_pmu
+from opsim.trace.timefmt import to_ns_array
 
 # Runtime host phases (opsim cost-model names) -> the ACL API they stand for.
 _RUNTIME_API = {"rt malloc": "aclrtMalloc", "rt free": "aclrtFree", "stream sync": "aclrtSynchronizeStream"}
@@ -74,28 +77,27 @@ def _tensor_infos(inst: dict[str, list],
     return out
 
 
-def _api_spans(calls: dict[int, OpCall], host: dict[str, list], epoch_ns: int,
+def _api_spans(calls: dict[int, OpCall], host: dict[str, list], host_ns: tuple[list[int], list[int]],
                tids: dict[str, int]) -> list[ApiSpan]:
     """CANN-level spans: the two ACLNN phases of each call, kernel launches and runtime calls. Each span is on
     the thread that ran it (a call's phase 2 may run on torch_npu's task-queue thread)."""
     spans: list[ApiSpan] = []
-    by_corr: dict[int, list[tuple[float, float, str, str, int]]] = {}
-    rows = zip(host["thread"], host["phase"], host["op"], host["start"], host["dur"], host["corr"])
-    for thread, phase, op, start, dur, corr in rows:
+    by_corr: dict[int, list[tuple[int, int, str, str, int]]] = {}
+    rows = zip(host["thread"], host["phase"], host["op"], host_ns[0], host_ns[1], host["corr"])
+    for thread, phase, op, s_ns, e_ns, corr in rows:
         if phase == _OP_CALL:
             continue
         tid = tids[thread]
         if corr in calls:
-            by_corr.setdefault(corr, []).append((start, dur, phase, op, tid))
+            by_corr.setdefault(corr, []).append((s_ns, e_ns, phase, op, tid))
             continue
         api = _runtime_api(phase, op)
         if api is not None:
-            spans.append(ApiSpan("acl", api, tid, to_epoch_ns(epoch_ns, start), to_epoch_ns(epoch_ns, start + dur), corr))
+            spans.append(ApiSpan("acl", api, tid, s_ns, e_ns, corr))
     for corr, rows_ in by_corr.items():
         call = calls[corr]
         group: list[Any] | None = None  # [kind name, start, end, tid]
-        for start, dur, phase, op, tid in rows_:
-            s_ns, e_ns = to_epoch_ns(epoch_ns, start), to_epoch_ns(epoch_ns, start + dur)
+        for s_ns, e_ns, phase, op, tid in rows_:
             if group is not None and group[3] != tid:
                 spans.append(ApiSpan("acl", group[0], group[3], group[1], group[2], corr))
                 group = None
@@ -224,8 +226,9 @@ def build_profile(sim: Any, *, epoch_us: int = DEFAULT_EPOCH_US, device: int | N
     names = list(dict.fromkeys(list(host["thread"]) + [str(t) for n, t in zip(inst["name"], inst["track"])
                                                         if n == "step"]))
     tids = _thread_ids(sim, names)
-    calls, op_calls = _op_calls(host, epoch_ns, tids)
-    steps, by_thread, timeline = _profile_steps(sim, host, dev, inst, epoch_ns, tids, step_thread)
+    host_ns = _host_ns(host, epoch_ns)
+    calls, op_calls = _op_calls(host, host_ns, tids)
+    steps, by_thread, timeline = _profile_steps(sim, host_ns, dev, inst, epoch_ns, tids, step_thread)
     finders = {name: StepFinder(ws) for name, ws in by_thread.items()}
     in_timeline = StepFinder(timeline)
     seq: dict[tuple[str, int | None], int] = {}
@@ -247,29 +250,35 @@ def build_profile(sim: Any, *, epoch_us: int = DEFAULT_EPOCH_US, device: int | N
         epoch_us=int(epoch_us), device_id=dev_id, soc_name=soc.name, aicore_count=int(soc.aicore_count),
         vector_core_count=int(soc.vector_core_count), aicpu_count=int(getattr(soc, "aicpu_count", 0)),
         clock_mhz=float(soc.clock_mhz), threads=tids, op_calls=op_calls,
-        api_spans=_api_spans(calls, host, epoch_ns, tids), tasks=tasks, steps=steps, step_windows=timeline,
+        api_spans=_api_spans(calls, host, host_ns, tids), tasks=tasks, steps=steps, step_windows=timeline,
         step_rows=_step_rows(timeline, tasks), busy=busy)
 
 
-def _op_calls(host: dict[str, list], epoch_ns: int, tids: dict[str, int]) -> tuple[dict[int, OpCall], list[OpCall]]:
+def _host_ns(host: dict[str, list], epoch_ns: int) -> tuple[list[int], list[int]]:
+    """Every host span's epoch-ns start and end, computed at once (`to_ns_array` rounds as `to_ns` does)."""
+    start = np.asarray(host["start"], dtype=np.float64)
+    end = start + np.asarray(host["dur"], dtype=np.float64)
+    return (to_ns_array(start) + epoch_ns).tolist(), (to_ns_array(end) + epoch_ns).tolist()
+
+
+def _op_calls(host: dict[str, list], host_ns: tuple[list[int], list[int]],
+              tids: dict[str, int]) -> tuple[dict[int, OpCall], list[OpCall]]:
     """The ACLNN calls (first ``op_call`` span of each correlation id), by id and in start order."""
     calls: dict[int, OpCall] = {}
-    for thread, phase, op, start, dur, corr in zip(host["thread"], host["phase"], host["op"], host["start"],
-                                                   host["dur"], host["corr"]):
+    for thread, phase, op, s_ns, e_ns, corr in zip(host["thread"], host["phase"], host["op"], host_ns[0],
+                                                   host_ns[1], host["corr"]):
         if phase == _OP_CALL and corr >= 0 and corr not in calls:
-            calls[corr] = OpCall(corr, thread, tids[thread], op, to_epoch_ns(epoch_ns, start),
-                                 to_epoch_ns(epoch_ns, start + dur))
+            calls[corr] = OpCall(corr, thread, tids[thread], op, s_ns, e_ns)
     op_calls = sorted(calls.values(), key=lambda c: (c.start_ns, c.tid, c.corr))
     _separate_touching(op_calls)
     return calls, op_calls
 
 
-def _profile_steps(sim: Any, host: dict[str, list], dev: dict[str, list], inst: dict[str, list], epoch_ns: int,
-                   tids: dict[str, int], step_thread: str | None
+def _profile_steps(sim: Any, host_ns: tuple[list[int], list[int]], dev: dict[str, list], inst: dict[str, list],
+                   epoch_ns: int, tids: dict[str, int], step_thread: str | None
                    ) -> tuple[list[StepWindow], dict[str, list[StepWindow]], list[StepWindow]]:
     """Every thread's steps (the whole run as step 1 without step instants), by thread, and the timeline."""
-    host_starts = [to_epoch_ns(epoch_ns, s) for s in host["start"]]
-    host_ends = [to_epoch_ns(epoch_ns, s + d) for s, d in zip(host["start"], host["dur"])]
+    host_starts, host_ends = host_ns
     run_end_ns = max(host_ends + [to_epoch_ns(epoch_ns, e) for e in dev["end"]], default=epoch_ns)
     steps = _steps_from_instants(inst, epoch_ns, tids, run_end_ns)
     if not steps:
