@@ -12,6 +12,7 @@ import numpy as np
 from opsim.errors import InvalidArgumentError
 from opsim.trace.ascend_model import (DEFAULT_EPOCH_US, HIDDEN_TASK_TYPES, ApiSpan, AscendProfile, DeviceTaskRow,
                                       OpCall, StepRow, StepWindow, merge_intervals, to_epoch_ns)
+from opsim.trace.ascend_memory import memory_profile
 from opsim.trace.ascend_pmu import kernel_pmu
 from opsim.trace.timefmt import to_ns_array
 
@@ -242,6 +243,7 @@ def build_profile(sim: Any, *, epoch_us: int = DEFAULT_EPOCH_US, device: int | N
     tasks.sort(key=lambda t: (t.start_ns, t.stream, t.task_id))
     _wait_times(tasks)
     busy = merge_intervals((t.start_ns, t.end_ns) for t in tasks if t.is_busy and t.end_ns > t.start_ns)
+    memory_events, op_memory = memory_profile(rec, dev_id, epoch_ns, host, host_ns, calls, op_calls)
     cost = getattr(sim, "cost", None)
     for t in tasks:
         if t.is_kernel:
@@ -251,7 +253,16 @@ def build_profile(sim: Any, *, epoch_us: int = DEFAULT_EPOCH_US, device: int | N
         vector_core_count=int(soc.vector_core_count), aicpu_count=int(getattr(soc, "aicpu_count", 0)),
         clock_mhz=float(soc.clock_mhz), threads=tids, op_calls=op_calls,
         api_spans=_api_spans(calls, host, host_ns, tids), tasks=tasks, steps=steps, step_windows=timeline,
-        step_rows=_step_rows(timeline, tasks), busy=busy)
+        step_rows=_step_rows(timeline, tasks), busy=busy, memory_events=memory_events, op_memory=op_memory,
+        session_ns=_session(host_ns, tasks, steps, epoch_ns))
+
+
+def _session(host_ns: tuple[list[int], list[int]], tasks: list[DeviceTaskRow], steps: list[StepWindow],
+             epoch_ns: int) -> tuple[int, int]:
+    """The first start and last end of any host span, device task or step (SESSION_TIME_INFO)."""
+    starts = host_ns[0] + [t.start_ns for t in tasks] + [w.start_ns for w in steps]
+    ends = host_ns[1] + [t.end_ns for t in tasks] + [w.end_ns for w in steps]
+    return min(starts, default=epoch_ns), max(ends, default=epoch_ns)
 
 
 def _host_ns(host: dict[str, list], epoch_ns: int) -> tuple[list[int], list[int]]:

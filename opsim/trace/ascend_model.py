@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Iterable
 from opsim.trace.timefmt import to_ns, us_text
 
 if TYPE_CHECKING:
+    from opsim.trace.ascend_memory import MemoryEvent, OpMemory
     from opsim.trace.ascend_pmu import KernelPmu
 
 DEFAULT_EPOCH_US = 1_700_000_000_000_000
@@ -231,6 +232,12 @@ class AscendProfile:
     """The step timeline of step_trace_time.csv and the kernels' Step Id: one thread's steps (`_step_timeline`)."""
     step_rows: list[StepRow]
     busy: list[tuple[int, int]]
+    memory_events: list[MemoryEvent] = field(default_factory=list)
+    """The device's allocs and frees in time order with running totals (see ascend_memory.py)."""
+    op_memory: list[OpMemory] = field(default_factory=list)
+    """Each allocation's lifetime."""
+    session_ns: tuple[int, int] = (0, 0)
+    """First and last epoch ns of any record (SESSION_TIME_INFO)."""
 
     @property
     def kernels(self) -> list[DeviceTaskRow]:

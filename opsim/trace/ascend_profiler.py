@@ -14,6 +14,9 @@ Layout written by ``write_profiler_output`` (see docs/ascend-tools.md for the co
             kernel_details.csv                    one row per kernel, PMU-style pipe times from the cost model
             op_statistic.csv                      per (op type, core type) totals
             step_trace_time.csv                   per step: computing, free, stage, preparing (us)
+            memory_record.csv                     the allocator's totals after each alloc / free
+            operator_memory.csv                   one row per allocation: its op, size and lifetime
+            npu_module_mem.csv                    the application module's device memory over time
             ascend_pytorch_profiler_<rank>.db     with db=True (see ascend_profiler_db.py)
             analysis.db                           with db=True
 
@@ -53,6 +56,8 @@ from typing import Any
 
 from opsim.errors import InvalidArgumentError
 from opsim.trace.ascend_build import build_profile
+from opsim.trace.ascend_memory import (MEMORY_RECORD_HEADER, NPU_MODULE_MEM_HEADER, OPERATOR_MEMORY_HEADER,
+                                       memory_record_rows, npu_module_mem_rows, operator_memory_rows)
 from opsim.trace.ascend_model import (DEFAULT_EPOCH_US, DIR_MODE, FILE_MODE, KERNEL_DETAILS_HEADER,
                                       OP_STATISTIC_HEADER, OUTPUT_DIR, STEP_TRACE_TIME_HEADER, AscendProfile,
                                       merge_intervals, profiler_dir_name, timestamp_17, torch_op_name, us_str)
@@ -82,6 +87,17 @@ def _write(path: str, text: str) -> None:
 
 def _json(obj: Any) -> str:
     return json.dumps(obj, sort_keys=True, indent=2, ensure_ascii=False) + "\n"
+
+
+def _write_memory_csvs(p: AscendProfile, out: str) -> None:
+    """memory_record.csv, operator_memory.csv and npu_module_mem.csv (see ascend_memory.py)."""
+    d = p.device_id
+    _write(os.path.join(out, "memory_record.csv"),
+           csv_text(MEMORY_RECORD_HEADER, memory_record_rows(p.memory_events, d)))
+    _write(os.path.join(out, "operator_memory.csv"),
+           csv_text(OPERATOR_MEMORY_HEADER, operator_memory_rows(p.op_memory, d)))
+    _write(os.path.join(out, "npu_module_mem.csv"),
+           csv_text(NPU_MODULE_MEM_HEADER, npu_module_mem_rows(p.memory_events, d)))
 
 
 def write_profiler_output(sim: Any, out_dir: str, *, name: str, epoch_us: int = DEFAULT_EPOCH_US, rank: int = 0,
@@ -125,6 +141,7 @@ def write_profiler_output(sim: Any, out_dir: str, *, name: str, epoch_us: int = 
         _write(os.path.join(out, "kernel_details.csv"), csv_text(KERNEL_DETAILS_HEADER, kernel_detail_rows(p)))
         _write(os.path.join(out, "op_statistic.csv"), csv_text(OP_STATISTIC_HEADER, op_statistic_rows(p)))
         _write(os.path.join(out, "step_trace_time.csv"), csv_text(STEP_TRACE_TIME_HEADER, step_trace_rows(p)))
+        _write_memory_csvs(p, out)
     if db:
         write_profiler_db(p, out, rank=rank)
     return root
