@@ -487,12 +487,17 @@ def write_outputs(run: _Run, summary: dict[str, Any], stdout_text: str, out: Out
         with out.open(OUTPUT_FILES["timestamps"], encoding="utf-8", newline="") as fh:
             fh.write(stdout_text)
     if profiler and cfg.trace:
-        from opsim.trace.ascend_profiler import profiler_dir_name, write_profiler_output
+        from opsim.trace.ascend_profiler import (profile_stream_ids, profiled_kernel_types, profiler_dir_name,
+                                                 write_profiler_output)
         stage("profiler output")
         out.path(profiler_dir_name(cfg.name, cfg.epoch_us))
+        streams = dict(run.shared_streams)
+        for wl in run.workloads:
+            streams.update(wl.streams)
         write_profiler_output(sim, str(out.staging), name=cfg.name, epoch_us=cfg.epoch_us, rank=0,
                               text=profiler in ("text", "both"), db=profiler in ("db", "both"),
-                              step_thread=cfg.outputs.step_thread)
+                              step_thread=cfg.outputs.step_thread, stream_ids=profile_stream_ids(streams),
+                              kernel_types=profiled_kernel_types(cfg.data.get("profiled_ops")))
     if cfg.outputs.summary:
         with out.open(OUTPUT_FILES["summary"], encoding="utf-8") as fh:
             fh.write(summary_json(summary))

@@ -5,7 +5,7 @@ See ascend_profiler.py for how opsim's records map onto torch_npu's (calls, CANN
 from __future__ import annotations
 
 import bisect
-from typing import Any, Iterable
+from typing import Any, Iterable, Mapping
 
 import numpy as np
 
@@ -212,9 +212,13 @@ def _step_timeline(sim: Any, by_thread: dict[str, list[StepWindow]], steps: list
 
 
 def build_profile(sim: Any, *, epoch_us: int = DEFAULT_EPOCH_US, device: int | None = None,
-                  step_thread: str | None = None) -> AscendProfile:
+                  step_thread: str | None = None, stream_ids: Mapping[int, int] | None = None,
+                  kernel_types: Mapping[str, str] | None = None) -> AscendProfile:
     """The profiler model of ``sim`` (after ``sim.run()``) for one device (default: the simulation's device);
-    ``step_thread`` chooses the thread whose steps step_trace_time.csv reports (see `_step_timeline`).
+    ``step_thread`` chooses the thread whose steps step_trace_time.csv reports (see `_step_timeline`);
+    ``stream_ids`` maps opsim stream ids to the ids written (a replay keeps its profile's stream ids);
+    ``kernel_types`` maps recorded kernel names to op types (a replay's kernels keep their profile's Name and
+    Type instead of opsim's ``<api>_<op>_<op>``).
     Every stage is linear in the records (steps are found by bisection, tasks binned per step once)."""
     rec = sim.recorder
     soc = sim.soc
@@ -238,8 +242,11 @@ def build_profile(sim: Any, *, epoch_us: int = DEFAULT_EPOCH_US, device: int | N
         key = (c.thread, c.step)
         seq[key] = seq.get(key, 0) + 1
         c.seq = seq[key]
-    tasks = _device_tasks(dev, dev_id, calls, epoch_ns, in_timeline)
+    tasks = _device_tasks(dev, dev_id, calls, epoch_ns, in_timeline, _checked_stream_ids(stream_ids))
     _match_tensors(tasks, _tensor_infos(inst, getattr(rec, "tensor_infos", ())))
+    for t in tasks if kernel_types else ():
+        if t.is_kernel and t.op in kernel_types:
+            t.name, t.op = t.op, str(kernel_types[t.op])
     tasks.sort(key=lambda t: (t.start_ns, t.stream, t.task_id))
     _wait_times(tasks)
     busy = merge_intervals((t.start_ns, t.end_ns) for t in tasks if t.is_busy and t.end_ns > t.start_ns)
@@ -305,16 +312,31 @@ def _profile_steps(sim: Any, host_ns: tuple[list[int], list[int]], dev: dict[str
     return steps, by_thread, _step_timeline(sim, by_thread, steps, step_thread)
 
 
+def _checked_stream_ids(stream_ids: Mapping[int, int] | None) -> dict[int, int]:
+    """`stream_ids` as a dict, or an error naming the problem: ids are non-negative ints, no two streams share one."""
+    ids = dict(stream_ids or {})
+    for k, v in ids.items():
+        if isinstance(k, bool) or isinstance(v, bool) or not isinstance(k, int) or not isinstance(v, int) \
+                or k < 0 or not 0 <= v < 2**31:
+            raise InvalidArgumentError(f"stream_ids: {k!r} -> {v!r} must map a stream id to a non-negative integer "
+                                       "below 2**31")
+    if len(set(ids.values())) != len(ids):
+        raise InvalidArgumentError("stream_ids: two streams are given the same id; give each stream its own")
+    return ids
+
+
 def _device_tasks(dev: dict[str, list], dev_id: int, calls: dict[int, OpCall], epoch_ns: int,
-                  step_of: StepFinder) -> list[DeviceTaskRow]:
-    """The shown tasks of device `dev_id` in record order; a task's step is that of the call that launched it."""
+                  step_of: StepFinder, stream_ids: dict[int, int]) -> list[DeviceTaskRow]:
+    """The shown tasks of device `dev_id` in record order (streams renumbered by `stream_ids`); a task's step is
+    that of the call that launched it."""
     tasks: list[DeviceTaskRow] = []
     cols = ("device", "stream", "task_id", "op", "task_type", "unit_kind", "block_dim", "start", "end", "corr")
     for i, (d, stream, task_id, op, tt, unit, bd, start, end, corr) in enumerate(zip(*(dev[c] for c in cols))):
         if d != dev_id or tt in HIDDEN_TASK_TYPES:
             continue
         call = calls.get(corr) if corr >= 0 else None
-        t = DeviceTaskRow(i, d, stream, task_id, op, tt, unit, int(bd), to_epoch_ns(epoch_ns, start),
+        t = DeviceTaskRow(i, d, stream_ids.get(stream, stream), task_id, op, tt, unit, int(bd),
+                          to_epoch_ns(epoch_ns, start),
                           to_epoch_ns(epoch_ns, end), corr, op, call)
         if t.is_kernel:
             t.name = _kernel_name(op, call.api if call is not None else None)

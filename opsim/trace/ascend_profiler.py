@@ -52,7 +52,7 @@ from __future__ import annotations
 import json
 import os
 import re
-from typing import Any
+from typing import Any, Mapping
 
 from opsim.errors import InvalidArgumentError
 from opsim.trace.ascend_build import build_profile
@@ -68,7 +68,8 @@ from opsim.trace.ascend_trace_view import trace_view_json
 
 __all__ = ["write_profiler_output", "build_profile", "AscendProfile", "profiler_dir_name", "torch_op_name",
            "KERNEL_DETAILS_HEADER", "STEP_TRACE_TIME_HEADER", "OP_STATISTIC_HEADER", "DEFAULT_EPOCH_US",
-           "merge_intervals", "timestamp_17", "us_str"]
+           "merge_intervals", "timestamp_17", "us_str", "profile_stream_ids",
+           "profiled_kernel_types"]
 
 _NAME_RE = re.compile(r"^[A-Za-z0-9._-]+$")
 
@@ -89,6 +90,36 @@ def _json(obj: Any) -> str:
     return json.dumps(obj, sort_keys=True, indent=2, ensure_ascii=False) + "\n"
 
 
+PROFILE_STREAM_RE = re.compile(r"^stream_(\d{1,9})$")
+"""A stream named ``stream_<N>`` (how `opsim import` names a profile's stream N) is written with id N."""
+
+
+def profile_stream_ids(streams: Mapping[str, Any]) -> dict[int, int]:
+    """opsim stream id -> written id for scenario streams (name -> opsim Stream) named ``stream_<N>``, so a
+    replay's profiler output shows its profile's stream ids; empty (opsim's ids) when that would give two
+    streams one id."""
+    ids = {st.stream_id: st.stream_id for st in streams.values()}
+    for name, st in streams.items():
+        m = PROFILE_STREAM_RE.match(name)
+        if m:
+            ids[st.stream_id] = int(m.group(1))
+    if len(set(ids.values())) != len(ids):
+        return {}
+    return {k: v for k, v in ids.items() if k != v}
+
+
+def profiled_kernel_types(profiled_ops: Any) -> dict[str, str]:
+    """Recorded kernel name -> op type of every kernel of a scenario's ``profiled_ops`` (its ``type``, else the
+    name itself): a replay's kernels are written under their profile's names and types."""
+    out: dict[str, str] = {}
+    for entry in (profiled_ops or {}).values() if isinstance(profiled_ops, Mapping) else ():
+        for v in entry.get("variants") or () if isinstance(entry, Mapping) else ():
+            for k in v.get("kernels") or () if isinstance(v, Mapping) else ():
+                if isinstance(k, Mapping) and isinstance(k.get("name"), str):
+                    out.setdefault(k["name"], str(k.get("type") or k["name"]))
+    return out
+
+
 def _write_memory_csvs(p: AscendProfile, out: str) -> None:
     """memory_record.csv, operator_memory.csv and npu_module_mem.csv (see ascend_memory.py)."""
     d = p.device_id
@@ -101,7 +132,9 @@ def _write_memory_csvs(p: AscendProfile, out: str) -> None:
 
 
 def write_profiler_output(sim: Any, out_dir: str, *, name: str, epoch_us: int = DEFAULT_EPOCH_US, rank: int = 0,
-                          db: bool = False, text: bool = True, step_thread: str | None = None) -> str:
+                          db: bool = False, text: bool = True, step_thread: str | None = None,
+                          stream_ids: Mapping[int, int] | None = None,
+                          kernel_types: Mapping[str, str] | None = None) -> str:
     """Write ``sim`` (after ``sim.run()``) as a torch_npu profiling directory; returns its path.
 
     ``name`` becomes the ``<name>_<timestamp>_ascend_pt`` directory under ``out_dir`` (timestamp: the UTC
@@ -109,7 +142,10 @@ def write_profiler_output(sim: Any, out_dir: str, *, name: str, epoch_us: int = 
     names ``profiler_info_<rank>.json`` (the tools take the rank from it). ``db=True`` also writes the
     torch_npu database layout, which the cluster recipes (``compute_op_sum``, ``cann_api_sum``) need;
     ``text=False`` leaves the text files (trace_view.json and the CSVs) out. ``step_thread`` chooses whose steps
-    step_trace_time reports. The same simulation and arguments always give byte-identical files.
+    step_trace_time reports. ``stream_ids`` maps opsim stream ids to the ids written (streams not in it keep
+    theirs; `profile_stream_ids` gives a replay its profile's ids); ``kernel_types`` maps recorded kernel names
+    to op types (`profiled_kernel_types`). The same simulation and arguments always
+    give byte-identical files.
     """
     if not isinstance(name, str) or not _NAME_RE.match(name):
         raise InvalidArgumentError(
@@ -125,7 +161,8 @@ def write_profiler_output(sim: Any, out_dir: str, *, name: str, epoch_us: int = 
         raise InvalidArgumentError(
             "the simulation has no trace records to write as profiler output; create it with trace=True (the "
             "default) and call sim.run() before write_profiler_output")
-    p = build_profile(sim, epoch_us=epoch_us, step_thread=step_thread)
+    p = build_profile(sim, epoch_us=epoch_us, step_thread=step_thread, stream_ids=stream_ids,
+                      kernel_types=kernel_types)
     root = os.path.join(out_dir, profiler_dir_name(name, epoch_us))
     out = os.path.join(root, OUTPUT_DIR)
     prof = os.path.join(root, f"PROF_000001_{timestamp_17(epoch_us)}_{prof_id(name, rank)}")
