@@ -125,20 +125,46 @@ def _host_event(tid: int, s_ns: int, dur: float, phase: Any, op: Any, corr: Any)
 
 def host_slices(rec: Any, tids: dict[str, int], w: TraceWriter, flows: FlowSources) -> list:
     """Every host thread's track (its spans and ProfilerStep slices, nested), feeding each thread's launch
-    spans to `flows`; returns the instants that are not steps."""
+    spans to `flows`; returns the instants that are not steps. Only one track's arrays exist at a time."""
+    chunks, values, odd_corr = _host_chunks(rec)
+    steps, other_instants = split_instants(rec, tids)
+    op_call = next((c for c, v in enumerate(values) if type(v) is str and v == OP_CALL), -1)
+    texts = _HostTexts(w, values, odd_corr)
+    for code, thread in _thread_order(chunks, values, steps):
+        tid = tids.get(thread, 0)
+        items = steps.get(thread, [])
+        s, e, ph, op, corr, rid = _track_columns(chunks, code, items)
+        launch = (corr >= 0) & (ph != op_call) & (rid >= 0)
+        if len(texts.odd_rows):
+            launch &= ~np.isin(rid, texts.odd_rows)
+        flows.feed(corr[launch], e[launch], s[launch], tid)
+        del launch
+        perm = track_order(s, e, rid)
+        s, e, ph, op, corr, rid = s[perm], e[perm], ph[perm], op[perm], corr[perm], rid[perm]
+        del perm
+        e, durs = nest_durations(s, e)
+        _track_blocks(w, texts, tid, items, s, e, durs, ph, op, corr, rid, ph == op_call)
+        del s, e, durs, ph, op, corr, rid  # before the next track's arrays exist
+    return other_instants
+
+
+def _host_chunks(rec: Any) -> tuple[list, list, dict[int, Any]]:
+    """The host records' chunks (thread, phase and op codes; start, dur and corr arrays with their odd values),
+    the code values, and the correlation ids that are not plain integers (by record)."""
     names = ("thread", "phase", "op")
     chunks = list(zip(*(rec.coded_chunks("host", c) for c in names),
                       *(rec.numeric_chunks("host", c, t) for c, t in (("start", "d"), ("dur", "d"), ("corr", "q")))))
-    values = rec.code_values()
     odd_corr: dict[int, Any] = {}
     for *_codes, (_s, odd_s), (_d, odd_d), (_c, odd_c) in chunks:
         bad = [v for v in (*odd_s.values(), *odd_d.values()) if type(v) not in (int, float)]
         if bad:
             raise InvalidArgumentError(f"recorder host records: {bad[0]!r} is not a number of microseconds")
         odd_corr.update(odd_c)
-    steps, other_instants = split_instants(rec, tids)
-    op_call = next((c for c, v in enumerate(values) if type(v) is str and v == OP_CALL), -1)
-    # thread order: first appearance in the host records, then tracks that only have steps
+    return chunks, rec.code_values(), odd_corr
+
+
+def _thread_order(chunks: list, values: list, steps: dict[str, list[tuple]]) -> list[tuple[int, Any]]:
+    """(thread code, name) in first appearance in the host records, then tracks that only have steps (code -1)."""
     first: dict[int, int] = {}
     base = 0
     for th_c, *_rest in chunks:
@@ -147,94 +173,87 @@ def host_slices(rec: Any, tids: dict[str, int], w: TraceWriter, flows: FlowSourc
         base += len(th_c)
     order = [(c, values[c]) for c in sorted(first, key=first.get)]
     seen = {v for _c, v in order}
-    order += [(-1, track) for track in steps if track not in seen]
-    shared = w.shared
-    every = np.arange(len(values), dtype=np.int64)
-    op_name = w.lookup(values, every)
-    host_mid = w.lookup(values, every, lambda v: ',"cat":"host","args":{"op":' + json_value(v))
-    call_mid = shared.code(',"cat":"op_call","args":{"corr":')
-    corr_key = shared.code(',"corr":')
-    odd_rows = np.array(sorted(odd_corr), dtype=np.int64)
-    for code, thread in order:
-        tid = tids.get(thread, 0)
-        items = steps.get(thread, [])
-        n_steps = len(items)
-        sels = [np.flatnonzero(th_c == code) if code >= 0 else np.empty(0, np.int64)
-                for th_c, *_rest in chunks]
-        n_rows = n_steps + sum(map(len, sels))
-        # the track's columns, filled in place (steps first: they come first on a tie)
-        s = np.empty(n_rows, np.int64)
-        e = np.empty(n_rows, np.int64)
-        ph = np.zeros(n_rows, np.int32)
-        op = np.zeros(n_rows, np.int32)
-        corr = np.full(n_rows, -1, np.int64)
-        rid = np.empty(n_rows, np.int64)
-        s[:n_steps] = [it[0] for it in items]
-        e[:n_steps] = [it[1] for it in items]
-        rid[:n_steps] = np.arange(n_steps, dtype=np.int64) - n_steps
-        at, base = n_steps, 0
-        for sel, (th_c, ph_c, op_c, (st_c, _), (du_c, _), (co_c, _)) in zip(sels, chunks):
-            k = len(sel)
-            if k:
-                st = st_c[sel].astype(np.float64)
-                end = du_c[sel].astype(np.float64)
-                np.add(st, end, out=end)
-                s[at:at + k] = to_ns_array(st)
-                e[at:at + k] = to_ns_array(end)
-                del st, end
-                ph[at:at + k] = ph_c[sel]
-                op[at:at + k] = op_c[sel]
-                corr[at:at + k] = co_c[sel]
-                rid[at:at + k] = sel + base
-                at += k
-            base += len(th_c)
-        del sels
-        check_us(s, e)
-        launch = (corr >= 0) & (ph != op_call) & (rid >= 0)
+    return order + [(-1, track) for track in steps if track not in seen]
+
+
+class _HostTexts:
+    """The shared text pieces of host rows: names, the middles of spans and calls, the corr key."""
+
+    def __init__(self, w: TraceWriter, values: list, odd_corr: dict[int, Any]) -> None:
+        every = np.arange(len(values), dtype=np.int64)
+        self.values, self.odd_corr = values, odd_corr
+        self.odd_rows = np.array(sorted(odd_corr), dtype=np.int64)
+        self.op_name = w.lookup(values, every)
+        self.host_mid = w.lookup(values, every, lambda v: ',"cat":"host","args":{"op":' + json_value(v))
+        self.call_mid = w.shared.code(',"cat":"op_call","args":{"corr":')
+        self.corr_key = w.shared.code(',"corr":')
+
+
+def _track_columns(chunks: list, code: int, items: list[tuple]) -> tuple[Any, ...]:
+    """One track's columns (start and end ns, phase and op codes, corr, record id; steps first with negative
+    record ids, as they come first on a tie), filled in place."""
+    n_steps = len(items)
+    sels = [np.flatnonzero(th_c == code) if code >= 0 else np.empty(0, np.int64) for th_c, *_rest in chunks]
+    n_rows = n_steps + sum(map(len, sels))
+    s = np.empty(n_rows, np.int64)
+    e = np.empty(n_rows, np.int64)
+    ph = np.zeros(n_rows, np.int32)
+    op = np.zeros(n_rows, np.int32)
+    corr = np.full(n_rows, -1, np.int64)
+    rid = np.empty(n_rows, np.int64)
+    s[:n_steps] = [it[0] for it in items]
+    e[:n_steps] = [it[1] for it in items]
+    rid[:n_steps] = np.arange(n_steps, dtype=np.int64) - n_steps
+    at, base = n_steps, 0
+    for sel, (th_c, ph_c, op_c, (st_c, _), (du_c, _), (co_c, _)) in zip(sels, chunks):
+        k = len(sel)
+        if k:
+            st = st_c[sel].astype(np.float64)
+            end = du_c[sel].astype(np.float64)
+            np.add(st, end, out=end)
+            s[at:at + k] = to_ns_array(st)
+            e[at:at + k] = to_ns_array(end)
+            del st, end
+            ph[at:at + k] = ph_c[sel]
+            op[at:at + k] = op_c[sel]
+            corr[at:at + k] = co_c[sel]
+            rid[at:at + k] = sel + base
+            at += k
+        base += len(th_c)
+    check_us(s, e)
+    return s, e, ph, op, corr, rid
+
+
+def _track_blocks(w: TraceWriter, texts: _HostTexts, tid: int, items: list[tuple], s: Any, e: Any, durs: Any,
+                  ph: Any, op: Any, corr: Any, rid: Any, is_call: Any) -> None:
+    """A sorted, nested track's rows, written a block at a time."""
+    n_steps = len(items)
+    values, odd_rows = texts.values, texts.odd_rows
+    step_no = np.array([n if type(n) is int and 0 <= n < (1 << 63) else -1 for _s, _e, n in items] or [-1],
+                       dtype=np.int64)
+    for b0 in range(0, len(s), BLOCK):
+        b1 = min(b0 + BLOCK, len(s))
+        n = b1 - b0
+        bs, be, bd, brid = s[b0:b1], e[b0:b1], durs[b0:b1], rid[b0:b1]
+        own = Pieces()
+        row = np.full(n, -1, dtype=np.int64)
+        step = np.full(n, -1, dtype=np.int64)
+        at = np.flatnonzero(brid < 0)
+        which = brid[at] + n_steps
+        step[at] = step_no[which]
+        for k in at[step_no[which] < 0].tolist():  # a step number that is not a plain int: Python's text
+            st_s, _st_e, n_step = items[int(brid[k]) + n_steps]
+            row[k] = own.code(_dump({"ph": "X", "pid": HOST_PID, "tid": tid, "ts": _us(st_s), "dur": float(bd[k]),
+                                     "name": f"ProfilerStep#{n_step}", "cat": "step", "args": {"step": n_step}}))
         if len(odd_rows):
-            launch &= ~np.isin(rid, odd_rows)
-        flows.feed(corr[launch], e[launch], s[launch], tid)
-        del launch
-        perm = track_order(s, e, rid)
-        s = s[perm]
-        e = e[perm]
-        ph = ph[perm]
-        op = op[perm]
-        corr = corr[perm]
-        rid = rid[perm]
-        del perm
-        is_call = ph == op_call
-        e, durs = nest_durations(s, e)
-        step_no = np.array([n if type(n) is int and 0 <= n < (1 << 63) else -1 for _s, _e, n in items] or [-1],
-                           dtype=np.int64)
-        for b0 in range(0, len(s), BLOCK):
-            b1 = min(b0 + BLOCK, len(s))
-            n = b1 - b0
-            bs, be, bd, brid = s[b0:b1], e[b0:b1], durs[b0:b1], rid[b0:b1]
-            own = Pieces()
-            row = np.full(n, -1, dtype=np.int64)
-            step = np.full(n, -1, dtype=np.int64)
-            at = np.flatnonzero(brid < 0)
-            which = brid[at] + n_steps
-            step[at] = step_no[which]
-            for k in at[step_no[which] < 0].tolist():  # a step number that is not a plain int: Python's text
-                st_s, _st_e, n_step = items[int(brid[k]) + n_steps]
-                row[k] = own.code(_dump({"ph": "X", "pid": HOST_PID, "tid": tid, "ts": _us(st_s),
-                                             "dur": float(bd[k]), "name": f"ProfilerStep#{n_step}", "cat": "step",
-                                             "args": {"step": n_step}}))
-            if len(odd_rows):
-                for k in np.flatnonzero(np.isin(brid, odd_rows)).tolist():
-                    row[k] = own.code(_host_event(tid, int(bs[k]), float(bd[k]), values[ph[b0 + k]],
-                                                  values[op[b0 + k]], odd_corr[int(brid[k])]))
-            dur_ns, dur_text = dur_texts(own, bs, be, bd)
-            call, b_op, b_corr = is_call[b0:b1], op[b0:b1], corr[b0:b1]
-            w.block(_HOST_ROW, n, {
-                "row": row, "step": step, "tid": np.full(n, tid, dtype=np.int64), "ts": bs, "dur_text": dur_text,
-                "dur": dur_ns, "name": np.where(call, op_name[b_op], op_name[ph[b0:b1]]),
-                "mid": np.where(call, call_mid, host_mid[b_op]),
-                "corr_key": np.where(~call & (b_corr >= 0), corr_key, -1),
-                "corr_shown": np.where(call | (b_corr >= 0), 0, -1), "corr": b_corr}, own)
-        # before the next track's arrays exist (the block slices are views of these)
-        del s, e, ph, op, corr, rid, durs, is_call
-        bs = be = bd = brid = call = b_op = b_corr = None
-    return other_instants
+            for k in np.flatnonzero(np.isin(brid, odd_rows)).tolist():
+                row[k] = own.code(_host_event(tid, int(bs[k]), float(bd[k]), values[ph[b0 + k]],
+                                              values[op[b0 + k]], texts.odd_corr[int(brid[k])]))
+        dur_ns, dur_text = dur_texts(own, bs, be, bd)
+        call, b_op, b_corr = is_call[b0:b1], op[b0:b1], corr[b0:b1]
+        w.block(_HOST_ROW, n, {
+            "row": row, "step": step, "tid": np.full(n, tid, dtype=np.int64), "ts": bs, "dur_text": dur_text,
+            "dur": dur_ns, "name": np.where(call, texts.op_name[b_op], texts.op_name[ph[b0:b1]]),
+            "mid": np.where(call, texts.call_mid, texts.host_mid[b_op]),
+            "corr_key": np.where(~call & (b_corr >= 0), texts.corr_key, -1),
+            "corr_shown": np.where(call | (b_corr >= 0), 0, -1), "corr": b_corr}, own)

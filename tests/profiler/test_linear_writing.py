@@ -38,3 +38,30 @@ def test_step_finder_agrees_with_a_scan(ws, t, apart):
         ws = [StepWindow(w.step, w.thread, w.tid, w.start_ns, min(w.end_ns, nxt.start_ns))
               for w, nxt in zip(ws, ws[1:])] + ws[-1:]
     assert StepFinder(ws)(t) == _scan_step(t, ws)
+
+
+def test_summary_and_table_give_simulate_and_write_time_apart(tmp_path):
+    from opsim.trace.summary import render_table
+    res = run_scenario(SCENARIOS / "quickstart.yaml", out_dir=tmp_path, profiler_output="both")
+    on_disk = json.loads((tmp_path / "summary.json").read_text())["wall"]
+    assert on_disk["write_seconds"] > 0 and on_disk["wall_seconds"] > 0
+    assert res.summary["wall"] == on_disk
+    assert "s simulating, " in render_table(res.summary) and " s writing the outputs" in render_table(res.summary)
+
+
+def test_the_writing_bar_names_each_writer(monkeypatch):
+    import io
+    import sys
+
+    from opsim.scenario import runner
+    from opsim.scenario.loader import load_scenario
+    err = io.StringIO()
+    err.isatty = lambda: True
+    monkeypatch.setattr(sys, "stderr", err)
+    stage = runner._writing_bar(load_scenario(SCENARIOS / "quickstart.yaml"), "both", True)
+    seen = []
+    import tqdm
+    monkeypatch.setattr(tqdm.tqdm, "set_description", lambda self, d: seen.append(d))
+    for name in ("trace.json", "profiler output", None):
+        stage(name)
+    assert seen == ["writing trace.json", "writing profiler output"]
