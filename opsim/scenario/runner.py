@@ -320,6 +320,44 @@ def _progress_bar(total: int, enabled: bool) -> tuple[Callable[[int], None] | No
     return update, bar.close
 
 
+def _writing_bar(config: ScenarioConfig, profiler: str, enabled: bool) -> Callable[[str | None], None]:
+    """A second tqdm bar while the outputs are written: one step per writer (called with the writer's name as
+    it starts, None at the end). Only on a terminal, like the simulating bar."""
+    c = config.outputs
+    n = 1 + (config.trace and c.trace) + 2 * (config.trace and c.csv) + (bool(profiler) and config.trace) \
+        + bool(c.records)
+    if not enabled or not sys.stderr.isatty():
+        return lambda name: None
+    try:
+        from tqdm import tqdm
+    except ImportError:
+        return lambda name: None
+    bar = tqdm(total=n, unit="file", delay=1.0, file=sys.stderr, dynamic_ncols=True, leave=False, desc="writing")
+
+    def stage(name: str | None) -> None:
+        if name is None:
+            bar.close()
+            return
+        if bar.n or bar.desc != "writing":
+            bar.update(1)
+        bar.set_description(f"writing {name}")
+
+    return stage
+
+
+def _note_write_time(summary: dict[str, Any], seconds: float, staged: OutputDir, write_summary: bool) -> None:
+    """The wall time spent writing every output goes in the summary (`wall.write_seconds`, machine time like
+    `wall_seconds`, which is simulating alone); summary.json, written before the records, is written again."""
+    wall = summary.get("wall")
+    if not isinstance(wall, dict):
+        return
+    wall["write_seconds"] = round(seconds, 3)
+    if write_summary:
+        from opsim.trace.summary import summary_json
+        with staged.open(OUTPUT_FILES["summary"], encoding="utf-8") as fh:
+            fh.write(summary_json(summary))
+
+
 def run_scenario(source: str | Path | Mapping[str, Any] | ScenarioConfig, *, out_dir: str | Path | None = None,
                  overrides: Mapping[str, Any] | None = None, progress: bool = False,
                  profiler_output: bool | str | None = None, write: bool = True, calibration: Any = None,
@@ -366,11 +404,16 @@ def run_scenario(source: str | Path | Mapping[str, Any] | ScenarioConfig, *, out
                            stdout_text=stdout_text)
         if staged is not None:
             result.out_dir = target
-            write_outputs(run, summary, stdout_text, staged, profiler=want_profiler)
+            t1 = time.perf_counter()
+            stage = _writing_bar(config, want_profiler, progress)
+            write_outputs(run, summary, stdout_text, staged, profiler=want_profiler, stage=stage)
             if config.outputs.records:
                 from opsim.scenario.result import Result  # lazy: only a run that writes its records needs it
+                stage("records")
                 result.outputs = _keyed(staged.planned())
                 Result.from_run(result).write_records(staged.path(OUTPUT_FILES["records"]), relative_to=target)
+            stage(None)
+            _note_write_time(summary, time.perf_counter() - t1, staged, config.outputs.summary)
             result.outputs = _keyed(staged.commit())
     finally:
         close()
@@ -423,8 +466,10 @@ def _stdout_text(run: _Run) -> str:
 
 
 def write_outputs(run: _Run, summary: dict[str, Any], stdout_text: str, out: OutputDir, *,
-                  profiler: str = "") -> None:
-    """Write every output the scenario asks for into the staged output directory `out`."""
+                  profiler: str = "", stage: Callable[[str | None], None] | None = None) -> None:
+    """Write every output the scenario asks for into the staged output directory `out`; `stage` is told the
+    name of each writer as it starts (the progress bar)."""
+    stage = stage or (lambda name: None)
     import yaml
 
     from opsim.trace.summary import summary_json
@@ -434,24 +479,33 @@ def write_outputs(run: _Run, summary: dict[str, Any], stdout_text: str, out: Out
         fh.write(yaml.safe_dump(_plain_data(cfg.data), sort_keys=False, allow_unicode=True))
     if cfg.trace and cfg.outputs.trace:
         from opsim.trace.chrome_trace import write_chrome_trace
+        stage("trace.json")
         with out.open(OUTPUT_FILES["trace"], encoding="utf-8") as fh:
             write_chrome_trace(sim, fh)
     if cfg.trace and cfg.outputs.csv:
         from opsim.trace.msprof_csv import write_op_summary, write_task_time
+        stage("op_summary.csv")
         with out.open(OUTPUT_FILES["op_summary"], encoding="utf-8", newline="") as fh:
             write_op_summary(sim.recorder, fh, epoch_us=cfg.epoch_us, clock_mhz=sim.soc.clock_mhz,
                              tensor_info=run.tensor_info, device_id=sim.device.device_id)
+        stage("task_time.csv")
         with out.open(OUTPUT_FILES["task_time"], encoding="utf-8", newline="") as fh:
             write_task_time(sim.recorder, fh, epoch_us=cfg.epoch_us, device_id=sim.device.device_id)
     if cfg.outputs.timestamps and stdout_text:
         with out.open(OUTPUT_FILES["timestamps"], encoding="utf-8", newline="") as fh:
             fh.write(stdout_text)
     if profiler and cfg.trace:
-        from opsim.trace.ascend_profiler import profiler_dir_name, write_profiler_output
+        from opsim.trace.ascend_profiler import (profile_stream_ids, profiled_kernel_types, profiler_dir_name,
+                                                 write_profiler_output)
+        stage("profiler output")
         out.path(profiler_dir_name(cfg.name, cfg.epoch_us))
+        streams = dict(run.shared_streams)
+        for wl in run.workloads:
+            streams.update(wl.streams)
         write_profiler_output(sim, str(out.staging), name=cfg.name, epoch_us=cfg.epoch_us, rank=0,
                               text=profiler in ("text", "both"), db=profiler in ("db", "both"),
-                              step_thread=cfg.outputs.step_thread)
+                              step_thread=cfg.outputs.step_thread, stream_ids=profile_stream_ids(streams),
+                              kernel_types=profiled_kernel_types(cfg.data.get("profiled_ops")))
     if cfg.outputs.summary:
         with out.open(OUTPUT_FILES["summary"], encoding="utf-8") as fh:
             fh.write(summary_json(summary))

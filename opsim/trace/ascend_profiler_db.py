@@ -12,13 +12,14 @@ import os
 import sqlite3
 from typing import Callable, Iterable
 
-from opsim.trace.ascend_profiler import FILE_MODE, MODEL_ID_NONE, AscendProfile, KernelPmu, _quoted
+from opsim.trace.ascend_db_schema import ENUM_API_TYPE, ENUM_TABLES, META_DATA, PROFILER_DB_TABLES
+from opsim.trace.ascend_memory import memory_db_rows
+from opsim.trace.ascend_model import FILE_MODE, MODEL_ID_NONE, AscendProfile
+from opsim.trace.ascend_pmu import KernelPmu
+from opsim.trace.ascend_tables import quoted_shape
 
-__all__ = ["write_profiler_db", "ENUM_API_TYPE", "PROFILER_DB_TABLES", "RTS_TASK_TYPE"]
+__all__ = ["write_profiler_db", "ENUM_API_TYPE", "PROFILER_DB_TABLES", "RTS_TASK_TYPE", "with_depth"]
 
-ENUM_API_TYPE = {20000: "acl", 15000: "model", 10000: "node", 5500: "communication", 5000: "runtime",
-                 50001: "op", 50002: "queue", 50003: "trace", 50004: "mstx"}
-"""msprof's API type enumeration (CANN_API.type, PYTORCH_API.type)."""
 _API_TYPE_ID = {name: i for i, name in ENUM_API_TYPE.items()}
 
 RTS_TASK_TYPE = {"AI_CORE": "KERNEL_AICORE", "AI_VECTOR_CORE": "KERNEL_AIVEC", "AI_CPU": "KERNEL_AICPU",
@@ -27,31 +28,8 @@ RTS_TASK_TYPE = {"AI_CORE": "KERNEL_AICORE", "AI_VECTOR_CORE": "KERNEL_AIVEC", "
 """Profiler task type -> the runtime task type TASK.taskType holds (others are kept as they are)."""
 
 CONTEXT_ID_NONE = 4294967295
-
-PROFILER_DB_TABLES: dict[str, tuple[tuple[str, str], ...]] = {
-    "STRING_IDS": (("id", "INTEGER PRIMARY KEY"), ("value", "TEXT")),
-    "ENUM_API_TYPE": (("id", "INTEGER PRIMARY KEY"), ("name", "TEXT")),
-    "TASK": (("startNs", "INTEGER"), ("endNs", "INTEGER"), ("deviceId", "INTEGER"), ("connectionId", "INTEGER"),
-             ("globalTaskId", "INTEGER PRIMARY KEY"), ("globalPid", "INTEGER"), ("taskType", "INTEGER"),
-             ("contextId", "INTEGER"), ("streamId", "INTEGER"), ("taskId", "INTEGER"), ("modelId", "INTEGER")),
-    "COMPUTE_TASK_INFO": (("name", "INTEGER"), ("globalTaskId", "INTEGER PRIMARY KEY"), ("blockDim", "INTEGER"),
-                          ("mixBlockDim", "INTEGER"), ("taskType", "INTEGER"), ("opType", "INTEGER"),
-                          ("inputFormats", "INTEGER"), ("inputDataTypes", "INTEGER"), ("inputShapes", "INTEGER"),
-                          ("outputFormats", "INTEGER"), ("outputDataTypes", "INTEGER"), ("outputShapes", "INTEGER"),
-                          ("attrInfo", "INTEGER"), ("opState", "INTEGER"), ("hf32Eligible", "INTEGER")),
-    "TASK_PMU_INFO": (("globalTaskId", "INTEGER"), ("name", "INTEGER"), ("value", "NUMERIC")),
-    "CANN_API": (("startNs", "INTEGER"), ("endNs", "INTEGER"), ("type", "INTEGER"), ("globalTid", "INTEGER"),
-                 ("connectionId", "INTEGER"), ("name", "INTEGER")),
-    "PYTORCH_API": (("startNs", "INTEGER"), ("endNs", "INTEGER"), ("globalTid", "INTEGER"),
-                    ("connectionId", "INTEGER"), ("name", "INTEGER"), ("sequenceNumber", "INTEGER"),
-                    ("fwdThreadId", "INTEGER"), ("inputDtypes", "INTEGER"), ("inputShapes", "INTEGER"),
-                    ("callchainId", "INTEGER"), ("type", "INTEGER")),
-    "PYTORCH_CALLCHAINS": (("id", "INTEGER"), ("stack", "INTEGER"), ("stackDepth", "INTEGER")),
-    "CONNECTION_IDS": (("id", "INTEGER"), ("connectionId", "INTEGER")),
-    "STEP_TIME": (("id", "INTEGER PRIMARY KEY"), ("startNs", "INTEGER"), ("endNs", "INTEGER")),
-    "RANK_DEVICE_MAP": (("rankId", "INTEGER"), ("deviceId", "INTEGER")),
-}
-"""Table -> (column, SQL type) in column order."""
+HOST_NAME = "opsim"
+"""HOST_INFO: the simulated host's name (its uid is a fixed "0": no real host ran it)."""
 
 ANALYSIS_DB_TABLES: dict[str, tuple[tuple[str, str], ...]] = {
     "StepTraceTime": (("deviceId", "INTEGER"), ("step", "TEXT"), ("computing", "NUMERIC"),
@@ -121,16 +99,42 @@ def _write_db(path: str, fill: Callable[[sqlite3.Connection], None]) -> None:
 
 
 def profiler_db_rows(p: AscendProfile, rank: int) -> dict[str, list[tuple]]:
-    """The rows of every profiler DB table (STRING_IDS last: it collects the strings the others use)."""
+    """The rows of every profiler DB table (STRING_IDS last: it collects the strings the others use); tables
+    of what opsim does not model (communication, HBM bandwidth, LLC, ...) stay empty."""
     sid = _Strings()
     rows: dict[str, list[tuple]] = {t: [] for t in PROFILER_DB_TABLES}
-    rows["ENUM_API_TYPE"] = sorted(ENUM_API_TYPE.items())
+    for table, values in ENUM_TABLES.items():
+        rows[table] = sorted(values.items())
     corr_ids = {c.corr for c in p.op_calls}
+    _task_rows(p, rows, sid, corr_ids)
+    rows["CANN_API"] = with_depth(
+        [(a.start_ns, a.end_ns, _API_TYPE_ID["acl" if a.kind == "acl" else "node"], a.tid,
+          a.corr if a.corr in corr_ids else None, sid(a.name)) for a in p.api_spans], track=3)
+    op_type = _API_TYPE_ID["op"]
+    api = [(w.start_ns, w.end_ns, w.tid, None, sid(f"ProfilerStep#{w.step}"), -1, 0, None, None, None, op_type)
+           for w in p.steps]
+    for chain, c in enumerate(p.op_calls):
+        api.append((c.start_ns, c.end_ns, c.tid, c.corr, sid(c.torch_name), -1, 0, sid(""), sid(""), chain, op_type))
+        rows["PYTORCH_CALLCHAINS"].append((chain, sid(c.call_stack), 0))
+        rows["CONNECTION_IDS"].append((c.corr, c.corr))
+    api.sort(key=lambda r: (r[0], -r[1], r[2]))
+    rows["PYTORCH_API"] = with_depth(api, track=2)
+    rows["connectionCats"] = [(c, "async_npu") for c in sorted({t.corr for t in p.tasks if t.op_call is not None})]
+    rows["STEP_TIME"] = [(w.step, w.start_ns, w.end_ns) for w in p.step_windows]
+    rows["RANK_DEVICE_MAP"] = [(rank, p.device_id)]
+    _session_rows(p, rows)
+    rows.update(memory_db_rows(p, sid))
+    rows["STRING_IDS"] = [(i, text) for text, i in sid.ids.items()]
+    return rows
+
+
+def _task_rows(p: AscendProfile, rows: dict[str, list[tuple]], sid: _Strings, corr_ids: set[int]) -> None:
+    """TASK (every shown task, nesting depth on its stream), COMPUTE_TASK_INFO and TASK_PMU_INFO (kernels)."""
+    task = []
     for gid, t in enumerate(p.tasks):
         conn_id = t.corr if t.corr in corr_ids else None
-        rows["TASK"].append((t.start_ns, t.end_ns, t.device, conn_id, gid, 0,
-                             sid(RTS_TASK_TYPE.get(t.task_type, t.task_type)), CONTEXT_ID_NONE, t.stream,
-                             t.task_id, MODEL_ID_NONE))
+        task.append((t.start_ns, t.end_ns, t.device, conn_id, gid, 0, sid(RTS_TASK_TYPE.get(t.task_type, t.task_type)),
+                     CONTEXT_ID_NONE, t.stream, t.task_id, MODEL_ID_NONE))
         if not t.is_kernel:
             continue
         ti = t.tensors
@@ -138,27 +142,39 @@ def profiler_db_rows(p: AscendProfile, rank: int) -> dict[str, list[tuple]]:
         rows["COMPUTE_TASK_INFO"].append((
             sid(t.name), gid, t.block_dim, mix, sid(t.task_type), sid(t.op),
             sid(ti.get("input_formats", "")), sid(ti.get("input_data_types", "")),
-            sid(_quoted(ti.get("input_shapes", ""))), sid(ti.get("output_formats", "")),
-            sid(ti.get("output_data_types", "")), sid(_quoted(ti.get("output_shapes", ""))), sid(""),
-            sid("static"), sid("NO")))
+            sid(quoted_shape(ti.get("input_shapes", ""))), sid(ti.get("output_formats", "")),
+            sid(ti.get("output_data_types", "")), sid(quoted_shape(ti.get("output_shapes", ""))), sid(""),
+            t.wait_ns, sid("static"), sid("NO")))
         rows["TASK_PMU_INFO"].extend(_pmu_rows(gid, t.pmu, sid))
-    for a in p.api_spans:
-        rows["CANN_API"].append((a.start_ns, a.end_ns, _API_TYPE_ID["acl" if a.kind == "acl" else "node"], a.tid,
-                                 a.corr if a.corr in corr_ids else None, sid(a.name)))
-    op_type = _API_TYPE_ID["op"]
-    for w in p.steps:
-        rows["PYTORCH_API"].append((w.start_ns, w.end_ns, w.tid, None, sid(f"ProfilerStep#{w.step}"), -1, 0, None,
-                                    None, None, op_type))
-    for chain, c in enumerate(p.op_calls):
-        rows["PYTORCH_API"].append((c.start_ns, c.end_ns, c.tid, c.corr, sid(c.torch_name), -1, 0, sid(""), sid(""),
-                                    chain, op_type))
-        rows["PYTORCH_CALLCHAINS"].append((chain, sid(c.call_stack), 0))
-        rows["CONNECTION_IDS"].append((c.corr, c.corr))
-    rows["PYTORCH_API"].sort(key=lambda r: (r[0], -r[1], r[2]))
-    rows["STEP_TIME"] = [(w.step, w.start_ns, w.end_ns) for w in p.step_windows]
-    rows["RANK_DEVICE_MAP"] = [(rank, p.device_id)]
-    rows["STRING_IDS"] = [(i, text) for text, i in sid.ids.items()]
-    return rows
+    rows["TASK"] = with_depth(task, track=8)
+
+
+def _session_rows(p: AscendProfile, rows: dict[str, list[tuple]]) -> None:
+    """NPU_INFO (the SoC preset), META_DATA, SESSION_TIME_INFO, HOST_INFO and AICORE_FREQ (the preset's clock)."""
+    start, end = p.session_ns
+    rows["NPU_INFO"] = [(p.device_id, p.soc_name)]
+    rows["META_DATA"] = list(META_DATA)
+    rows["SESSION_TIME_INFO"] = [(start, end)]
+    rows["HOST_INFO"] = [("0", HOST_NAME)]
+    rows["AICORE_FREQ"] = [(p.device_id, start, int(p.clock_mhz))]
+
+
+def with_depth(rows: list[tuple], *, track: int) -> list[tuple]:
+    """`rows` (start ns, end ns, ...) with a ``depth`` column appended: how many earlier rows of the same track
+    (column `track`) still enclose the row, as torch_npu numbers nested calls (0 at the top level)."""
+    order = sorted(range(len(rows)), key=lambda i: (rows[i][track], rows[i][0], -rows[i][1], i))
+    depth = [0] * len(rows)
+    stack: list[int] = []  # end ns of the open enclosing rows of the current track
+    key = None
+    for i in order:
+        s, e, k = rows[i][0], rows[i][1], rows[i][track]
+        if k != key:
+            stack, key = [], k
+        while stack and stack[-1] <= s:
+            stack.pop()
+        depth[i] = len(stack)
+        stack.append(e)
+    return [r + (d,) for r, d in zip(rows, depth)]
 
 
 def analysis_db_rows(p: AscendProfile) -> list[tuple]:

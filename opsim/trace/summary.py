@@ -376,7 +376,7 @@ _ENV_ROW = {"type": "object", "required": ["value", "source"],
 SUMMARY_SCHEMA: dict[str, Any] = {
     "type": "object",
     "properties": {
-        "wall": {"type": ["object", "null"], "properties": {"wall_seconds": _OPT_NUM,
+        "wall": {"type": ["object", "null"], "properties": {"wall_seconds": _OPT_NUM, "write_seconds": _OPT_NUM,
                                                            "simulated_calls_per_wall_second": _OPT_NUM}},
         "env": {"type": ["object", "null"], "additionalProperties": _ENV_ROW},
         "simulated_makespan_us": _NUM,
@@ -418,7 +418,9 @@ def render_table(summary: Mapping[str, Any]) -> str:
         rows.append(("environment", describe_env(summary["env"])))
     rows.append(("simulated makespan", _fmt_us(summary.get("simulated_makespan_us", 0.0))))
     if wall.get("wall_seconds") is not None:
-        rows.append(("wall time", f"{wall['wall_seconds']:.3f} s"))
+        write = wall.get("write_seconds")
+        rows.append(("wall time", f"{wall['wall_seconds']:.3f} s simulating"
+                                  + (f", {write:.3f} s writing the outputs" if write is not None else "")))
     rate = wall.get("simulated_calls_per_wall_second")
     rows.append(("op calls", f"{summary.get('op_calls')} ({summary.get('failed_calls')} failed)"
                              + (f", {rate:,.0f} calls per wall-second" if rate else "")))

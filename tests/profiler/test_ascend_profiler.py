@@ -113,8 +113,9 @@ def test_layout_names_and_permissions(out, sim):
     assert (info["ai_core_num"], info["aiv_num"]) == (sim.soc.aicore_count, sim.soc.vector_core_count)
     assert info["aic_frequency"] == str(int(sim.soc.clock_mhz)) and info["id"] == 0
     names = sorted(os.listdir(os.path.join(out, "ASCEND_PROFILER_OUTPUT")))
-    assert names == ["analysis.db", "ascend_pytorch_profiler_0.db", "kernel_details.csv", "op_statistic.csv",
-                     "step_trace_time.csv", "trace_view.json"]
+    assert names == ["analysis.db", "ascend_pytorch_profiler_0.db", "kernel_details.csv", "memory_record.csv",
+                     "npu_module_mem.csv", "op_statistic.csv", "operator_memory.csv", "step_trace_time.csv",
+                     "trace_view.json"]
     for dirpath, dirs, files in os.walk(out):
         assert stat.S_IMODE(os.stat(dirpath).st_mode) == 0o750
         for f in files:
@@ -432,7 +433,7 @@ def test_same_run_gives_byte_identical_directories(tmp_path):
     a = write_profiler_output(simulate(steps=1), str(tmp_path / "a"), name="same", db=True)
     b = write_profiler_output(simulate(steps=1), str(tmp_path / "b"), name="same", db=True)
     ta, tb = _tree(a), _tree(b)
-    assert ta.keys() == tb.keys() and len(ta) == 8
+    assert ta.keys() == tb.keys() and len(ta) == 11
     assert ta == tb
 
 

@@ -158,7 +158,7 @@ def test_round3_ns_is_pythons_round_where_it_claims_so(x):
 def test_track_order_is_start_then_longest_then_record_order(pairs):
     import numpy as np
 
-    from opsim.trace.chrome_trace import _track_order
+    from opsim.trace.chrome_rows import track_order as _track_order
     s = np.array([a for a, _b in pairs], dtype=np.int64)
     e = s + np.array([b for _a, b in pairs], dtype=np.int64)
     rid = np.arange(len(pairs), dtype=np.int64) - 3  # record order, steps (negative) first

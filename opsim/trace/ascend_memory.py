@@ -1,0 +1,185 @@
+"""The memory side of the profiler output: the simulated allocator's events as torch_npu's memory files.
+
+torch_npu writes the framework allocator's totals over time (memory_record.csv, MEMORY_RECORD), one row per
+tensor allocation with its lifetime (operator_memory.csv, OP_MEMORY), and the device's memory per module
+(npu_module_mem.csv, NPU_MODULE_MEM, NPU_MEM). opsim's allocator is the device memory behind ``aclrtMalloc``:
+every byte allocated is reserved from the device and active, so the allocated, reserved and active totals are
+one figure (opsim models no caching allocator in between), and the only module holding memory is the
+application's ("APP"). Totals are the running sum of the device's alloc and free events in simulated-time
+order (the recorder's own ``in_use`` follows call order, which differs when two threads' clocks interleave).
+
+An allocation is named after the ACLNN call whose ``rt malloc`` span ends at its time (a workspace), else
+after the call running at that time on any thread, else ``aclrtMalloc``.
+"""
+from __future__ import annotations
+
+import bisect
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import numpy as np
+
+from opsim.trace.ascend_model import OpCall, us_str
+from opsim.trace.timefmt import to_ns_array
+
+__all__ = ["MemoryEvent", "OpMemory", "memory_profile", "memory_record_rows", "operator_memory_rows",
+           "npu_module_mem_rows", "memory_db_rows", "MEMORY_RECORD_HEADER", "OPERATOR_MEMORY_HEADER",
+           "NPU_MODULE_MEM_HEADER"]
+
+MEMORY_RECORD_HEADER = ("Component", "Timestamp(us)", "Total Allocated(MB)", "Total Reserved(MB)",
+                        "Total Active(MB)", "Stream Ptr", "Device Type")
+OPERATOR_MEMORY_HEADER = ("Name", "Size(KB)", "Allocation Time(us)", "Release Time(us)", "Active Release Time(us)",
+                          "Duration(us)", "Active Duration(us)", "Allocation Total Allocated(MB)",
+                          "Allocation Total Reserved(MB)", "Allocation Total Active(MB)",
+                          "Release Total Allocated(MB)", "Release Total Reserved(MB)", "Release Total Active(MB)",
+                          "Stream Ptr", "Device Type")
+NPU_MODULE_MEM_HEADER = ("Component", "Timestamp(us)", "Total Reserved(MB)", "Device")
+"""The real files' headers (tests/data/real_profile_schema/text_headers.csv)."""
+
+FRAMEWORK_COMPONENT = "PTA"
+"""MEMORY_RECORD's component for the framework allocator (torch_npu's name for itself)."""
+APP_MODULE = "APP"
+"""The module (ENUM_MODULE) and NPU_MEM type whose memory is the application's."""
+NPU_MEM_TYPE = "app"
+"""NPU_MEM.type of the application's device memory (the real export's string)."""
+_MALLOC_NAME = "aclrtMalloc"
+
+
+@dataclass
+class MemoryEvent:
+    """An alloc or free of the device, in epoch ns, with the device's total in use after it (bytes)."""
+
+    time_ns: int
+    kind: str
+    address: int
+    size: int
+    total: int
+
+
+@dataclass
+class OpMemory:
+    """One allocation's lifetime (release fields None while it is still held at the end of the run)."""
+
+    name: str
+    size: int
+    alloc_ns: int
+    alloc_total: int
+    release_ns: int | None = None
+    release_total: int | None = None
+
+
+def memory_profile(rec: Any, device_id: int, epoch_ns: int, host: dict[str, list],
+                   host_ns: tuple[list[int], list[int]], calls: dict[int, OpCall],
+                   op_calls: list[OpCall]) -> tuple[list[MemoryEvent], list[OpMemory]]:
+    """The device's memory events in time order with running totals, and each allocation's lifetime."""
+    mem = rec.records("memory")
+    keep = [i for i, (d, k) in enumerate(zip(mem["device"], mem["kind"]))
+            if d == device_id and k in ("alloc", "free")]
+    if not keep:
+        return [], []
+    ns = (to_ns_array(np.asarray([mem["time"][i] for i in keep], dtype=np.float64)) + epoch_ns).tolist()
+    order = sorted(range(len(keep)), key=lambda j: (ns[j], j))
+    workspace = _workspace_names(host, host_ns, calls)
+    name_of = _CallAt(op_calls)
+    events: list[MemoryEvent] = []
+    live: dict[int, OpMemory] = {}
+    allocs: list[OpMemory] = []
+    total = 0
+    for j in order:
+        i = keep[j]
+        kind, address, size, t = mem["kind"][i], int(mem["address"][i]), int(mem["size"][i]), ns[j]
+        total += size if kind == "alloc" else -size
+        events.append(MemoryEvent(t, kind, address, size, total))
+        if kind == "alloc":
+            waiting = workspace.get(t)
+            name = waiting.pop(0) if waiting else name_of(t)
+            live[address] = a = OpMemory(name, size, t, total)
+            allocs.append(a)
+        elif address in live:
+            a = live.pop(address)
+            a.release_ns, a.release_total = t, total
+    return events, allocs
+
+
+def _workspace_names(host: dict[str, list], host_ns: tuple[list[int], list[int]],
+                     calls: dict[int, OpCall]) -> dict[int, list[str]]:
+    """The torch names of the calls whose ``rt malloc`` spans end at each time (epoch ns), in record order."""
+    out: dict[int, list[str]] = {}
+    for phase, corr, end in zip(host["phase"], host["corr"], host_ns[1]):
+        if phase == "rt malloc" and corr in calls:
+            out.setdefault(end, []).append(calls[corr].torch_name)
+    return out
+
+
+class _CallAt:
+    """The torch name of a call running at a time: the latest call started before it that still runs then (an
+    allocation at a call's very start is the application's, made before the call)."""
+
+    LOOK_BACK = 16
+    """Calls of other threads may start in between: this many earlier calls are looked at."""
+
+    def __init__(self, op_calls: list[OpCall]) -> None:
+        self.calls = op_calls
+        self.starts = [c.start_ns for c in op_calls]
+
+    def __call__(self, t: int) -> str:
+        j = bisect.bisect_left(self.starts, t)
+        for c in reversed(self.calls[max(0, j - self.LOOK_BACK):j]):
+            if c.end_ns >= t:
+                return c.torch_name
+        return _MALLOC_NAME
+
+
+def _mb(nbytes: int | None) -> str:
+    return "" if nbytes is None else repr(nbytes / 1048576)
+
+
+def _ts(ns: int | None) -> str:
+    """A timestamp cell as torch_npu writes it: microseconds with a trailing tab (kept as text by spreadsheets)."""
+    return "" if ns is None else us_str(ns) + "\t"
+
+
+def memory_record_rows(events: list[MemoryEvent], device_id: int) -> list[list[str]]:
+    """memory_record.csv: the framework allocator's totals after each event."""
+    dev = f"NPU:{device_id}"
+    return [[FRAMEWORK_COMPONENT, _ts(e.time_ns), _mb(e.total), _mb(e.total), _mb(e.total), "", dev]
+            for e in events]
+
+
+def operator_memory_rows(allocs: list[OpMemory], device_id: int) -> list[list[str]]:
+    """operator_memory.csv: one row per allocation, in allocation order."""
+    dev = f"NPU:{device_id}"
+    rows = []
+    for a in allocs:
+        dur = None if a.release_ns is None else a.release_ns - a.alloc_ns
+        rows.append([a.name, repr(a.size / 1024), _ts(a.alloc_ns), _ts(a.release_ns), _ts(a.release_ns),
+                     "" if dur is None else us_str(dur) + "\t", "" if dur is None else us_str(dur) + "\t",
+                     _mb(a.alloc_total), _mb(a.alloc_total), _mb(a.alloc_total), _mb(a.release_total),
+                     _mb(a.release_total), _mb(a.release_total), "", dev])
+    return rows
+
+
+def npu_module_mem_rows(events: list[MemoryEvent], device_id: int) -> list[list[str]]:
+    """npu_module_mem.csv: the application module's reserved memory after each event."""
+    dev = f"NPU:{device_id}"
+    return [[APP_MODULE, _ts(e.time_ns), _mb(e.total), dev] for e in events]
+
+
+def memory_db_rows(p: Any, sid: Callable[[str], int | None]) -> dict[str, list[tuple]]:
+    """MEMORY_RECORD, OP_MEMORY, NPU_MEM and NPU_MODULE_MEM rows of a profile (``sid``: STRING_IDS ids).
+    NPU_OP_MEM (GE's own operator memory) stays empty: opsim runs no graph engine."""
+    from opsim.trace.ascend_db_schema import ENUM_TABLES
+    dev = p.device_id
+    app_module = next(i for i, name in ENUM_TABLES["ENUM_MODULE"].items() if name == APP_MODULE)
+    component, app = sid(FRAMEWORK_COMPONENT), sid(NPU_MEM_TYPE)
+    op_memory = []
+    for a in p.op_memory:
+        dur = None if a.release_ns is None else a.release_ns - a.alloc_ns
+        op_memory.append((sid(a.name), a.size, a.alloc_ns, a.release_ns, a.release_ns, dur, dur, a.alloc_total,
+                          a.alloc_total, a.alloc_total, a.release_total, a.release_total, a.release_total, None, dev))
+    return {
+        "MEMORY_RECORD": [(component, e.time_ns, e.total, e.total, e.total, None, dev) for e in p.memory_events],
+        "OP_MEMORY": op_memory,
+        "NPU_MEM": [(app, 0, e.total, e.time_ns, dev) for e in p.memory_events],
+        "NPU_MODULE_MEM": [(app_module, e.time_ns, e.total, dev) for e in p.memory_events],
+    }

@@ -1,0 +1,269 @@
+"""The Ascend profiler model: what the profiler files say about one device of one simulation.
+
+``build_profile`` (ascend_build.py) fills an ``AscendProfile`` from the recorder; the trace view, the CSV tables
+and the databases are all written from it, so they agree with each other. Timestamps are integer epoch
+nanoseconds (see ascend_profiler.py for the conventions).
+"""
+from __future__ import annotations
+
+import datetime as _dt
+import re
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Iterable
+
+from opsim.trace.timefmt import to_ns, us_text
+
+if TYPE_CHECKING:
+    from opsim.trace.ascend_memory import MemoryEvent, OpMemory
+    from opsim.trace.ascend_pmu import KernelPmu
+
+DEFAULT_EPOCH_US = 1_700_000_000_000_000
+"""Default epoch base (2023-11-14 22:13:20 UTC): simulated time 0 maps to this wall-clock microsecond."""
+
+OUTPUT_DIR = "ASCEND_PROFILER_OUTPUT"
+FILE_MODE = 0o640
+DIR_MODE = 0o750
+"""Modes the tools accept without warnings when run as a non-root user."""
+
+PID_PYTHON, PID_CANN, PID_HARDWARE, PID_OVERLAP = 100, 200, 300, 400
+"""Trace process ids; the tools identify the processes by their ``process_name`` metadata."""
+
+OVERLAP_THREADS = {0: "Computing", 1: "Communication", 2: "Communication(Not Overlapped)", 3: "Free"}
+"""Overlap Analysis track ids and names, as torch_npu numbers them."""
+
+MODEL_ID_NONE = 4294967295
+"""Model ID of single-operator (opbase) tasks."""
+
+HIDDEN_TASK_TYPES = frozenset({"HOST_FUNC"})
+"""Device tasks that are not shown: stream-ordered host callbacks (frees), not device work."""
+NON_KERNEL_TASK_TYPES = frozenset({"HOST_FUNC", "MEMCPY_ASYNC", "EVENT_RECORD_SQE", "EVENT_WAIT_SQE"})
+"""Task types that are not kernels (no kernel_details row)."""
+BUSY_NON_KERNEL_TASK_TYPES = frozenset({"MEMCPY_ASYNC"})
+"""Non-kernel tasks that still keep the device busy (counted in Computing)."""
+AICPU_TASK_TYPES = frozenset({"AI_CPU"})
+
+_CUBE_TYPES = frozenset({"AI_CORE", "MIX_AIC"})
+_VECTOR_TYPES = frozenset({"AI_VECTOR_CORE", "MIX_AIV"})
+MIX_TYPES = frozenset({"MIX_AIC", "MIX_AIV"})
+
+KERNEL_DETAILS_HEADER = (
+    "Step Id", "Model ID", "Task ID", "Stream ID", "Name", "Type", "OP State", "Accelerator Core",
+    "Start Time(us)", "Duration(us)", "Wait Time(us)", "Block Dim", "Mix Block Dim", "HF32 Eligible",
+    "Input Shapes", "Input Data Types", "Input Formats", "Output Shapes", "Output Data Types", "Output Formats",
+    "Context ID",
+    "aicore_time(us)", "aic_total_cycles", "aic_mac_time(us)", "aic_mac_ratio", "aic_scalar_time(us)",
+    "aic_scalar_ratio",
+    "aiv_time(us)", "aiv_total_cycles", "aiv_vec_time(us)", "aiv_vec_ratio", "aiv_scalar_time(us)",
+    "aiv_scalar_ratio",
+)
+"""kernel_details.csv columns: torch_npu's, then PipeUtilization-style PMU columns (split AI Core / vector)."""
+
+PMU_COLUMNS = KERNEL_DETAILS_HEADER[KERNEL_DETAILS_HEADER.index("aicore_time(us)"):]
+
+OP_STATISTIC_HEADER = ("OP Type", "Core Type", "Count", "Total Time(us)", "Avg Time(us)", "Max Time(us)",
+                       "Min Time(us)", "Ratio(%)")
+
+STEP_TRACE_TIME_HEADER = ("Device_id", "Step", "Computing", "Communication(Not Overlapped)", "Overlapped",
+                          "Communication", "Free", "Stage", "Bubble",
+                          "Communication(Not Overlapped and Exclude Receive)", "Preparing")
+
+# ---- time formatting ----------------------------------------------------------------------------------
+
+us_str = us_text
+"""Integer nanoseconds as a microsecond string with exactly three decimals (no float on the way)."""
+
+
+def to_epoch_ns(epoch_ns: int, t_us: float) -> int:
+    """Simulated microseconds -> epoch nanoseconds, rounding to the nanosecond once."""
+    return epoch_ns + to_ns(t_us)
+
+
+def timestamp_17(epoch_us: int) -> str:
+    """``YYYYmmddHHMMSSfff`` (UTC) of an epoch in microseconds, the timestamp torch_npu puts in names."""
+    sec, micro = divmod(int(epoch_us), 1_000_000)
+    t = _dt.datetime(1970, 1, 1, tzinfo=_dt.timezone.utc) + _dt.timedelta(seconds=sec)
+    return t.strftime("%Y%m%d%H%M%S") + f"{micro // 1000:03d}"
+
+
+def profiler_dir_name(name: str, epoch_us: int) -> str:
+    """``<name>_<YYYYmmddHHMMSSfff>_ascend_pt``: the rank directory name the tools look for."""
+    return f"{name}_{timestamp_17(epoch_us)}_ascend_pt"
+
+
+def torch_op_name(api: str) -> str:
+    """The torch-style name of an ACLNN API: ``aclnnAddmm`` -> ``aten::addmm``, ``aclnnInplaceAdd`` -> ``aten::add_``.
+
+    torch_npu's host ops carry ``aten::`` names, and the tools classify by them (``aten::addmm``/``mm``/``bmm``/
+    ``matmul`` mark matmul time); names that are not ``aclnn*`` are kept as they are.
+    """
+    if not api.startswith("aclnn") or len(api) == 5:
+        return api
+    base = api[5:]
+    inplace = base.startswith("Inplace") and len(base) > 7
+    if inplace:
+        base = base[7:]
+    snake = re.sub(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])", "_", base).lower()
+    return f"aten::{snake}{'_' if inplace else ''}"
+
+
+# ---- the profile model ----------------------------------------------------------------------------------
+
+@dataclass
+class OpCall:
+    """One ACLNN call made through run_op (its ``op_call`` host span)."""
+
+    corr: int
+    thread: str
+    tid: int
+    api: str
+    start_ns: int
+    end_ns: int
+    step: int | None = None
+    seq: int = 0
+
+    @property
+    def torch_name(self) -> str:
+        return torch_op_name(self.api)
+
+    @property
+    def call_stack(self) -> str:
+        """Where the call sits in the application: thread and position in the thread's step program."""
+        return f"{self.thread}({self.seq}): {self.api}"
+
+
+@dataclass
+class ApiSpan:
+    """A CANN-level host span: ``kind`` "acl" (``AscendCL@name``) or "node" (``Node@name``)."""
+
+    kind: str
+    name: str
+    tid: int
+    start_ns: int
+    end_ns: int
+    corr: int
+
+    @property
+    def trace_name(self) -> str:
+        return ("AscendCL@" if self.kind == "acl" else "Node@") + self.name
+
+
+@dataclass
+class DeviceTaskRow:
+    """One shown device task with its epoch times and derived fields (``index``: its recorder row)."""
+
+    index: int
+    device: int
+    stream: int
+    task_id: int
+    op: str
+    task_type: str
+    unit_kind: str
+    block_dim: int
+    start_ns: int
+    end_ns: int
+    corr: int
+    name: str
+    op_call: OpCall | None = None
+    step: int | None = None
+    wait_ns: int = 0
+    tensors: dict[str, str] = field(default_factory=dict)
+    pmu: KernelPmu | None = None
+
+    @property
+    def dur_ns(self) -> int:
+        return self.end_ns - self.start_ns
+
+    @property
+    def is_kernel(self) -> bool:
+        return self.task_type not in NON_KERNEL_TASK_TYPES
+
+    @property
+    def is_busy(self) -> bool:
+        return self.is_kernel or self.task_type in BUSY_NON_KERNEL_TASK_TYPES
+
+    @property
+    def flow_id(self) -> str:
+        """torch_npu's flow id ``<stream>-<device ts>`` (the advisor finds call stacks through it)."""
+        return f"{self.stream}-{us_str(self.start_ns)}"
+
+
+@dataclass
+class StepWindow:
+    """A ProfilerStep on one host thread."""
+
+    step: int
+    thread: str
+    tid: int
+    start_ns: int
+    end_ns: int
+
+
+@dataclass
+class StepRow:
+    """One step_trace_time row (all values in ns)."""
+
+    step: int
+    computing: int
+    free: int
+    stage: int
+    preparing: int
+    start_ns: int
+    end_ns: int
+
+
+@dataclass
+class AscendProfile:
+    """Everything the profiler files say about one device of one simulation (see ``build_profile``)."""
+
+    epoch_us: int
+    device_id: int
+    soc_name: str
+    aicore_count: int
+    vector_core_count: int
+    aicpu_count: int
+    clock_mhz: float
+    threads: dict[str, int]
+    op_calls: list[OpCall]
+    api_spans: list[ApiSpan]
+    tasks: list[DeviceTaskRow]
+    steps: list[StepWindow]
+    """Every thread's ProfilerSteps (the trace shows each thread's own)."""
+    step_windows: list[StepWindow]
+    """The step timeline of step_trace_time.csv and the kernels' Step Id: one thread's steps (`_step_timeline`)."""
+    step_rows: list[StepRow]
+    busy: list[tuple[int, int]]
+    memory_events: list[MemoryEvent] = field(default_factory=list)
+    """The device's allocs and frees in time order with running totals (see ascend_memory.py)."""
+    op_memory: list[OpMemory] = field(default_factory=list)
+    """Each allocation's lifetime."""
+    session_ns: tuple[int, int] = (0, 0)
+    """First and last epoch ns of any record (SESSION_TIME_INFO)."""
+
+    @property
+    def kernels(self) -> list[DeviceTaskRow]:
+        return [t for t in self.tasks if t.is_kernel]
+
+    @property
+    def free(self) -> list[tuple[int, int]]:
+        """Gaps between consecutive busy intervals."""
+        return [(a[1], b[0]) for a, b in zip(self.busy, self.busy[1:]) if b[0] > a[1]]
+
+    @property
+    def computing_ns(self) -> int:
+        return sum(e - s for s, e in self.busy)
+
+    @property
+    def e2e_ns(self) -> int:
+        return self.busy[-1][1] - self.busy[0][0] if self.busy else 0
+
+
+def merge_intervals(intervals: Iterable[tuple[int, int]]) -> list[tuple[int, int]]:
+    """Union of half-open integer intervals as sorted, disjoint, non-touching intervals."""
+    out: list[list[int]] = []
+    for s, e in sorted(intervals):
+        if out and s <= out[-1][1]:
+            if e > out[-1][1]:
+                out[-1][1] = e
+        else:
+            out.append([s, e])
+    return [(s, e) for s, e in out]
