@@ -146,7 +146,7 @@ def _add_import_parser(sub: Any) -> None:
 def cmd_import(args: argparse.Namespace, out: TextIO) -> int:
     """opsim import PROFILE -o SCENARIO: the scenario, its import report, and a short summary on stdout."""
     from opsim.importer import import_profile, write_import
-    result = write_import(import_profile(args.profile, name=args.name), args.output)
+    result = write_import(import_profile(args.profile, name=args.name, progress=True), args.output)
     for line in result.report.summary_lines():
         out.write(line + "\n")
     out.write(f"wrote {result.scenario_path} and {result.report_path}\n")

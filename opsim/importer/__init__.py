@@ -33,8 +33,21 @@ class ImportResult:
     calibration_path: Path | None = None
 
 
-def import_profile(path: str | Path, *, name: str | None = None) -> ImportResult:
-    """The scenario replaying the profile at `path`; raises ProfileFormatError for a missing or bad file."""
+def import_profile(path: str | Path, *, name: str | None = None, progress: bool = False) -> ImportResult:
+    """The scenario replaying the profile at `path`; raises ProfileFormatError for a missing or bad file.
+
+    `progress` shows a bar on stderr while a long trace is read (on a terminal, after one second)."""
+    import gc
+    enabled = gc.isenabled()
+    gc.disable()  # hundreds of thousands of acyclic records: collections would only rescan them
+    try:
+        return _import(path, name, progress)
+    finally:
+        if enabled:
+            gc.enable()
+
+
+def _import(path: str | Path, name: str | None, progress: bool) -> ImportResult:
     from opsim.errors import ProfileFormatError
     from opsim.importer.calls import read_calls
     from opsim.importer.scenario import build_scenario
@@ -44,7 +57,11 @@ def import_profile(path: str | Path, *, name: str | None = None) -> ImportResult
         raise ProfileFormatError(f"{path}: no trace_view.json found; opsim import needs the host timeline "
                                  "(export the profile with the torch_npu profiler's default Chrome trace)")
     report = ImportReport(source=str(files.trace_view))
-    view = read_trace_view(files.trace_view)
+    update, close = _progress(progress)
+    try:
+        view = read_trace_view(files.trace_view, progress=update)
+    finally:
+        close()
     calls = read_calls(view, report)
     if not calls.calls:
         raise ProfileFormatError(f"{files.trace_view}: no ACLNN or aclop call found (no AscendCL@aclnn* or "
@@ -64,6 +81,25 @@ def import_profile(path: str | Path, *, name: str | None = None) -> ImportResult
         from opsim.calibration import calibrate
         calibration = calibrate(path)
     return ImportResult(scenario=scenario, report=report, calibration=calibration)
+
+
+def _progress(enabled: bool):
+    """(update(bytes_read, total), close) of a byte-count bar on stderr, only on a terminal."""
+    import sys
+    if not enabled or not sys.stderr.isatty():
+        return None, lambda: None
+    from tqdm import tqdm
+    bar = tqdm(total=0, unit="B", unit_scale=True, delay=1.0, file=sys.stderr, dynamic_ncols=True, leave=False,
+               desc="reading trace")
+    last = [0]
+
+    def update(done: int, total: int) -> None:
+        if bar.total != total:
+            bar.total = total
+        bar.update(done - last[0])
+        last[0] = done
+
+    return update, bar.close
 
 
 def _default_name(path: Path) -> str:

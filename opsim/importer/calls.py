@@ -166,23 +166,9 @@ def read_calls(view: TraceView, report: ImportReport) -> ProfileCalls:
         p2_by_thread.setdefault(e.tid, []).append(e)
     p2_starts = {t: [e.ts for e in v] for t, v in p2_by_thread.items()}
 
-    def enclosing_phase2(host: TraceEvent) -> TraceEvent | None:
-        evs = p2_by_thread.get(host.tid)
-        if not evs:
-            return None
-        i = bisect.bisect_right(p2_starts[host.tid], host.ts) - 1
-        while i >= 0:
-            if _contains(evs[i], host):
-                return evs[i]
-            if evs[i].end < host.ts and i < len(evs) - 1:
-                break
-            i -= 1
-        return None
-
     kernels_of: dict[int, list[Kernel]] = {}
     placed: set[int] = set()
-    for link in view.launch_links():
-        owner = enclosing_phase2(link.host)
+    for link, owner in _owners(view.launch_links(), p2_by_thread):
         if owner is None:
             report.warn(f"kernel launched outside an ACLNN call (from AscendCL@{link.host.name[9:]})",
                         len(link.kernels))
@@ -257,6 +243,23 @@ def read_calls(view: TraceView, report: ImportReport) -> ProfileCalls:
     streams = sorted({k.stream for c in calls for k in c.kernels})
     return ProfileCalls(calls=calls, syncs=syncs, steps=steps, threads=threads, consumer=consumer,
                         origin_ns=min([origin] + host_starts), streams=streams)
+
+
+def _owners(links: list, p2_by_thread: dict[Any, list[TraceEvent]]) -> list[tuple[Any, TraceEvent | None]]:
+    """Each launch link with the phase-2 event of its thread that holds its host event (None: outside every
+    call), in the links' order; one sweep per thread over both lists sorted by start."""
+    from opsim.ingest.trace_view import innermost_at
+    by_thread: dict[Any, list[int]] = {}
+    for i, link in enumerate(links):
+        by_thread.setdefault(link.host.tid, []).append(i)
+    owner: list[TraceEvent | None] = [None] * len(links)
+    for tid, idx in by_thread.items():
+        idx.sort(key=lambda i: links[i].host.ts)
+        found = innermost_at(p2_by_thread.get(tid, []), [links[i].host.ts for i in idx])
+        for i, p2 in zip(idx, found):
+            if p2 is not None and _contains(p2, links[i].host):
+                owner[i] = p2
+    return list(zip(links, owner))
 
 
 def _correlation(e: TraceEvent) -> int | None:
