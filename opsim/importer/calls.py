@@ -120,6 +120,8 @@ class ProfileCalls:
     origin_ns: int
     """Start of the profile: the first step, or the first host event."""
     streams: list[int]
+    device: Any = None
+    """The device tasks that are no call's kernels (opsim.importer.device_tasks.DeviceTasks)."""
 
 
 def _contains(outer: TraceEvent, inner: TraceEvent) -> bool:
@@ -168,10 +170,10 @@ def read_calls(view: TraceView, report: ImportReport) -> ProfileCalls:
 
     kernels_of: dict[int, list[Kernel]] = {}
     placed: set[int] = set()
+    outside: list[tuple[TraceEvent, TraceEvent]] = []  # (host event, device task) launched outside the calls
     for link, owner in _owners(view.launch_links(), p2_by_thread):
         if owner is None:
-            report.warn(f"kernel launched outside an ACLNN call (from AscendCL@{link.host.name[9:]})",
-                        len(link.kernels))
+            outside += [(link.host, k) for k in link.kernels]
             continue
         for k in link.kernels:
             if k.index in placed:
@@ -216,9 +218,16 @@ def read_calls(view: TraceView, report: ImportReport) -> ProfileCalls:
 
     _attach_phase1(calls, acl, report)
     _attach_framework_flows(view, calls, placed)
-    for k in view.device_kernels():
-        if k.index not in placed and k.dur > 0:
-            report.warn("device task without a launch link (not replayed)", 1, example=k.name)
+    from opsim.importer.device_tasks import collect
+    launched, seen = [], set(placed)
+    for h, k in outside:
+        if k.index not in seen:
+            seen.add(k.index)
+            launched.append((h, k))
+    device = collect(view, launched, [k for k in view.device_kernels() if k.index not in seen])
+    for item in device.items:
+        how = "launched outside an ACLNN call" if item.host_tid is not None else "without a launch link"
+        report.note(f"device task {how}, replayed as a {item.kind} task", 1)
     syncs = [Sync(SYNC_APIS[a.api], a.event.tid, a.event.ts, a.event.end) for a in acl
              if a.api in SYNC_APIS and a.event.tid != consumer]
     for a in acl:
@@ -240,9 +249,10 @@ def read_calls(view: TraceView, report: ImportReport) -> ProfileCalls:
             threads.append(s.thread)
     host_starts = [c.start_ns for c in calls] + [s.start_ns for s in syncs]
     origin = steps[0][1] if steps else min(host_starts, default=0)
-    streams = sorted({k.stream for c in calls for k in c.kernels})
+    call_streams = {k.stream for c in calls for k in c.kernels}
+    streams = sorted(call_streams) + sorted(device.streams - call_streams)  # the calls' first stream stays first
     return ProfileCalls(calls=calls, syncs=syncs, steps=steps, threads=threads, consumer=consumer,
-                        origin_ns=min([origin] + host_starts), streams=streams)
+                        origin_ns=min([origin] + host_starts), streams=streams, device=device)
 
 
 def _owners(links: list, p2_by_thread: dict[Any, list[TraceEvent]]) -> list[tuple[Any, TraceEvent | None]]:

@@ -19,6 +19,7 @@ import statistics
 from typing import Any
 
 from opsim.importer.calls import Call, ProfileCalls, Sync
+from opsim.importer.device_tasks import DEVICE_THREAD, DeviceItem, step_of
 from opsim.importer.report import ImportReport
 
 NS = 1000.0
@@ -208,7 +209,10 @@ def build_scenario(pc: ProfileCalls, report: ImportReport, *, view: Any, name: s
         items_of[c.thread].append((c.start_ns, (i, c)))
     for s in pc.syncs:
         items_of[s.thread].append((s.start_ns, s))
-    for tid in pc.threads:
+    device_items = pc.device.items if pc.device is not None else []
+    for d in device_items:
+        items_of.setdefault(d.host_tid if d.host_tid in items_of else DEVICE_THREAD, []).append((d.host_ns, d))
+    for tid in list(items_of):
         items = items_of[tid]
         items.sort(key=lambda x: x[0])
         program: list[dict[str, Any]] = [_op_step(op, v, profiled, streams[0], None)
@@ -216,11 +220,13 @@ def build_scenario(pc: ProfileCalls, report: ImportReport, *, view: Any, name: s
         if program:
             program.append({"sync_device": True})
         program += _timeline(items, pc, assigned, profiled, streams, tid == step_thread)
-        threads.append({"name": thread_name(tid), "program": program or [{"sleep": 0}]})
+        threads.append({"name": thread_name(tid) if tid != DEVICE_THREAD else DEVICE_THREAD,
+                        "program": program or [{"sleep": 0}]})
 
     if pta:
         for th in threads:
-            th["cache_mode"] = "pta"
+            if th["name"] != DEVICE_THREAD:
+                th["cache_mode"] = "pta"
     scenario: dict[str, Any] = {
         "name": name,
         "description": f"imported from {source} by opsim import: {len(pc.calls)} calls on {len(pc.threads)} "
@@ -235,6 +241,8 @@ def build_scenario(pc: ProfileCalls, report: ImportReport, *, view: Any, name: s
         if measured:
             scenario["cost_overrides"] = {k: round(m.median_us, 3) for k, m in measured.items()}
     scenario["streams"] = streams
+    if pc.device is not None and pc.device.events:
+        scenario["events"] = list(pc.device.events)
     scenario["profiled_ops"] = profiled
     scenario["threads"] = threads
     report.figures.update({
@@ -242,7 +250,9 @@ def build_scenario(pc: ProfileCalls, report: ImportReport, *, view: Any, name: s
         "kernels": sum(len(c.kernels) for c in pc.calls), "streams": len(streams), "profiled_ops": len(profiled),
         "steps": len(pc.steps), "warmup_calls": sum(len(w) for w in warmup.values()),
         "variants": sum(len(vs.sigs) for vs in variants.values()),
-        "task_queue": queued})
+        "task_queue": queued,
+        "device_tasks": {k: sum(1 for d in device_items if d.kind == k)
+                         for k in ("communication", "record", "wait", "recorded")}})
     return scenario
 
 
@@ -299,6 +309,9 @@ def _timeline(items: list, pc: ProfileCalls, assigned: dict[int, int], profiled:
         if isinstance(item, Sync):
             body.append({"sync_device": True} if item.kind == "device" else {"sync": streams[0]})
             prev_end = item.end_ns
+        elif isinstance(item, DeviceItem):
+            body.append(step_of(item, stream_name))
+            prev_end = max(prev_end, item.host_end_ns)
         else:
             i, c = item
             stream = stream_name(c.kernels[0].stream) if c.kernels else streams[0]

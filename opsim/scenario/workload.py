@@ -140,6 +140,11 @@ class ThreadWorkload:
             return lambda th: self._event(th, event, stream, step.record)
         if isinstance(step, C.SleepStep):
             return lambda th: th.sleep(step.us)
+        if isinstance(step, C.TaskStep):
+            from opsim.runtime import acl_rt
+            stream = self.streams[step.stream]
+            return lambda th: th.call(acl_rt.launch_task, stream, step.kind, step.name, step.task_type,
+                                      step.duration_us)
         if isinstance(step, C.ProfilingStep):
             return lambda th: th.call(_profiling_command, step.start, step.mask)
         if isinstance(step, C.DeterministicStep):

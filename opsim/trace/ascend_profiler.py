@@ -57,6 +57,7 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable
 
 from opsim.errors import InvalidArgumentError
+from opsim.trace import step_breakdown
 from opsim.trace.msprof_csv import total_cycles
 from opsim.trace.timefmt import to_ns, us_text
 
@@ -236,7 +237,7 @@ class DeviceTaskRow:
 
     @property
     def is_kernel(self) -> bool:
-        return self.task_type not in NON_KERNEL_TASK_TYPES
+        return self.task_type not in NON_KERNEL_TASK_TYPES and step_breakdown.is_compute(self.task_type)
 
     @property
     def is_busy(self) -> bool:
@@ -259,17 +260,8 @@ class StepWindow:
     end_ns: int
 
 
-@dataclass
-class StepRow:
-    """One step_trace_time row (all values in ns)."""
-
-    step: int
-    computing: int
-    free: int
-    stage: int
-    preparing: int
-    start_ns: int
-    end_ns: int
+StepRow = step_breakdown.StepBreakdown
+"""One step_trace_time row (all values in ns; opsim.trace.step_breakdown computes them)."""
 
 
 @dataclass
@@ -646,17 +638,7 @@ def build_profile(sim: Any, *, epoch_us: int = DEFAULT_EPOCH_US, device: int | N
     busy = merge_intervals((t.start_ns, t.end_ns) for t in tasks if t.is_busy and t.end_ns > t.start_ns)
 
     # step_trace_time rows
-    step_rows = []
-    for w in timeline:
-        mine = [(t.start_ns, t.end_ns) for t in tasks if t.is_busy and t.step == w.step]
-        if mine:
-            ds, de = min(s for s, _ in mine), max(e for _, e in mine)
-        else:
-            ds = de = w.start_ns
-        computing = sum(e - s for s, e in merge_intervals(iv for iv in mine if iv[1] > iv[0]))
-        stage = de - ds
-        step_rows.append(StepRow(w.step, computing, stage - computing, stage, max(0, ds - w.start_ns),
-                                 w.start_ns, w.end_ns))
+    step_rows = step_breakdown.step_rows(timeline, tasks)  # step_trace_time rows
 
     cost = getattr(sim, "cost", None)
     for t in tasks:
@@ -769,9 +751,9 @@ def op_statistic_rows(p: AscendProfile) -> list[list[str]]:
 
 
 def step_trace_rows(p: AscendProfile) -> list[list[str]]:
-    z = us_str(0)
-    return [[str(p.device_id), str(r.step), us_str(r.computing), z, z, z, us_str(r.free), us_str(r.stage), z, z,
-             us_str(r.preparing)] for r in p.step_rows]
+    return [[str(p.device_id), str(r.step)] + [us_str(v) for v in (
+        r.computing, r.comm_not_overlapped, r.overlapped, r.communication, r.free, r.stage, r.bubble,
+        r.comm_not_overlapped - r.bubble, r.preparing)] for r in p.step_rows]
 
 
 def _csv(header: Iterable[str], rows: Iterable[Iterable[str]]) -> str:
