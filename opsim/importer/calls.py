@@ -250,7 +250,8 @@ def read_calls(view: TraceView, report: ImportReport) -> ProfileCalls:
     host_starts = [c.start_ns for c in calls] + [s.start_ns for s in syncs]
     origin = steps[0][1] if steps else min(host_starts, default=0)
     call_streams = {k.stream for c in calls for k in c.kernels}
-    streams = sorted(call_streams) + sorted(device.streams - call_streams)  # the calls' first stream stays first
+    streams = sorted(call_streams) + sorted(device.streams - call_streams, key=lambda s: (str(s).split("_")[0], str(s)))
+    # the calls' first stream stays first
     return ProfileCalls(calls=calls, syncs=syncs, steps=steps, threads=threads, consumer=consumer,
                         origin_ns=min([origin] + host_starts), streams=streams, device=device)
 

@@ -8,7 +8,9 @@ Each becomes a step of the replay, so none is dropped:
 * a task on a communication stream (one that runs HCCL tasks) is a `task` step of kind `communication` with
   its recorded duration, on that stream;
 * an `EVENT_WAIT` is a `wait_event` step on its stream, paired with the `EVENT_RECORD` on another stream that
-  completed last before the wait ended (the one that released it), which becomes a `record_event` step;
+  completed last before the wait ended (the one that released it), which becomes a `record_event` step; when
+  that record would be submitted after the wait (neither has a launch link), the wait is a recorded task that
+  holds its stream for the time it waited in the profile;
 * anything else is a `task` step of kind `recorded`: it occupies its stream for its recorded time.
 
 A task launched by a host event (its HostToDevice flow starts in an `AscendCL@aclrtRecordEvent`, `hcom_...`,
@@ -50,6 +52,14 @@ class DeviceItem:
     host_end_ns: int = 0
     event: str | None = None
     """record / wait: the replay's event name."""
+    lane: int = 0
+    """Overlapping tasks of one stream (HCCL's sub-tasks run on several planes under one stream id) go to
+    lanes, replay streams `stream_<id>_<lane>` beside `stream_<id>`, so the replay overlaps them as the profile
+    did; an event record goes on the lane that finishes last before it, a wait on the lane of the task after it."""
+
+    @property
+    def label(self) -> int | str:
+        return self.stream if self.lane == 0 else f"{self.stream}_{self.lane}"
 
 
 @dataclass
@@ -89,10 +99,39 @@ def collect(view: TraceView, launched: list[tuple[TraceEvent, TraceEvent]], unli
         else:
             item.host_ns, item.host_end_ns = k.ts, k.ts
         out.items.append(item)
-        out.streams.add(sid)
-    out.items.sort(key=lambda i: (i.host_ns, i.start_ns))
+    _assign_lanes(out.items)
+    out.streams = {i.label for i in out.items}
     _pair_events(out)
+    out.items.sort(key=lambda i: (i.host_ns, i.start_ns))
     return out
+
+
+def _assign_lanes(items: list[DeviceItem]) -> None:
+    """Per stream, each task that starts before the previous one on its lane ended goes to the first lane
+    free by its start (greedy interval colouring, in start order)."""
+    by_stream: dict[int, list[DeviceItem]] = {}
+    for i in items:
+        by_stream.setdefault(i.stream, []).append(i)
+    for evs in by_stream.values():
+        ends: list[int] = []
+        order = sorted(evs, key=lambda i: (i.start_ns, i.dur_ns))
+        for i in order:
+            if i.kind == "record":  # after the lane that finishes last: the record completes when all have
+                lane = max(range(len(ends)), key=lambda k: ends[k]) if ends else 0
+            elif i.kind == "wait":
+                continue
+            else:
+                lane = next((k for k, e in enumerate(ends) if e <= i.start_ns), len(ends))
+            if lane == len(ends):
+                ends.append(0)
+            ends[lane] = max(ends[lane], i.start_ns + i.dur_ns)
+            i.lane = lane
+        nxt = 0
+        for i in reversed(order):  # a wait holds the lane of the first task after it
+            if i.kind == "wait":
+                i.lane = nxt
+            elif i.kind != "record":
+                nxt = i.lane
 
 
 def _pair_events(out: DeviceTasks) -> None:
@@ -114,13 +153,18 @@ def _pair_events(out: DeviceTasks) -> None:
         if j < 0:  # no record on another stream: it waited on nothing the profile shows
             w.kind = "recorded"
             continue
+        if records[j].host_ns > w.host_ns and w.host_tid is None and records[j].host_tid is None:
+            # the record is placed after the wait (neither has a launch link): the wait would pass at once, so
+            # it holds its stream for the time it waited in the profile
+            w.kind = "recorded"
+            continue
         w.event = records[j].event
     out.events = [r.event for r in records]
 
 
 def step_of(item: DeviceItem, stream_name: Any) -> dict[str, Any]:
     """The scenario step replaying `item`."""
-    s = stream_name(item.stream)
+    s = stream_name(item.label)
     if item.kind == "record":
         return {"record_event": {"event": item.event, "stream": s}}
     if item.kind == "wait":

@@ -296,8 +296,16 @@ def _timeline(items: list, pc: ProfileCalls, assigned: dict[int, int], profiled:
     prev_end = pc.origin_ns
     step_i = 0
     steps = pc.steps if with_steps else []
+    def close_step() -> None:  # the step's host time after its last item (the real step ended then)
+        nonlocal prev_end
+        tail = steps[step_i][2] - prev_end
+        if body is not out and tail > 0:
+            body.append({"sleep": _us(tail)})
+            prev_end = steps[step_i][2]
+
     for start, item in items:
         while step_i < len(steps) and start >= steps[step_i][2]:
+            close_step()
             step_i += 1
             body = out
         if step_i < len(steps) and start >= steps[step_i][1] and body is out:
@@ -308,7 +316,9 @@ def _timeline(items: list, pc: ProfileCalls, assigned: dict[int, int], profiled:
             body.append({"sleep": _us(gap)})
         if isinstance(item, Sync):
             body.append({"sync_device": True} if item.kind == "device" else {"sync": streams[0]})
-            prev_end = item.end_ns
+            # the time the real sync took stays host time (a sleep after it): the replay's host keeps the
+            # profile's pace even when the replayed device work it waited for is placed by another thread
+            prev_end = item.start_ns
         elif isinstance(item, DeviceItem):
             body.append(step_of(item, stream_name))
             prev_end = max(prev_end, item.host_end_ns)
@@ -317,6 +327,8 @@ def _timeline(items: list, pc: ProfileCalls, assigned: dict[int, int], profiled:
             stream = stream_name(c.kernels[0].stream) if c.kernels else streams[0]
             body.append(_op_step(op_name(c), assigned[i], profiled, stream, streams))
             prev_end = c.end_ns
+    if step_i < len(steps):
+        close_step()
     for loop in out:
         if "loop" in loop and not loop["loop"]["body"]:
             loop["loop"]["body"] = [{"sleep": 0}]

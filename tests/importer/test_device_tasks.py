@@ -26,7 +26,7 @@ def test_no_device_task_is_dropped(imported):
     reasons = imported.report.warnings
     assert not any("device task" in r or "launched outside" in r for r in reasons), reasons
     kinds = imported.report.figures["device_tasks"]
-    assert kinds["communication"] >= 290 and kinds["record"] >= 10 and kinds["wait"] >= 10
+    assert kinds == {"communication": 296, "record": 16, "wait": 5, "recorded": 12}
     calls_kernels = imported.report.figures["kernels"]
     assert calls_kernels + sum(kinds.values()) == 535  # every event of the device rows
 
@@ -39,16 +39,16 @@ def test_scenario_has_comm_steps_events_and_device_thread(imported):
 
 
 @pytest.mark.slow
-def test_replay_step_breakdown_has_communication(imported, tmp_path):
-    """Replayed: step_trace_time.csv carries the communication figures (the real one: 106 ms of 137 ms)."""
+def test_replay_step_breakdown_is_within_5_percent(imported, tmp_path):
+    """Replayed, step_trace_time.csv's Computing, Communication, Free and Stage are within 5% of the real
+    profile's (Communication is 106 ms of its 137 ms step)."""
     from opsim.scenario.runner import run_scenario
     run_scenario(imported.scenario_path, out_dir=tmp_path / "replay", profiler_output=True)
     (path,) = (tmp_path / "replay").glob("*_ascend_pt/ASCEND_PROFILER_OUTPUT/step_trace_time.csv")
     row = next(csv.DictReader(path.open()))
     real = next(csv.DictReader((ALEXNET / "step_trace_time.csv").open()))
-    assert abs(float(row["Computing"]) / float(real["Computing"]) - 1) < 0.15
-    assert float(row["Communication"]) > 0.5 * float(real["Communication"])
-    assert float(row["Stage"]) > 0.75 * float(real["Stage"])
+    for col in ("Computing", "Communication", "Free", "Stage"):
+        assert abs(float(row[col]) / float(real[col]) - 1) < 0.05, (col, row[col], real[col])
 
 
 class _T:
