@@ -70,3 +70,24 @@ def test_breakdown_of_overlapping_compute_and_communication():
     b = breakdown(1, 0, 1000, [_T("AI_CORE", 100, 300), _T("Notify Wait", 200, 600), _T("EVENT_WAIT_SQE", 0, 900)])
     assert (b.computing, b.communication, b.comm_not_overlapped, b.overlapped, b.stage, b.free, b.preparing) == \
         (200, 400, 300, 100, 500, 0, 100)
+
+
+@pytest.mark.parametrize("task, field", [
+    ({"stream": "s0", "kind": "communication", "duration_us": -1}, "duration_us"),
+    ({"stream": "s0", "kind": "teleport", "duration_us": 1}, "kind"),
+    ({"stream": "nowhere", "kind": "recorded", "duration_us": 1}, "stream"),
+    ({"stream": "s0", "kind": "recorded"}, "duration_us"),
+])
+def test_damaged_task_step_exits_2_naming_the_field(tmp_path, task, field):
+    import io
+
+    import yaml
+
+    from opsim.cli import main
+    p = tmp_path / "s.yaml"
+    p.write_text(yaml.safe_dump({"name": "t", "streams": ["s0"], "threads": [
+        {"name": "main", "program": [{"task": task}]}]}))
+    err = io.StringIO()
+    code = main(["validate", str(p)], stdout=io.StringIO(), stderr=err)
+    text = err.getvalue()
+    assert code == 2 and str(p) in text and field in text and "Traceback" not in text, text
