@@ -54,8 +54,10 @@ def _import(path: str | Path, name: str | None, progress: bool) -> ImportResult:
     from opsim.ingest import locate_profile, read_trace_view
     files = locate_profile(path)
     if files.trace_view is None:
-        raise ProfileFormatError(f"{path}: no trace_view.json found; opsim import needs the host timeline "
-                                 "(export the profile with the torch_npu profiler's default Chrome trace)")
+        if not files.kernel_sources:
+            raise ProfileFormatError(f"{path}: no trace_view.json or kernel table found; give a torch_npu "
+                                     "*_ascend_pt directory, its trace_view.json or a kernel_details.csv")
+        return _kernels_only(files, name)
     report = ImportReport(source=str(files.trace_view))
     update, close = _progress(progress)
     try:
@@ -81,6 +83,17 @@ def _import(path: str | Path, name: str | None, progress: bool) -> ImportResult:
         from opsim.calibration import calibrate
         calibration = calibrate(path)
     return ImportResult(scenario=scenario, report=report, calibration=calibration)
+
+
+def _kernels_only(files: Any, name: str | None) -> ImportResult:
+    """A profile without a host trace: its kernel table replayed on the device side."""
+    from opsim.importer.kernels_only import build_kernels_only
+    from opsim.ingest import read_kernels
+    source = files.kernel_sources[0]
+    report = ImportReport(source=str(source))
+    table = read_kernels(source)
+    scenario = build_kernels_only(table, report, name=name or _default_name(source), source=str(source))
+    return ImportResult(scenario=scenario, report=report)
 
 
 def _progress(enabled: bool):
@@ -131,4 +144,17 @@ def write_import(result: ImportResult, out: str | Path) -> ImportResult:
     return result
 
 
-__all__ = ["import_profile", "write_import", "ImportResult", "ImportReport", "REPORT_SUFFIX", "CALIBRATION_SUFFIX"]
+def import_ranks(path: str | Path, out: str | Path, *, name: str | None = None,
+                 progress: bool = False) -> list[ImportResult]:
+    """A folder of several `*_ascend_pt` (one per rank): each rank imported on its own and written next to
+    `out` as `<out stem>_<rank dir><suffix>` (ranks are not yet replayed together)."""
+    from opsim.ingest.locate import rank_dirs
+    out = Path(out)
+    results = []
+    for d in rank_dirs(path):
+        res = import_profile(d, name=f"{name}_{d.name}" if name else None, progress=progress)
+        results.append(write_import(res, out.with_name(f"{out.stem}_{d.name}{out.suffix}")))
+    return results
+
+
+__all__ = ["import_profile", "import_ranks", "write_import", "ImportResult", "ImportReport", "REPORT_SUFFIX", "CALIBRATION_SUFFIX"]

@@ -99,14 +99,14 @@ def collect(view: TraceView, launched: list[tuple[TraceEvent, TraceEvent]], unli
         else:
             item.host_ns, item.host_end_ns = k.ts, k.ts
         out.items.append(item)
-    _assign_lanes(out.items)
+    assign_lanes(out.items)
     out.streams = {i.label for i in out.items}
     _pair_events(out)
     out.items.sort(key=lambda i: (i.host_ns, i.start_ns))
     return out
 
 
-def _assign_lanes(items: list[DeviceItem]) -> None:
+def assign_lanes(items: list[DeviceItem]) -> None:
     """Per stream, each task that starts before the previous one on its lane ended goes to the first lane
     free by its start (greedy interval colouring, in start order)."""
     by_stream: dict[int, list[DeviceItem]] = {}
