@@ -146,11 +146,16 @@ def _add_import_parser(sub: Any) -> None:
 
 def cmd_import(args: argparse.Namespace, out: TextIO) -> int:
     """opsim import PROFILE -o SCENARIO: the scenario, its import report, and a short summary on stdout."""
-    from opsim.importer import import_profile, write_import
-    result = write_import(import_profile(args.profile, name=args.name), args.output)
-    for line in result.report.summary_lines():
-        out.write(line + "\n")
-    out.write(f"wrote {result.scenario_path} and {result.report_path}\n")
+    from opsim.importer import import_profile, import_ranks, write_import
+    from opsim.ingest.locate import rank_dirs
+    if rank_dirs(args.profile):  # a folder of ranks: each imported on its own
+        results = import_ranks(args.profile, args.output, name=args.name, progress=True)
+    else:
+        results = [write_import(import_profile(args.profile, name=args.name, progress=True), args.output)]
+    for result in results:
+        for line in result.report.summary_lines():
+            out.write(line + "\n")
+        out.write(f"wrote {result.scenario_path} and {result.report_path}\n")
     return EXIT_OK
 
 

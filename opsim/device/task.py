@@ -25,6 +25,12 @@ class TaskKind(IntEnum):
     EVENT_WAIT = 7
     HOST_FUNC = 8
     """Runs its callback on the stream, in stream order, for zero or a given duration; takes no units."""
+    COMMUNICATION = 9
+    """An HCCL task (a collective such as hcom_allReduce_ or one of its notify/wait/copy sub-tasks) replayed
+    with its recorded duration: it occupies its stream, takes none of the compute units."""
+    RECORDED = 10
+    """A device task opsim does not model, replayed from a profile: it occupies its stream for its recorded
+    duration and takes no units."""
 
 
 MEMCPY_KINDS = frozenset({TaskKind.MEMCPY_H2D, TaskKind.MEMCPY_D2H, TaskKind.MEMCPY_D2D})
@@ -40,6 +46,8 @@ DEFAULT_TASK_TYPE: dict[TaskKind, str] = {
     TaskKind.EVENT_RECORD: "EVENT_RECORD_SQE",
     TaskKind.EVENT_WAIT: "EVENT_WAIT_SQE",
     TaskKind.HOST_FUNC: "HOST_FUNC",
+    TaskKind.COMMUNICATION: "COMMUNICATION",
+    TaskKind.RECORDED: "RECORDED",
 }
 """Profiler "Task Type" labels (msprof / torch_npu spelling) used when a task does not name its own."""
 

@@ -33,18 +33,37 @@ class ImportResult:
     calibration_path: Path | None = None
 
 
-def import_profile(path: str | Path, *, name: str | None = None) -> ImportResult:
-    """The scenario replaying the profile at `path`; raises ProfileFormatError for a missing or bad file."""
+def import_profile(path: str | Path, *, name: str | None = None, progress: bool = False) -> ImportResult:
+    """The scenario replaying the profile at `path`; raises ProfileFormatError for a missing or bad file.
+
+    `progress` shows a bar on stderr while a long trace is read (on a terminal, after one second)."""
+    import gc
+    enabled = gc.isenabled()
+    gc.disable()  # hundreds of thousands of acyclic records: collections would only rescan them
+    try:
+        return _import(path, name, progress)
+    finally:
+        if enabled:
+            gc.enable()
+
+
+def _import(path: str | Path, name: str | None, progress: bool) -> ImportResult:
     from opsim.errors import ProfileFormatError
     from opsim.importer.calls import read_calls
     from opsim.importer.scenario import build_scenario
     from opsim.ingest import locate_profile, read_trace_view
     files = locate_profile(path)
     if files.trace_view is None:
-        raise ProfileFormatError(f"{path}: no trace_view.json found; opsim import needs the host timeline "
-                                 "(export the profile with the torch_npu profiler's default Chrome trace)")
+        if not files.kernel_sources:
+            raise ProfileFormatError(f"{path}: no trace_view.json or kernel table found; give a torch_npu "
+                                     "*_ascend_pt directory, its trace_view.json or a kernel_details.csv")
+        return _kernels_only(files, name)
     report = ImportReport(source=str(files.trace_view))
-    view = read_trace_view(files.trace_view)
+    update, close = _progress(progress)
+    try:
+        view = read_trace_view(files.trace_view, progress=update)
+    finally:
+        close()
     calls = read_calls(view, report)
     if not calls.calls:
         raise ProfileFormatError(f"{files.trace_view}: no ACLNN or aclop call found (no AscendCL@aclnn* or "
@@ -64,6 +83,36 @@ def import_profile(path: str | Path, *, name: str | None = None) -> ImportResult
         from opsim.calibration import calibrate
         calibration = calibrate(path)
     return ImportResult(scenario=scenario, report=report, calibration=calibration)
+
+
+def _kernels_only(files: Any, name: str | None) -> ImportResult:
+    """A profile without a host trace: its kernel table replayed on the device side."""
+    from opsim.importer.kernels_only import build_kernels_only
+    from opsim.ingest import read_kernels
+    source = files.kernel_sources[0]
+    report = ImportReport(source=str(source))
+    table = read_kernels(source)
+    scenario = build_kernels_only(table, report, name=name or _default_name(source), source=str(source))
+    return ImportResult(scenario=scenario, report=report)
+
+
+def _progress(enabled: bool):
+    """(update(bytes_read, total), close) of a byte-count bar on stderr, only on a terminal."""
+    import sys
+    if not enabled or not sys.stderr.isatty():
+        return None, lambda: None
+    from tqdm import tqdm
+    bar = tqdm(total=0, unit="B", unit_scale=True, delay=1.0, file=sys.stderr, dynamic_ncols=True, leave=False,
+               desc="reading trace")
+    last = [0]
+
+    def update(done: int, total: int) -> None:
+        if bar.total != total:
+            bar.total = total
+        bar.update(done - last[0])
+        last[0] = done
+
+    return update, bar.close
 
 
 def _default_name(path: Path) -> str:
@@ -108,4 +157,17 @@ def _validate_before_writing(scenario: dict, out: Path) -> None:
                                  f"was written: {exc}") from None
 
 
-__all__ = ["import_profile", "write_import", "ImportResult", "ImportReport", "REPORT_SUFFIX", "CALIBRATION_SUFFIX"]
+def import_ranks(path: str | Path, out: str | Path, *, name: str | None = None,
+                 progress: bool = False) -> list[ImportResult]:
+    """A folder of several `*_ascend_pt` (one per rank): each rank imported on its own and written next to
+    `out` as `<out stem>_<rank dir><suffix>` (ranks are not yet replayed together)."""
+    from opsim.ingest.locate import rank_dirs
+    out = Path(out)
+    results = []
+    for d in rank_dirs(path):
+        res = import_profile(d, name=f"{name}_{d.name}" if name else None, progress=progress)
+        results.append(write_import(res, out.with_name(f"{out.stem}_{d.name}{out.suffix}")))
+    return results
+
+
+__all__ = ["import_profile", "import_ranks", "write_import", "ImportResult", "ImportReport", "REPORT_SUFFIX", "CALIBRATION_SUFFIX"]

@@ -120,6 +120,8 @@ class ProfileCalls:
     origin_ns: int
     """Start of the profile: the first step, or the first host event."""
     streams: list[int]
+    device: Any = None
+    """The device tasks that are no call's kernels (opsim.importer.device_tasks.DeviceTasks)."""
 
 
 def _contains(outer: TraceEvent, inner: TraceEvent) -> bool:
@@ -166,26 +168,12 @@ def read_calls(view: TraceView, report: ImportReport) -> ProfileCalls:
         p2_by_thread.setdefault(e.tid, []).append(e)
     p2_starts = {t: [e.ts for e in v] for t, v in p2_by_thread.items()}
 
-    def enclosing_phase2(host: TraceEvent) -> TraceEvent | None:
-        evs = p2_by_thread.get(host.tid)
-        if not evs:
-            return None
-        i = bisect.bisect_right(p2_starts[host.tid], host.ts) - 1
-        while i >= 0:
-            if _contains(evs[i], host):
-                return evs[i]
-            if evs[i].end < host.ts and i < len(evs) - 1:
-                break
-            i -= 1
-        return None
-
     kernels_of: dict[int, list[Kernel]] = {}
     placed: set[int] = set()
-    for link in view.launch_links():
-        owner = enclosing_phase2(link.host)
+    outside: list[tuple[TraceEvent, TraceEvent]] = []  # (host event, device task) launched outside the calls
+    for link, owner in _owners(view.launch_links(), p2_by_thread):
         if owner is None:
-            report.warn(f"kernel launched outside an ACLNN call (from AscendCL@{link.host.name[9:]})",
-                        len(link.kernels))
+            outside += [(link.host, k) for k in link.kernels]
             continue
         for k in link.kernels:
             if k.index in placed:
@@ -230,9 +218,16 @@ def read_calls(view: TraceView, report: ImportReport) -> ProfileCalls:
 
     _attach_phase1(calls, acl, report)
     _attach_framework_flows(view, calls, placed)
-    for k in view.device_kernels():
-        if k.index not in placed and k.dur > 0:
-            report.warn("device task without a launch link (not replayed)", 1, example=k.name)
+    from opsim.importer.device_tasks import collect
+    launched, seen = [], set(placed)
+    for h, k in outside:
+        if k.index not in seen:
+            seen.add(k.index)
+            launched.append((h, k))
+    device = collect(view, launched, [k for k in view.device_kernels() if k.index not in seen])
+    for item in device.items:
+        how = "launched outside an ACLNN call" if item.host_tid is not None else "without a launch link"
+        report.note(f"device task {how}, replayed as a {item.kind} task", 1)
     syncs = [Sync(SYNC_APIS[a.api], a.event.tid, a.event.ts, a.event.end) for a in acl
              if a.api in SYNC_APIS and a.event.tid != consumer]
     for a in acl:
@@ -254,9 +249,28 @@ def read_calls(view: TraceView, report: ImportReport) -> ProfileCalls:
             threads.append(s.thread)
     host_starts = [c.start_ns for c in calls] + [s.start_ns for s in syncs]
     origin = steps[0][1] if steps else min(host_starts, default=0)
-    streams = sorted({k.stream for c in calls for k in c.kernels})
+    call_streams = {k.stream for c in calls for k in c.kernels}
+    streams = sorted(call_streams) + sorted(device.streams - call_streams, key=lambda s: (str(s).split("_")[0], str(s)))
+    # the calls' first stream stays first
     return ProfileCalls(calls=calls, syncs=syncs, steps=steps, threads=threads, consumer=consumer,
-                        origin_ns=min([origin] + host_starts), streams=streams)
+                        origin_ns=min([origin] + host_starts), streams=streams, device=device)
+
+
+def _owners(links: list, p2_by_thread: dict[Any, list[TraceEvent]]) -> list[tuple[Any, TraceEvent | None]]:
+    """Each launch link with the phase-2 event of its thread that holds its host event (None: outside every
+    call), in the links' order; one sweep per thread over both lists sorted by start."""
+    from opsim.ingest.trace_view import innermost_at
+    by_thread: dict[Any, list[int]] = {}
+    for i, link in enumerate(links):
+        by_thread.setdefault(link.host.tid, []).append(i)
+    owner: list[TraceEvent | None] = [None] * len(links)
+    for tid, idx in by_thread.items():
+        idx.sort(key=lambda i: links[i].host.ts)
+        found = innermost_at(p2_by_thread.get(tid, []), [links[i].host.ts for i in idx])
+        for i, p2 in zip(idx, found):
+            if p2 is not None and _contains(p2, links[i].host):
+                owner[i] = p2
+    return list(zip(links, owner))
 
 
 def _correlation(e: TraceEvent) -> int | None:

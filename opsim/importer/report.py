@@ -44,6 +44,10 @@ class ImportReport:
         lines = [f"imported {f.get('calls', 0)} calls ({f.get('phase1', 0)} with phase 1) on "
                  f"{f.get('threads', 0)} thread(s), {f.get('kernels', 0)} kernels on {f.get('streams', 0)} "
                  f"stream(s), {f.get('profiled_ops', 0)} profiled op(s), {f.get('steps', 0)} step(s)"]
+        dev = f.get("device_tasks") or {}
+        if any(dev.values()):
+            lines.append(f"{sum(dev.values())} other device task(s) replayed: " +
+                         ", ".join(f"{n} {k}" for k, n in dev.items() if n))
         total = sum(self.warnings.values())
         if total:
             lines.append(f"{total} event(s) not replayed:")

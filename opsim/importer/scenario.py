@@ -12,15 +12,20 @@ durations are the medians over the calls that used it.
 """
 from __future__ import annotations
 
+import bisect
 import math
 import re
 import statistics
 from typing import Any
 
 from opsim.importer.calls import Call, ProfileCalls, Sync
+from opsim.importer.device_tasks import DEVICE_THREAD, DeviceItem, step_of
 from opsim.importer.report import ImportReport
 
 NS = 1000.0
+HIT_WINDOW = 64
+"""A PTA hit is matched among its thread's 64 most recent variants of the op (opsim's choice, to keep the
+import linear in the calls; a profile has rarely more live keys per API and thread)."""
 _NAME_BAD = re.compile(r"[^A-Za-z0-9_.\-]")
 
 
@@ -50,19 +55,23 @@ class _Variants:
         self.meta: list[Call] = []
         self.host: dict[int, list[int]] = {}  # variant -> phase-2 host durations (ns)
         self.ready: list[float] = []  # when the key became usable: its creating call's phase 2 ended
+        self.by_sig: dict[tuple, list[int]] = {}  # signature -> its variants, ascending
+        self._cols: dict[int, list[list[int]]] = {}  # variant -> per kernel, its calls' durations sorted
 
     def new(self, call: Call, *, warm: bool = False) -> int:
         self.sigs.append(_signature(call))
+        self.by_sig.setdefault(self.sigs[-1], []).append(len(self.sigs) - 1)
         self.members.append([])
         self.meta.append(call)
         self.ready.append(-math.inf if warm else call.phase2.end)
         return len(self.sigs) - 1
 
-    def usable(self, among: set[int], at_ns: int) -> set[int]:
-        """The variants whose executor had run phase 2 by `at_ns` (an earlier one cannot be hit yet)."""
-        return {v for v in among if self.ready[v] <= at_ns}
+    def usable(self, among: list[int], at_ns: int) -> list[int]:
+        """The variants whose executor had run phase 2 by `at_ns` (an earlier one cannot be hit yet), among
+        the HIT_WINDOW most recently created of `among` (ascending), so a long profile costs linear time."""
+        return [v for v in among[-HIT_WINDOW:] if self.ready[v] <= at_ns]
 
-    def nearest(self, call: Call, among: set[int] | range) -> int | None:
+    def nearest(self, call: Call, among: Any) -> int | None:
         sig = _signature(call)
         best, best_d = None, math.inf
         for v in among:
@@ -75,12 +84,17 @@ class _Variants:
         return best
 
     def add(self, v: int, call: Call) -> None:
-        self.members[v].append([k.dur_ns for k in call.kernels])
+        durs = [k.dur_ns for k in call.kernels]
+        self.members[v].append(durs)
+        cols = self._cols.setdefault(v, [[] for _ in durs])
+        del cols[len(durs):]  # a column counts only while every call of the variant has it
+        for col, d in zip(cols, durs):
+            bisect.insort(col, d)
         self.host.setdefault(v, []).append(call.phase2.dur)
 
     def _median(self, v: int) -> list[float]:
-        rows = self.members[v]
-        return [statistics.median(col) for col in zip(*rows)] if rows else []
+        """Per kernel, the median duration over the variant's calls (columns kept sorted: O(1) here)."""
+        return [_sorted_median(col) for col in self._cols.get(v, ())]
 
     def definition(self, v: int) -> dict[str, Any]:
         call = self.meta[v]
@@ -93,6 +107,12 @@ class _Variants:
             out["dtype"] = _dtype(call.kernels[0].input_dtypes)
         out["kernels"] = [_kernel(k, d) for k, d in zip(call.kernels, durs)]
         return out
+
+
+def _sorted_median(col: list[int]) -> float:
+    """statistics.median of an already sorted list."""
+    n = len(col)
+    return col[n // 2] if n % 2 else (col[n // 2 - 1] + col[n // 2]) / 2
 
 
 def _same_input_count(variants: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -130,15 +150,16 @@ def build_scenario(pc: ProfileCalls, report: ImportReport, *, view: Any, name: s
     queued = any(c.queued for c in pc.calls)
     pta = queued or any(c.kind == "aclnn" and c.phase1 is None for c in pc.calls)
     variants: dict[str, _Variants] = {}
-    cached: dict[tuple[Any, str], set[int]] = {}
+    cached: dict[tuple[Any, str], list[int]] = {}
+    seen: set[tuple[Any, str, int]] = set()
     warmup: dict[Any, list[tuple[str, int]]] = {}
     assigned: dict[int, int] = {}
     for i, c in enumerate(pc.calls):
         op = op_name(c)
         vs = variants.setdefault(op, _Variants())
-        mine = cached.setdefault((c.thread, op), set())
+        mine = cached.setdefault((c.thread, op), [])
         if c.kind == "aclop" or not pta:  # no PTA: phase 1 runs on hits too, so it says nothing of the cache
-            v = vs.nearest(c, range(len(vs.sigs)))
+            v = vs.nearest(c, vs.by_sig.get(_signature(c), ()))
             v = vs.new(c) if v is None or not _close(vs, v, c) else v
         elif c.phase1 is not None:
             v = vs.new(c)
@@ -147,13 +168,18 @@ def build_scenario(pc: ProfileCalls, report: ImportReport, *, view: Any, name: s
             if v is None:  # cached before the profile began: a warm-up call creates it
                 v = vs.new(c, warm=True)
                 warmup.setdefault(c.thread, []).append((op, v))
-        mine.add(v)
+        if (c.thread, op, v) not in seen:
+            seen.add((c.thread, op, v))
+            mine.append(v)
         vs.add(v, c)
         assigned[i] = v
 
+    calls_of: dict[str, list[Call]] = {}
+    for c in pc.calls:
+        calls_of.setdefault(op_name(c), []).append(c)
     profiled: dict[str, Any] = {}
     for op, vs in variants.items():
-        calls = [c for c in pc.calls if op_name(c) == op]
+        calls = calls_of[op]
         first = calls[0]
         entry: dict[str, Any] = {"api": first.api if first.kind == "aclnn" else "aclopCompileAndExecute"}
         p1_names = [c.phase1_api for c in calls if c.phase1_api]
@@ -178,20 +204,29 @@ def build_scenario(pc: ProfileCalls, report: ImportReport, *, view: Any, name: s
     streams = [stream_name(s) for s in pc.streams] or ["stream_0"]
     step_thread = _step_thread(pc)
     threads = []
-    for tid in pc.threads:
-        items: list[tuple[int, Any]] = [(c.start_ns, (i, c)) for i, c in enumerate(pc.calls) if c.thread == tid]
-        items += [(s.start_ns, s) for s in pc.syncs if s.thread == tid]
+    items_of: dict[Any, list[tuple[int, Any]]] = {tid: [] for tid in pc.threads}
+    for i, c in enumerate(pc.calls):
+        items_of[c.thread].append((c.start_ns, (i, c)))
+    for s in pc.syncs:
+        items_of[s.thread].append((s.start_ns, s))
+    device_items = pc.device.items if pc.device is not None else []
+    for d in device_items:
+        items_of.setdefault(d.host_tid if d.host_tid in items_of else DEVICE_THREAD, []).append((d.host_ns, d))
+    for tid in list(items_of):
+        items = items_of[tid]
         items.sort(key=lambda x: x[0])
         program: list[dict[str, Any]] = [_op_step(op, v, profiled, streams[0], None)
                                          for op, v in warmup.get(tid, [])]
         if program:
             program.append({"sync_device": True})
         program += _timeline(items, pc, assigned, profiled, streams, tid == step_thread)
-        threads.append({"name": thread_name(tid), "program": program or [{"sleep": 0}]})
+        threads.append({"name": thread_name(tid) if tid != DEVICE_THREAD else DEVICE_THREAD,
+                        "program": program or [{"sleep": 0}]})
 
     if pta:
         for th in threads:
-            th["cache_mode"] = "pta"
+            if th["name"] != DEVICE_THREAD:
+                th["cache_mode"] = "pta"
     scenario: dict[str, Any] = {
         "name": name,
         "description": f"imported from {source} by opsim import: {len(pc.calls)} calls on {len(pc.threads)} "
@@ -206,6 +241,8 @@ def build_scenario(pc: ProfileCalls, report: ImportReport, *, view: Any, name: s
         if measured:
             scenario["cost_overrides"] = {k: round(m.median_us, 3) for k, m in measured.items()}
     scenario["streams"] = streams
+    if pc.device is not None and pc.device.events:
+        scenario["events"] = list(pc.device.events)
     scenario["profiled_ops"] = profiled
     scenario["threads"] = threads
     report.figures.update({
@@ -213,7 +250,9 @@ def build_scenario(pc: ProfileCalls, report: ImportReport, *, view: Any, name: s
         "kernels": sum(len(c.kernels) for c in pc.calls), "streams": len(streams), "profiled_ops": len(profiled),
         "steps": len(pc.steps), "warmup_calls": sum(len(w) for w in warmup.values()),
         "variants": sum(len(vs.sigs) for vs in variants.values()),
-        "task_queue": queued})
+        "task_queue": queued,
+        "device_tasks": {k: sum(1 for d in device_items if d.kind == k)
+                         for k in ("communication", "record", "wait", "recorded")}})
     return scenario
 
 
@@ -257,8 +296,16 @@ def _timeline(items: list, pc: ProfileCalls, assigned: dict[int, int], profiled:
     prev_end = pc.origin_ns
     step_i = 0
     steps = pc.steps if with_steps else []
+    def close_step() -> None:  # the step's host time after its last item (the real step ended then)
+        nonlocal prev_end
+        tail = steps[step_i][2] - prev_end
+        if body is not out and tail > 0:
+            body.append({"sleep": _us(tail)})
+            prev_end = steps[step_i][2]
+
     for start, item in items:
         while step_i < len(steps) and start >= steps[step_i][2]:
+            close_step()
             step_i += 1
             body = out
         if step_i < len(steps) and start >= steps[step_i][1] and body is out:
@@ -269,12 +316,19 @@ def _timeline(items: list, pc: ProfileCalls, assigned: dict[int, int], profiled:
             body.append({"sleep": _us(gap)})
         if isinstance(item, Sync):
             body.append({"sync_device": True} if item.kind == "device" else {"sync": streams[0]})
-            prev_end = item.end_ns
+            # the time the real sync took stays host time (a sleep after it): the replay's host keeps the
+            # profile's pace even when the replayed device work it waited for is placed by another thread
+            prev_end = item.start_ns
+        elif isinstance(item, DeviceItem):
+            body.append(step_of(item, stream_name))
+            prev_end = max(prev_end, item.host_end_ns)
         else:
             i, c = item
             stream = stream_name(c.kernels[0].stream) if c.kernels else streams[0]
             body.append(_op_step(op_name(c), assigned[i], profiled, stream, streams))
             prev_end = c.end_ns
+    if step_i < len(steps):
+        close_step()
     for loop in out:
         if "loop" in loop and not loop["loop"]["body"]:
             loop["loop"]["body"] = [{"sleep": 0}]

@@ -132,6 +132,15 @@ def read_profile_text(path: Path, expected: str) -> str:
             f"{expected} as UTF-8") from None
 
 
+def rank_dirs(path: str | Path) -> list[Path]:
+    """The `*_ascend_pt` directories (one per rank) of a folder that holds several and no profile of its own;
+    [] for anything else."""
+    p = Path(path)
+    if not p.is_dir() or p.name.endswith("_ascend_pt") or (p / _OUTPUT_DIR).is_dir():
+        return []
+    return sorted(d for d in p.glob("*_ascend_pt") if d.is_dir())
+
+
 def locate_profile(path: str | Path) -> ProfileFiles:
     """The profiler files at `path` (a profile directory or one profiler file)."""
     p = Path(path)

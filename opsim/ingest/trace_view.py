@@ -9,25 +9,29 @@ launched which kernel.
 """
 from __future__ import annotations
 
-import bisect
-import json
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from decimal import Decimal, InvalidOperation
 from pathlib import Path
 from typing import Any
 
 from opsim.errors import ProfileFormatError
-from opsim.ingest.locate import read_profile_text
+from opsim.ingest.json_stream import iter_trace_events
 
 ACL_PREFIX = "AscendCL@"
 PHASE1_SUFFIX = "GetWorkspaceSize"
 DEVICE_PROCESS = "Ascend Hardware"
 LAUNCH_FLOW = "HostToDevice"
 _STREAM_RE = re.compile(r"Stream\s+(\d+)", re.IGNORECASE)
+KEPT_ARGS = ("Task Type", "Stream Id", "Task Id", "Physic Stream Id", "correlation_id", "stream id", "task id",
+             "task type")
+"""The args an event keeps (task kind, stream, task id, queue correlation); the rest (call stacks, PMU) is
+dropped while reading, so memory grows with the events, not with what they carry."""
+_NO_ARGS: dict = {}
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class TraceEvent:
     """A complete ('X') event; ts and dur in integer nanoseconds."""
 
@@ -132,41 +136,47 @@ class TraceView:
         """Host AscendCL event -> the device kernel(s) it launched, following HostToDevice flows.
 
         A flow starts inside the innermost AscendCL event of its host thread and finishes at the start of a
-        kernel on a device row; a host event without flows is not listed.
-        """
+        kernel on a device row; a host event without flows is not listed. One sweep per thread (linear)."""
         hosts: dict[tuple, list[TraceEvent]] = {}
         for e in self.events:
             if e.name.startswith(ACL_PREFIX):
                 hosts.setdefault((e.pid, e.tid), []).append(e)
-        for evs in hosts.values():
-            evs.sort(key=lambda e: (e.ts, -e.dur))
-        starts = {k: [e.ts for e in v] for k, v in hosts.items()}
         kernels: dict[tuple, dict[int, list[TraceEvent]]] = {}
         for e in self.device_kernels():
             kernels.setdefault((e.pid, e.tid), {}).setdefault(e.ts, []).append(e)
-        linked: dict[int, tuple[TraceEvent, list[TraceEvent]]] = {}
+        points: dict[tuple, list[FlowPair]] = {}
         for f in self.flows:
-            if f.cat != LAUNCH_FLOW:
-                continue
-            key = (f.start.pid, f.start.tid)
-            evs = hosts.get(key)
-            if not evs:
-                continue
-            host = None
-            for i in range(bisect.bisect_right(starts[key], f.start.ts) - 1, -1, -1):
-                cand = evs[i]
-                if cand.ts <= f.start.ts <= cand.end and (host is None or cand.dur < host.dur):
-                    host = cand
-                if cand.end < f.start.ts and host is not None:
-                    break
-            targets = kernels.get((f.end.pid, f.end.tid), {}).get(f.end.ts, [])
-            if host is None or not targets:
-                continue
-            entry = linked.setdefault(host.index, (host, []))
-            for k in targets:
-                if k not in entry[1]:
-                    entry[1].append(k)
+            if f.cat == LAUNCH_FLOW and (f.start.pid, f.start.tid) in hosts:
+                points.setdefault((f.start.pid, f.start.tid), []).append(f)
+        linked: dict[int, tuple[TraceEvent, list[TraceEvent]]] = {}
+        for key, flows in points.items():
+            flows.sort(key=lambda f: f.start.ts)
+            for f, host in zip(flows, innermost_at(hosts[key], [f.start.ts for f in flows])):
+                targets = kernels.get((f.end.pid, f.end.tid), {}).get(f.end.ts, [])
+                if host is None or not targets:
+                    continue
+                entry = linked.setdefault(host.index, (host, []))
+                for k in targets:
+                    if k not in entry[1]:
+                        entry[1].append(k)
         return [LaunchLink(host=h, kernels=tuple(ks)) for _, (h, ks) in sorted(linked.items())]
+
+
+def innermost_at(events: list[TraceEvent], times: list[int]) -> list[TraceEvent | None]:
+    """For each time (ascending), the shortest of `events` (one thread's, properly nested) holding it
+    (ts <= t <= end), else None: one sweep with a stack of the open events."""
+    order = sorted(events, key=lambda e: (e.ts, -e.dur, e.index))
+    out: list[TraceEvent | None] = []
+    stack: list[TraceEvent] = []
+    i = 0
+    for t in times:
+        while i < len(order) and order[i].ts <= t:
+            stack.append(order[i])
+            i += 1
+        while stack and stack[-1].ts + stack[-1].dur < t:
+            stack.pop()
+        out.append(stack[-1] if stack else None)
+    return out
 
 
 #: bound on a time in microseconds (epoch times are ~1.7e15 us; 1e20 us is ~3 million years): larger or non-finite values are damage, not data.
@@ -197,43 +207,19 @@ def _ident(value: Any) -> int | str:
     return value
 
 
-def _json_error(path: Path, exc: json.JSONDecodeError) -> ProfileFormatError:
-    return ProfileFormatError(
-        f"{path}: not valid JSON at line {exc.lineno}, column {exc.colno} (char {exc.pos}): {exc.msg}; the file "
-        f"is truncated or damaged, export the profile again")
+def read_trace_view(path: str | Path, progress: Callable[[int, int], None] | None = None) -> TraceView:
+    """Read trace_view.json (a JSON list of events, or torch_npu's {"traceEvents": [...]} object).
 
-
-def _events_of(path: Path, data: Any) -> list:
-    if isinstance(data, dict) and isinstance(data.get("traceEvents"), list):
-        return data["traceEvents"]
-    if isinstance(data, list):
-        return data
-    raise ProfileFormatError(
-        f"{path}: not a Chrome trace (expected a JSON list of events or an object with 'traceEvents'); give a "
-        f"trace_view.json from ASCEND_PROFILER_OUTPUT")
-
-
-def read_trace_view(path: str | Path) -> TraceView:
-    """Read trace_view.json (a JSON list of events, or torch_npu's {"traceEvents": [...]} object)."""
+    The file is streamed (`opsim.ingest.json_stream`): time and memory grow with the events kept, not with the
+    file's call stacks and counters. `progress(bytes_read, total_bytes)` is called as the file is read."""
     p = Path(path)
-    text = read_profile_text(p, "trace_view.json")
-    try:
-        data = json.loads(text, parse_float=Decimal)
-    except json.JSONDecodeError as exc:
-        raise _json_error(p, exc) from None
-    except RecursionError:
-        raise ProfileFormatError(f"{p}: JSON nested too deeply to be a Chrome trace; give an unmodified "
-                                 f"trace_view.json") from None
-    del text
-    raw_events = _events_of(p, data)
     events: list[TraceEvent] = []
     process_names: dict = {}
     thread_names: dict = {}
     starts: dict[tuple[str, str], tuple[str, FlowPoint]] = {}
     ends: dict[tuple[str, str], FlowPoint] = {}
-    for i, ev in enumerate(raw_events):
-        if not isinstance(ev, dict):
-            raise ProfileFormatError(f"{p}: event {i} is not a JSON object; give an unmodified trace_view.json")
+    names: dict[str, str] = {}
+    for i, ev in iter_trace_events(p, "trace_view.json", progress):
         ph = ev.get("ph")
         field_name = "pid"
         try:
@@ -249,10 +235,13 @@ def read_trace_view(path: str | Path) -> TraceView:
                     raise ValueError("a duration is not negative")
                 args = ev.get("args")
                 cat = ev.get("cat")
+                name = str(ev.get("name", ""))
+                name = names.setdefault(name, name)
+                kept = {k: _plain(args[k]) for k in KEPT_ARGS if k in args} if isinstance(args, dict) else None
                 events.append(TraceEvent(
-                    name=str(ev.get("name", "")), pid=pid, tid=tid, ts=ts, dur=dur,
-                    cat=cat if isinstance(cat, str) else None,
-                    args=_plain(args) if isinstance(args, dict) else {}, index=len(events)))
+                    name=name, pid=pid, tid=tid, ts=ts, dur=dur,
+                    cat=names.setdefault(cat, cat) if isinstance(cat, str) else None,
+                    args=kept or _NO_ARGS, index=len(events)))
             elif ph == "M":
                 args = ev.get("args")
                 name = args.get("name") if isinstance(args, dict) else None
@@ -281,9 +270,6 @@ def read_trace_view(path: str | Path) -> TraceView:
             raise ProfileFormatError(
                 f"{p}: event {i} ({ev.get('name')!r}, ph {ph!r}) has no {exc.args[0]!r} field; give an "
                 f"unmodified trace_view.json") from None
-        except RecursionError:
-            raise ProfileFormatError(f"{p}: event {i}: args nested too deeply; give an unmodified trace_view.json") \
-                from None
         except (ValueError, TypeError) as exc:
             raise ProfileFormatError(
                 f"{p}: event {i} ({str(ev.get('name'))[:80]!r}, ph {ph!r}), field {field_name!r}: {exc} (got "

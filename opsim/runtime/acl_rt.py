@@ -74,6 +74,28 @@ def stream_wait_event(stream: Any, event: Any) -> AclnnStatus:
     return S.ACLNN_SUCCESS
 
 
+def launch_task(stream: Any, kind: str, name: str, task_type: str, duration_us: float) -> AclnnStatus:
+    """A device task replayed from a profile (a communication task or a recorded one): it takes its stream
+    for `duration_us`; its host side is in the replayed host gaps, so it charges no host time."""
+    from opsim.device.task import DeviceTask, TaskKind
+    task = DeviceTask.trusted(TaskKind.COMMUNICATION if kind == "communication" else TaskKind.RECORDED,
+                              float(duration_us), 1, name, task_type)
+    current().actions.append((1, _TaskSubmit(stream, task), None))
+    return S.ACLNN_SUCCESS
+
+
+class _TaskSubmit:
+    """Adapter: submit one prepared task on its stream through the replay submit path."""
+
+    __slots__ = ("stream", "task")
+
+    def __init__(self, stream: Any, task: Any):
+        self.stream, self.task = stream, task
+
+    def submit(self, _task: Any, at: float) -> None:
+        self.stream.submit(self.task, at)
+
+
 class _EventSubmit:
     """Adapter so event record/wait go through the same replay submit path as tasks."""
 

@@ -95,6 +95,13 @@ class _Builder:
                 return C.EventStep(event=str(name), stream=stream, record=record)
         if "sleep" in step:
             return C.SleepStep(float(step["sleep"]))
+        if "task" in step and isinstance(step["task"], dict):
+            t = step["task"]
+            stream = self.stream(t.get("stream", streams[0]), path + ("task", "stream"), streams)
+            kind = str(t.get("kind", "recorded"))
+            return C.TaskStep(stream=stream, kind=kind, name=str(t.get("name", kind)),
+                              task_type=str(t.get("task_type", kind.upper())),
+                              duration_us=float(t.get("duration_us", 0.0)))
         if "profiling" in step and isinstance(step["profiling"], dict):
             return _profiling_step(step["profiling"])
         if "deterministic" in step and isinstance(step["deterministic"], dict):

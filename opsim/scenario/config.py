@@ -69,6 +69,18 @@ class EventStep:
 
 
 @dataclass(frozen=True)
+class TaskStep:
+    """A device task replayed from a profile (communication or recorded), submitted on `stream`."""
+
+    stream: str
+    kind: str
+    """'communication' or 'recorded' (opsim.device.task.TaskKind COMMUNICATION / RECORDED)."""
+    name: str
+    task_type: str
+    duration_us: float
+
+
+@dataclass(frozen=True)
 class SleepStep:
     us: float
 
@@ -90,7 +102,7 @@ class DeterministicStep:
 
 
 Step = Union[OpStep, LoopStep, ChooseStep, SyncStep, SyncDeviceStep, EventStep, SleepStep, ProfilingStep,
-             DeterministicStep]
+             DeterministicStep, TaskStep]
 
 
 @dataclass(frozen=True)
@@ -237,6 +249,6 @@ def op_steps(program: tuple[Step, ...]) -> list[OpStep]:
     return out
 
 
-__all__ = ["OpStep", "LoopStep", "ChooseStep", "SyncStep", "SyncDeviceStep", "EventStep", "SleepStep", "ProfilingStep",
+__all__ = ["TaskStep", "OpStep", "LoopStep", "ChooseStep", "SyncStep", "SyncDeviceStep", "EventStep", "SleepStep", "ProfilingStep",
            "DeterministicStep", "Step", "ThreadConfig", "OutputsConfig", "DumpConfig", "ScenarioConfig",
            "sleep_us", "op_steps", "program_calls"]

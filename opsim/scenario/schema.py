@@ -47,7 +47,7 @@ COUNT = {"type": "integer", "minimum": 0, "maximum": INT64_MAX}
 CACHE_MODES = ("ordinary", "pta")
 """`cache_mode`: opbase's own OpExecCache key (ordinary) or torch_npu's hash-keyed PTA path (pta)."""
 STEP_KEYS = ("op", "loop", "choose", "sync", "sync_device", "record_event", "wait_event", "sleep", "profiling",
-             "deterministic")
+             "deterministic", "task")
 PROFILING_MASK = {"type": ["integer", "array"], "minimum": 0, "maximum": (1 << 64) - 1,
                   "items": {"enum": list(MASK_NAMES)}, "minItems": 1, "uniqueItems": True}
 """A profiling switch mask: an integer, or the names of its bits (opsim.opdev.profiling.MASK_NAMES)."""
@@ -99,6 +99,11 @@ def build_schema() -> dict[str, Any]:
         "profiling": _obj({"profiling": {**_obj({"start": PROFILING_MASK, "stop": {"const": True}}),
                                          "minProperties": 1, "maxProperties": 1}}, ("profiling",)),
         "deterministic": _obj({"deterministic": {**_deterministic(), "minProperties": 1}}, ("deterministic",)),
+        "task": _obj({"task": _obj({
+            "stream": NAME, "kind": {"enum": ["communication", "recorded"]},
+            "name": {"type": "string", "minLength": 1, "maxLength": 256},
+            "task_type": {"type": "string", "minLength": 1, "maxLength": 64},
+            "duration_us": {**NUMBER, "maximum": MAX_HORIZON_US}}, ("kind", "duration_us"))}, ("task",)),
     }
     step = {
         "type": "object",

@@ -16,7 +16,7 @@ import numpy as np
 from opsim.scenario import batch
 from opsim.scenario.batch import LoopState
 from opsim.scenario.config import (ChooseStep, DeterministicStep, EventStep, LoopStep, OpStep, ProfilingStep,
-                                   SleepStep, Step, SyncDeviceStep, SyncStep, ThreadConfig)
+                                   SleepStep, Step, SyncDeviceStep, SyncStep, TaskStep, ThreadConfig)
 
 _BATCH = 4096
 
@@ -157,6 +157,11 @@ class ThreadWorkload:
             return lambda th: self._event(th, event, stream, step.record)
         if isinstance(step, SleepStep):
             return lambda th: th.sleep(step.us)
+        if isinstance(step, TaskStep):
+            from opsim.runtime import acl_rt
+            stream = self.streams[step.stream]
+            return lambda th: th.call(acl_rt.launch_task, stream, step.kind, step.name, step.task_type,
+                                      step.duration_us)
         if isinstance(step, ProfilingStep):
             return lambda th: th.call(_profiling_command, step.start, step.mask)
         if isinstance(step, DeterministicStep):

@@ -11,9 +11,10 @@ import numpy as np
 
 from opsim.errors import InvalidArgumentError
 from opsim.trace.ascend_model import (DEFAULT_EPOCH_US, HIDDEN_TASK_TYPES, ApiSpan, AscendProfile, DeviceTaskRow,
-                                      OpCall, StepRow, StepWindow, merge_intervals, to_epoch_ns)
+                                      OpCall, StepWindow, merge_intervals, to_epoch_ns)
 from opsim.trace.ascend_memory import memory_profile
 from opsim.trace.ascend_pmu import kernel_pmu
+from opsim.trace import step_breakdown
 from opsim.trace.timefmt import to_ns_array
 
 # Runtime host phases (opsim cost-model names) -> the ACL API they stand for.
@@ -260,7 +261,7 @@ def build_profile(sim: Any, *, epoch_us: int = DEFAULT_EPOCH_US, device: int | N
         vector_core_count=int(soc.vector_core_count), aicpu_count=int(getattr(soc, "aicpu_count", 0)),
         clock_mhz=float(soc.clock_mhz), threads=tids, op_calls=op_calls,
         api_spans=_api_spans(calls, host, host_ns, tids), tasks=tasks, steps=steps, step_windows=timeline,
-        step_rows=_step_rows(timeline, tasks), busy=busy, memory_events=memory_events, op_memory=op_memory,
+        step_rows=step_breakdown.step_rows(timeline, tasks), busy=busy, memory_events=memory_events, op_memory=op_memory,
         session_ns=_session(host_ns, tasks, steps, epoch_ns))
 
 
@@ -365,23 +366,3 @@ def _wait_times(tasks: list[DeviceTaskRow]) -> None:
         if t.is_kernel:
             t.wait_ns = max(0, t.start_ns - prev_end) if prev_end is not None else 0
             prev_end = t.end_ns
-
-
-def _step_rows(timeline: list[StepWindow], tasks: list[DeviceTaskRow]) -> list[StepRow]:
-    """step_trace_time rows: busy tasks binned by step once, then each window's figures from its bin."""
-    by_step: dict[int | None, list[tuple[int, int]]] = {}
-    for t in tasks:
-        if t.is_busy:
-            by_step.setdefault(t.step, []).append((t.start_ns, t.end_ns))
-    step_rows = []
-    for w in timeline:
-        mine = by_step.get(w.step, [])
-        if mine:
-            ds, de = min(s for s, _ in mine), max(e for _, e in mine)
-        else:
-            ds = de = w.start_ns
-        computing = sum(e - s for s, e in merge_intervals(iv for iv in mine if iv[1] > iv[0]))
-        stage = de - ds
-        step_rows.append(StepRow(w.step, computing, stage - computing, stage, max(0, ds - w.start_ns),
-                                 w.start_ns, w.end_ns))
-    return step_rows

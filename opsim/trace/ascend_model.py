@@ -11,6 +11,7 @@ import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Iterable
 
+from opsim.trace import step_breakdown
 from opsim.trace.timefmt import to_ns, us_text
 
 if TYPE_CHECKING:
@@ -175,7 +176,7 @@ class DeviceTaskRow:
 
     @property
     def is_kernel(self) -> bool:
-        return self.task_type not in NON_KERNEL_TASK_TYPES
+        return self.task_type not in NON_KERNEL_TASK_TYPES and step_breakdown.is_compute(self.task_type)
 
     @property
     def is_busy(self) -> bool:
@@ -198,17 +199,8 @@ class StepWindow:
     end_ns: int
 
 
-@dataclass
-class StepRow:
-    """One step_trace_time row (all values in ns)."""
-
-    step: int
-    computing: int
-    free: int
-    stage: int
-    preparing: int
-    start_ns: int
-    end_ns: int
+StepRow = step_breakdown.StepBreakdown
+"""One step_trace_time row (all values in ns; opsim.trace.step_breakdown computes them)."""
 
 
 @dataclass

@@ -179,8 +179,9 @@ def with_depth(rows: list[tuple], *, track: int) -> list[tuple]:
 
 def analysis_db_rows(p: AscendProfile) -> list[tuple]:
     """StepTraceTime rows (microseconds), the same figures as step_trace_time.csv."""
-    return [(p.device_id, str(r.step), r.computing / 1000, 0.0, 0.0, 0.0, r.free / 1000, r.stage / 1000, 0.0, 0.0,
-             r.preparing / 1000) for r in p.step_rows]
+    return [(p.device_id, str(r.step), r.computing / 1000, r.comm_not_overlapped / 1000, r.overlapped / 1000,
+             r.communication / 1000, r.free / 1000, r.stage / 1000, r.bubble / 1000,
+             (r.comm_not_overlapped - r.bubble) / 1000, r.preparing / 1000) for r in p.step_rows]
 
 
 def write_profiler_db(p: AscendProfile, out_dir: str, *, rank: int = 0) -> tuple[str, str]:

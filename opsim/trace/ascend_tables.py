@@ -46,9 +46,9 @@ def op_statistic_rows(p: AscendProfile) -> list[list[str]]:
 
 
 def step_trace_rows(p: AscendProfile) -> list[list[str]]:
-    z = us_str(0)
-    return [[str(p.device_id), str(r.step), us_str(r.computing), z, z, z, us_str(r.free), us_str(r.stage), z, z,
-             us_str(r.preparing)] for r in p.step_rows]
+    return [[str(p.device_id), str(r.step)] + [us_str(v) for v in (
+        r.computing, r.comm_not_overlapped, r.overlapped, r.communication, r.free, r.stage, r.bubble,
+        r.comm_not_overlapped - r.bubble, r.preparing)] for r in p.step_rows]
 
 
 def csv_text(header: Iterable[str], rows: Iterable[Iterable[str]]) -> str:

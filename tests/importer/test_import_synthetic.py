@@ -48,11 +48,14 @@ def test_hit_without_a_prior_miss_gets_a_warmup_call(trace, tmp_path):
     assert res.report.figures["warmup_calls"] == 1
 
 
-def test_no_flows_counts_every_kernel_as_not_replayed(trace, tmp_path):
+def test_no_flows_replays_every_kernel_as_a_recorded_task(trace, tmp_path):
     trace.call(7, "aclnnFoo", 1000.0, kernels=((5.0, 3), (2.0, 3)), flows=False)
     res = import_profile(trace.write(tmp_path / "trace_view.json"))
-    assert res.report.warnings == {"device task without a launch link (not replayed)": 2}
+    assert res.report.warnings == {}
+    assert res.report.notes["device task without a launch link, replayed as a recorded task"] == 2
     assert res.scenario["profiled_ops"]["aclnnFoo"]["variants"][0]["kernels"] == []
+    device = next(t for t in res.scenario["threads"] if t["name"] == "device_replay")["program"]
+    assert [s["task"]["duration_us"] for s in device if "task" in s] == [5.0, 2.0]
 
 
 def test_multiple_streams_become_shared_streams(trace, tmp_path, op_steps):

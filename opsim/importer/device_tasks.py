@@ -1,0 +1,177 @@
+"""Device tasks that are no ACLNN call's kernels: communication, event record/wait, memcpy, markers.
+
+A real profile's device rows hold more than the calls' kernels: HCCL collectives (`hcom_allReduce_`) and their
+notify/wait/copy sub-tasks on their own streams, `EVENT_RECORD` / `EVENT_WAIT` tasks that make one stream wait
+for another, the `MEMCPY_ASYNC` of `aclrtMemcpy`, profiling markers, kernels launched outside any ACLNN call.
+Each becomes a step of the replay, so none is dropped:
+
+* a task on a communication stream (one that runs HCCL tasks) is a `task` step of kind `communication` with
+  its recorded duration, on that stream;
+* an `EVENT_WAIT` is a `wait_event` step on its stream, paired with the `EVENT_RECORD` on another stream that
+  completed last before the wait ended (the one that released it), which becomes a `record_event` step; when
+  that record would be submitted after the wait (neither has a launch link), the wait is a recorded task that
+  holds its stream for the time it waited in the profile;
+* anything else is a `task` step of kind `recorded`: it occupies its stream for its recorded time.
+
+A task launched by a host event (its HostToDevice flow starts in an `AscendCL@aclrtRecordEvent`, `hcom_...`,
+`aclrtMemcpyAsync` outside any call) is placed on that host thread at that event's time, in order with the
+thread's calls, as the application issued it; a task without a launch link is placed on the `device_replay`
+thread at its recorded start.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from opsim.ingest import TraceEvent, TraceView
+
+HCCL_TASK_TYPES = frozenset({"NOTIFY WAIT", "NOTIFY RECORD", "NOTIFY_WAIT", "NOTIFY_RECORD", "WRITE VALUE", "SDMA",
+                             "RDMA", "REDUCE_INLINE", "REDUCE INLINE", "COMMUNICATION", "HCCL", "MEMCPY",
+                             "LOCAL_COPY", "REDUCE_TBE"})
+"""Task types of HCCL's sub-tasks in torch_npu's device rows (a stream running them is a communication stream)."""
+EVENT_RECORD_TYPES = frozenset({"EVENT_RECORD_SQE", "EVENT_RECORD"})
+EVENT_WAIT_TYPES = frozenset({"EVENT_WAIT_SQE", "EVENT_WAIT"})
+DEVICE_THREAD = "device_replay"
+"""The host thread of the replay that submits the device tasks no host event launched, at their recorded start."""
+
+
+@dataclass
+class DeviceItem:
+    """One non-call device task as a replay step: kind is communication, recorded, record or wait."""
+
+    kind: str
+    stream: int
+    name: str
+    task_type: str
+    start_ns: int
+    dur_ns: int
+    host_tid: Any = None
+    """The host thread that launched it (None: no launch link)."""
+    host_ns: int = 0
+    """When the host launched it (its launching event's start), else its recorded device start."""
+    host_end_ns: int = 0
+    event: str | None = None
+    """record / wait: the replay's event name."""
+    lane: int = 0
+    """Overlapping tasks of one stream (HCCL's sub-tasks run on several planes under one stream id) go to
+    lanes, replay streams `stream_<id>_<lane>` beside `stream_<id>`, so the replay overlaps them as the profile
+    did; an event record goes on the lane that finishes last before it, a wait on the lane of the task after it."""
+
+    @property
+    def label(self) -> int | str:
+        return self.stream if self.lane == 0 else f"{self.stream}_{self.lane}"
+
+
+@dataclass
+class DeviceTasks:
+    items: list[DeviceItem] = field(default_factory=list)
+    events: list[str] = field(default_factory=list)
+    streams: set[int] = field(default_factory=set)
+
+
+def task_type_of(e: TraceEvent) -> str:
+    return str(e.args.get("Task Type", "") or e.name)
+
+
+def collect(view: TraceView, launched: list[tuple[TraceEvent, TraceEvent]], unlinked: list[TraceEvent]
+            ) -> DeviceTasks:
+    """`launched`: (host event, device task) pairs of tasks launched outside the calls; `unlinked`: tasks
+    without a launch link. Both become DeviceItems, in time order, with events paired."""
+    raw: list[tuple[TraceEvent, TraceEvent | None]] = [(k, h) for h, k in launched] + [(k, None) for k in unlinked]
+    comm_streams = {view.stream_id(k) for k, _ in raw
+                    if task_type_of(k).upper() in HCCL_TASK_TYPES or k.name.startswith("hcom_")}
+    out = DeviceTasks()
+    for k, host in raw:
+        sid = view.stream_id(k) or 0
+        tt = task_type_of(k)
+        up = tt.upper()
+        if up in EVENT_RECORD_TYPES or k.name == "EVENT_RECORD":
+            kind = "record"
+        elif up in EVENT_WAIT_TYPES or k.name == "EVENT_WAIT":
+            kind = "wait"
+        elif sid in comm_streams:
+            kind = "communication"
+        else:
+            kind = "recorded"
+        item = DeviceItem(kind, sid, k.name, tt, k.ts, k.dur)
+        if host is not None:
+            item.host_tid, item.host_ns, item.host_end_ns = host.tid, host.ts, host.end
+        else:
+            item.host_ns, item.host_end_ns = k.ts, k.ts
+        out.items.append(item)
+    assign_lanes(out.items)
+    out.streams = {i.label for i in out.items}
+    _pair_events(out)
+    out.items.sort(key=lambda i: (i.host_ns, i.start_ns))
+    return out
+
+
+def assign_lanes(items: list[DeviceItem]) -> None:
+    """Per stream, each task that starts before the previous one on its lane ended goes to the first lane
+    free by its start (greedy interval colouring, in start order)."""
+    by_stream: dict[int, list[DeviceItem]] = {}
+    for i in items:
+        by_stream.setdefault(i.stream, []).append(i)
+    for evs in by_stream.values():
+        ends: list[int] = []
+        order = sorted(evs, key=lambda i: (i.start_ns, i.dur_ns))
+        for i in order:
+            if i.kind == "record":  # after the lane that finishes last: the record completes when all have
+                lane = max(range(len(ends)), key=lambda k: ends[k]) if ends else 0
+            elif i.kind == "wait":
+                continue
+            else:
+                lane = next((k for k, e in enumerate(ends) if e <= i.start_ns), len(ends))
+            if lane == len(ends):
+                ends.append(0)
+            ends[lane] = max(ends[lane], i.start_ns + i.dur_ns)
+            i.lane = lane
+        nxt = 0
+        for i in reversed(order):  # a wait holds the lane of the first task after it
+            if i.kind == "wait":
+                i.lane = nxt
+            elif i.kind != "record":
+                nxt = i.lane
+
+
+def _pair_events(out: DeviceTasks) -> None:
+    """Each wait gets the record on another stream that completed last before the wait ended (else the first
+    after it); a record no wait needs stays a record of its own event (harmless, as in the profile)."""
+    records = sorted((i for i in out.items if i.kind == "record"), key=lambda i: i.start_ns + i.dur_ns)
+    for n, r in enumerate(records):
+        r.event = f"ev_{n}"
+    ends = [r.start_ns + r.dur_ns for r in records]
+    import bisect
+    for w in (i for i in out.items if i.kind == "wait"):
+        w_end = w.start_ns + w.dur_ns
+        j = bisect.bisect_right(ends, w_end) - 1
+        while j >= 0 and records[j].stream == w.stream:
+            j -= 1
+        if j < 0:
+            j = next((m for m in range(bisect.bisect_right(ends, w_end), len(records))
+                      if records[m].stream != w.stream), -1)
+        if j < 0:  # no record on another stream: it waited on nothing the profile shows
+            w.kind = "recorded"
+            continue
+        if records[j].host_ns > w.host_ns and w.host_tid is None and records[j].host_tid is None:
+            # the record is placed after the wait (neither has a launch link): the wait would pass at once, so
+            # it holds its stream for the time it waited in the profile
+            w.kind = "recorded"
+            continue
+        w.event = records[j].event
+    out.events = [r.event for r in records]
+
+
+def step_of(item: DeviceItem, stream_name: Any) -> dict[str, Any]:
+    """The scenario step replaying `item`."""
+    s = stream_name(item.label)
+    if item.kind == "record":
+        return {"record_event": {"event": item.event, "stream": s}}
+    if item.kind == "wait":
+        return {"wait_event": {"event": item.event, "stream": s}}
+    return {"task": {"stream": s, "kind": item.kind, "name": item.name[:256] or item.kind,
+                     "task_type": item.task_type[:64] or item.kind.upper(),
+                     "duration_us": round(item.dur_ns / 1000.0, 3)}}
+
+
+__all__ = ["DeviceItem", "DeviceTasks", "collect", "step_of", "DEVICE_THREAD"]

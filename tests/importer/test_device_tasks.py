@@ -1,0 +1,93 @@
+"""Every device task of a real 2-rank profile is replayed: communication, events, memcpy, markers."""
+from __future__ import annotations
+
+import csv
+import json
+from pathlib import Path
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from opsim.importer import import_profile, write_import
+from opsim.trace.step_breakdown import breakdown
+
+ALEXNET = Path(__file__).resolve().parents[1] / "data" / "real" / "alexnet_910b_rank0"
+
+
+@pytest.fixture(scope="module")
+def imported(tmp_path_factory):
+    out = tmp_path_factory.mktemp("ax") / "imported.yaml"
+    return write_import(import_profile(ALEXNET / "trace_view.json"), out)
+
+
+def test_no_device_task_is_dropped(imported):
+    """The import report of the real profile: no warning about a device task; each one is counted by kind."""
+    reasons = imported.report.warnings
+    assert not any("device task" in r or "launched outside" in r for r in reasons), reasons
+    kinds = imported.report.figures["device_tasks"]
+    assert kinds == {"communication": 296, "record": 16, "wait": 5, "recorded": 12}
+    calls_kernels = imported.report.figures["kernels"]
+    assert calls_kernels + sum(kinds.values()) == 535  # every event of the device rows
+
+
+def test_scenario_has_comm_steps_events_and_device_thread(imported):
+    sc = imported.scenario
+    steps = json.dumps(sc["threads"])
+    assert '"kind": "communication"' in steps and '"record_event"' in steps and '"wait_event"' in steps
+    assert set(sc["events"]) and "stream_4" in sc["streams"] and sc["streams"][0] == "stream_2"
+
+
+@pytest.mark.slow
+def test_replay_step_breakdown_is_within_5_percent(imported, tmp_path):
+    """Replayed, step_trace_time.csv's Computing, Communication, Free and Stage are within 5% of the real
+    profile's (Communication is 106 ms of its 137 ms step)."""
+    from opsim.scenario.runner import run_scenario
+    run_scenario(imported.scenario_path, out_dir=tmp_path / "replay", profiler_output=True)
+    (path,) = (tmp_path / "replay").glob("*_ascend_pt/ASCEND_PROFILER_OUTPUT/step_trace_time.csv")
+    row = next(csv.DictReader(path.open()))
+    real = next(csv.DictReader((ALEXNET / "step_trace_time.csv").open()))
+    for col in ("Computing", "Communication", "Free", "Stage"):
+        assert abs(float(row[col]) / float(real[col]) - 1) < 0.05, (col, row[col], real[col])
+
+
+class _T:
+    def __init__(self, tt: str, s: int, e: int) -> None:
+        self.task_type, self.start_ns, self.end_ns = tt, s, e
+
+
+@given(st.lists(st.tuples(st.sampled_from(["AI_CORE", "Notify Wait", "SDMA", "EVENT_WAIT_SQE", "MEMCPY_ASYNC"]),
+                          st.integers(0, 10_000), st.integers(0, 5_000)), max_size=30), st.integers(0, 100))
+def test_breakdown_figures_add_up(tasks, start):
+    """Stage = Computing + Communication(Not Overlapped) + Free; Overlapped + Not Overlapped = Communication."""
+    b = breakdown(1, start, start + 20_000, [_T(tt, s, s + d) for tt, s, d in tasks])
+    assert b.computing + b.comm_not_overlapped + b.free == b.stage
+    assert b.overlapped + b.comm_not_overlapped == b.communication
+    assert min(b.computing, b.comm_not_overlapped, b.overlapped, b.free, b.preparing) >= 0
+
+
+def test_breakdown_of_overlapping_compute_and_communication():
+    b = breakdown(1, 0, 1000, [_T("AI_CORE", 100, 300), _T("Notify Wait", 200, 600), _T("EVENT_WAIT_SQE", 0, 900)])
+    assert (b.computing, b.communication, b.comm_not_overlapped, b.overlapped, b.stage, b.free, b.preparing) == \
+        (200, 400, 300, 100, 500, 0, 100)
+
+
+@pytest.mark.parametrize("task, field", [
+    ({"stream": "s0", "kind": "communication", "duration_us": -1}, "duration_us"),
+    ({"stream": "s0", "kind": "teleport", "duration_us": 1}, "kind"),
+    ({"stream": "nowhere", "kind": "recorded", "duration_us": 1}, "stream"),
+    ({"stream": "s0", "kind": "recorded"}, "duration_us"),
+])
+def test_damaged_task_step_exits_2_naming_the_field(tmp_path, task, field):
+    import io
+
+    import yaml
+
+    from opsim.cli import main
+    p = tmp_path / "s.yaml"
+    p.write_text(yaml.safe_dump({"name": "t", "streams": ["s0"], "threads": [
+        {"name": "main", "program": [{"task": task}]}]}))
+    err = io.StringIO()
+    code = main(["validate", str(p)], stdout=io.StringIO(), stderr=err)
+    text = err.getvalue()
+    assert code == 2 and str(p) in text and field in text and "Traceback" not in text, text
