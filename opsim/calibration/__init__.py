@@ -20,6 +20,7 @@ from typing import Any, Iterable
 from opsim.calibration.features import record_features, record_signature
 from opsim.calibration.fit import Sample, fit_kernels, provenance_of
 from opsim.calibration.host import host_table, queue_phases
+from opsim.calibration.soc_evidence import match_preset, soc_evidence
 from opsim.device.fitted import FittedTiming, HostApiTiming, SignatureTime
 from opsim.device.fitted_io import fitted_from_dict, fitted_to_dict
 from opsim.errors import CalibrationError, ProfileFormatError
@@ -135,7 +136,8 @@ def fit_device(records: Iterable[KernelRecord], *, signatures: bool = True, name
 
 
 def read_profiles(paths: Iterable[str | Path]) -> tuple[list[KernelRecord], list[Any], list[dict]]:
-    """(kernel records, trace views, source descriptions) of every profile path."""
+    """(kernel records, trace views, source descriptions) of every profile path. A kernel source's
+    description names the SoC preset its own PMU clock and block dims match (``soc``, ``clock_mhz``)."""
     records: list[KernelRecord] = []
     traces = []
     sources: list[dict] = []
@@ -144,8 +146,10 @@ def read_profiles(paths: Iterable[str | Path]) -> tuple[list[KernelRecord], list
         for k in files.kernel_sources:
             table = read_kernels(k)
             records.extend(table.rows)
+            ev = soc_evidence(table)
             sources.append({"file": str(k), "kind": "kernels", "kernels": len(table.rows),
-                            "skipped": dict(table.skipped)})
+                            "skipped": dict(table.skipped), "soc": match_preset(ev),
+                            "clock_mhz": None if ev.clock_mhz is None else round(ev.clock_mhz, 1)})
         if files.trace_view is not None:
             tv = read_trace_view(files.trace_view)
             traces.append(tv)
@@ -167,6 +171,16 @@ def calibrate(paths: "Iterable[str | Path] | str | Path", soc: str | None = None
         soc = get_soc(soc).name
     records, traces, sources = read_profiles(paths)
     timing = fit_device(records, signatures=signatures, name=", ".join(str(p) for p in paths))
+    socs = socs_of(sources)
+    if soc is None:
+        found = sorted(set(socs.values()))
+        soc = found[0] if len(found) == 1 else None
+    timing.soc = soc
+    from opsim.calibration.family_fit import fit_factors
+    from opsim.device.cost import default_family
+    builtin = default_family()
+    if builtin is not None and records:
+        timing.family = fit_factors(builtin, work_samples(records, socs, soc))
     for tv in traces:
         timing.host_apis.update(host_table(tv))
         timing.host_phases.update(queue_phases(tv))
@@ -177,4 +191,26 @@ def calibrate(paths: "Iterable[str | Path] | str | Path", soc: str | None = None
     return Calibration(timing=timing, soc=soc, sources=sources)
 
 
-__all__ = ["Calibration", "calibrate", "fit_device", "load_calibration", "read_profiles", "samples_of"]
+def socs_of(sources: list[dict]) -> dict[str, str]:
+    """Kernel file -> the SoC preset its own evidence names (from ``read_profiles``' descriptions)."""
+    return {d["file"]: d["soc"] for d in sources if d.get("kind") == "kernels" and d.get("soc")}
+
+
+def work_samples(records: Iterable[KernelRecord], socs: dict[str, str], soc: str | None = None) -> list:
+    """Measured rows as the family model sees them, each on the SoC of its own file (else ``soc``)."""
+    from opsim.calibration.family_fit import WorkSample
+    from opsim.calibration.features import record_work
+    from opsim.device.soc import get_soc
+    specs: dict[str, Any] = {}
+    out = []
+    for r in records:
+        if r.duration_us is None or r.duration_us <= 0:
+            continue
+        name = socs.get(r.source) or soc or "Ascend910B2"
+        spec = specs.get(name) or specs.setdefault(name, get_soc(name))
+        fam, flops, nbytes, bd, size = record_work(r)
+        out.append(WorkSample(r.op_type, r.core, fam, flops, nbytes, bd, size, r.duration_us, spec))
+    return out
+
+
+__all__ = ["Calibration", "socs_of", "work_samples", "calibrate", "fit_device", "load_calibration", "read_profiles", "samples_of"]
