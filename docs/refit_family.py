@@ -54,11 +54,13 @@ def build() -> dict:
     residuals: dict[str, list[float]] = {}
     for preds in leave_one_out(groups, socs, signatures=False).values():
         for p in preds:
+            if p.level == "roofline":  # the family was absent from the other workloads: no evidence
+                continue
             residuals.setdefault(family_of(p.record.op_type, p.record.core), []).append(
                 float(np.log(p.real_us / p.predicted_us)))
     for fam, p in list(model.families.items()):
         r = residuals.get(fam)
-        if r and len(r) >= 5:
+        if r and len(r) >= 10:
             model.families[fam] = FamilyParams(p.overhead_us, p.compute_eff, p.hbm_eff, p.core_bw, n=p.n,
                                                log_p10=min(float(np.percentile(r, 10)), 0.0),
                                                log_p90=max(float(np.percentile(r, 90)), 0.0),
