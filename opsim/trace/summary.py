@@ -30,8 +30,6 @@ class SummaryStats:
         self.counter_last: dict[str, float] = {}
         self.memory_kinds: dict[str, int] = defaultdict(int)
         self.device_end = 0.0
-        #: (op, task type) -> busy microseconds, to attribute device time to its timing source.
-        self.op_busy: dict[tuple[str, str], float] = defaultdict(float)
 
     # --- live record methods (same signatures as Recorder's) -----------------------------------------------
     def host_span(self, thread: Any, phase: str, op: str, start: float, dur: float, corr: int = -1) -> None:
@@ -51,7 +49,6 @@ class SummaryStats:
             self.stream_busy[stream] += dur
             self.pool_tasks[unit_kind] += 1
             self.pool_unit_us[unit_kind] += dur * units
-            self.op_busy[(op, task_type)] += dur
 
     def memory_event(self, time: float, kind: str, address: int, size: int, in_use: int, device: int = 0) -> None:
         self.memory_kinds[kind] += 1
@@ -126,12 +123,6 @@ class SummaryStats:
         for key, at in _first_seen_groups(cols["stream"][busy].astype(np.int64), None):
             self.stream_tasks[key] += len(at)
             self.stream_busy[key] += _sum_in_order(dur[at])
-        ops, op_values = recorder.coded("device", "op")
-        pair = ops[busy].astype(np.int64) * (len(values) + 1) + types[busy].astype(np.int64)
-        for key, at in _first_seen_groups(pair, None):
-            code = int(key)
-            self.op_busy[(op_values[code // (len(values) + 1)], values[code % (len(values) + 1)])] += \
-                _sum_in_order(dur[at])
         unit_us = dur * cols["units"][busy].astype(np.float64)
         for key, at in _first_seen_groups(kinds[busy], values):
             self.pool_tasks[key] += len(at)
@@ -252,8 +243,9 @@ def build_summary(run: Any, stats: SummaryStats, wall_seconds: float) -> dict[st
         "profile": sim.process.profile.name,
         "env": env_report(cfg.env, getattr(cfg, "env_sources", {}), getattr(cfg, "env_shell", {})),
         "calibration": sim.cost.fitted.name if sim.cost.fitted is not None else None,
-        "device_timing": timing_sources(sim.cost, stats.op_busy, makespan,
-                                        max(stats.stream_busy.values(), default=0.0)),
+        "device_timing": timing_sources(sim.cost, {p.name: stats.pool_unit_us.get(p.name, 0.0) for p in
+                                                   (dev.aicore, dev.vector, dev.aicpu, dev.dma)},
+                                        makespan, max(stats.stream_busy.values(), default=0.0)),
         "simulated_makespan_us": _r(makespan),
         "device_busy_until_us": _r(stats.device_end),
         "op_calls": calls,

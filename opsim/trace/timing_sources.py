@@ -1,10 +1,11 @@
 """Which source answered the simulated device time, at which level, and the makespan band it implies.
 
 ``CostModel`` records, per (op type, core), the levels and sources of the distinct kernels it predicted and
-their summed predicted, low and high durations. Device tasks carry their op type and core (task type), so
-each op's simulated device time is split between the (level, source) pairs in proportion to their predicted
-time; tasks whose durations did not come from the predictor (explicit durations, memcpy) count as
-``explicit``. The band scales each op's device time by its low/high ratio; the makespan band moves the
+their summed predicted, low and high durations. Each unit pool's simulated busy time (unit-microseconds, a
+total every execution path folds identically) is split between the (level, source) pairs of the cores that
+run on it in proportion to their predicted time; a pool whose kernels did not come from the predictor
+(explicit durations, memcpy) counts as ``explicit``. The shares are thus weighted by distinct kernels, not by
+how often each ran: a first-order attribution. The band scales each op's device time by its low/high ratio; the makespan band moves the
 makespan by the busiest stream's busy time times that relative change (a first-order estimate that assumes
 the busiest stream's work lies on the critical path).
 """
@@ -13,15 +14,31 @@ from __future__ import annotations
 from typing import Any, Mapping
 
 
-def timing_sources(cost: Any, op_busy: Mapping[tuple[str, str], float], makespan: float,
+_POOL = {"AI_CORE": "aicore", "MIX_AIC": "aicore", "AI_VECTOR_CORE": "vector", "MIX_AIV": "vector",
+         "AI_CPU": "aicpu"}
+
+
+def timing_sources(cost: Any, pool_us: Mapping[str, float], makespan: float,
                    busiest_stream_us: float) -> dict[str, Any]:
-    """summary.json's ``device_timing``: sources and levels with their device time and share, the calibration
+    """summary.json's ``device_timing``: sources and levels with their unit time and share, the calibration
     name and the makespan band."""
+    by_pool: dict[str, dict[tuple[str, str], list[float]]] = {}
+    for (_op, core), answers in sorted(cost.answers.items()):
+        pool = _POOL.get(core, "aicore")
+        if pool not in pool_us:
+            pool = "aicore"
+        into = by_pool.setdefault(pool, {})
+        for key, vals in answers.items():
+            acc = into.setdefault(key, [0.0, 0.0, 0.0])
+            for i in range(3):
+                acc[i] += vals[i]
     sources: dict[str, float] = {}
     levels: dict[str, float] = {}
     total = low = high = 0.0
-    for (op, core), us in sorted(op_busy.items()):
-        answers = cost.answers.get((op, core))
+    for pool, us in sorted(pool_us.items()):
+        if us <= 0:
+            continue
+        answers = by_pool.get(pool)
         total += us
         if not answers:
             sources["explicit"] = sources.get("explicit", 0.0) + us
@@ -30,7 +47,7 @@ def timing_sources(cost: Any, op_busy: Mapping[tuple[str, str], float], makespan
             high += us
             continue
         pred = sum(v[1] for v in answers.values()) or 1.0
-        for (level, source), (lo, mid, hi) in sorted(answers.items()):
+        for (level, source), (lo, mid, hi) in sorted(answers.items()):  # type: ignore[misc]
             part = us * mid / pred
             sources[source] = sources.get(source, 0.0) + part
             levels[level] = levels.get(level, 0.0) + part
@@ -40,7 +57,7 @@ def timing_sources(cost: Any, op_busy: Mapping[tuple[str, str], float], makespan
     name = cost.fitted.name if cost.fitted is not None else None
 
     def table(d: dict[str, float]) -> dict[str, dict[str, float]]:
-        return {k: {"device_us": round(v, 3), "share": round(v / total, 4) if total > 0 else 0.0}
+        return {k: {"unit_us": round(v, 3), "share": round(v / total, 4) if total > 0 else 0.0}
                 for k, v in sorted(d.items(), key=lambda kv: -kv[1])}
 
     rel_lo = low / total - 1.0 if total > 0 else 0.0
