@@ -193,7 +193,7 @@ def defaults_before_after() -> list[dict[str, Any]]:
     for path in (TRAINING, MATMUL):
         records = read_kernels(path).rows
         for label, cost in (("roofline (before)", CostModel(defaults=False)),
-                            ("built-in 910B fits (after, in-sample)", CostModel())):
+                            ("built-in model (after, in-sample)", CostModel())):
             rows.append({"file": path.name, "model": label,
                          **_stats([p.rel_error for p in predict_records(cost, records)])})
     records = read_kernels(TRAINING).rows
@@ -329,7 +329,7 @@ def main(argv: list[str] | None = None) -> int:
               f"({_pct(r['defaults_error']):>5})  calibrated {r['calibrated_us']:6.2f} us "
               f"({_pct(r['calibrated_error']):>4}, target <= 20%)  -> {'met' if met else 'NOT MET'}")
 
-    print("\n3. defaults, no calibration (before: roofline; after: built-in 910B fits)")
+    print("\n3. defaults, no calibration (before: roofline; after: built-in model)")
     results["defaults"] = defaults = defaults_before_after()
     for r in defaults:
         print(f"   {r['file']:<34} {r['model']:<56} n={r['n']:<4} median |err| {_pct(r['median_error']):>7}  "

@@ -17,10 +17,22 @@ PREDICTED_COLUMN = "Predicted Duration(us)"
 PREDICTED_COLUMNS = (PREDICTED_COLUMN, "Predicted Low(us)", "Predicted High(us)", "Prediction Level")
 
 
+_WORK: dict[tuple, tuple] = {}
+
+
 def predict_full(cost: CostModel, rec: KernelRecord) -> Prediction:
-    """The prediction of one kernel row: duration, p10-p90 band, level and source."""
-    _fam, flops, nbytes, bd, size = record_work(rec)
-    return cost.predict(rec.op_type, rec.core, flops, nbytes, bd, record_signature(rec), size)
+    """The prediction of one kernel row: duration, p10-p90 band, level and source (the work of a row is
+    memoised by its op type, core, tensors and block dim: a long profile repeats a few hundred kernels)."""
+    key = (rec.op_type, rec.core, rec.block_dim, rec.input_shapes, rec.input_dtypes, rec.output_shapes,
+           rec.output_dtypes, rec.input_formats, rec.output_formats)
+    work = _WORK.get(key)
+    if work is None:
+        if len(_WORK) >= 1 << 16:
+            _WORK.clear()
+        _fam, flops, nbytes, bd, size = record_work(rec)
+        work = _WORK[key] = (flops, nbytes, bd, record_signature(rec), size)
+    flops, nbytes, bd, sig, size = work
+    return cost.predict(rec.op_type, rec.core, flops, nbytes, bd, sig, size)
 
 
 def predict_record(cost: CostModel, rec: KernelRecord) -> float:
