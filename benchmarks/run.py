@@ -299,7 +299,9 @@ def large_run(trace: bool, out_dir: Path, calls: int | None = None) -> dict[str,
 def sweep_scaling(points: int, repeat: int) -> dict[str, float]:
     """Wall seconds of one `points`-point sweep of quickstart (10 cache limits x points/10 seeds) on a local
     Dask cluster of 1 and of 2 worker processes, each measured on a started cluster whose workers have run one
-    point (imports and Numba's cache loaded), interleaved, best of `repeat`; `cold_*` adds the cluster start."""
+    point (imports and Numba's cache loaded), interleaved, best of `repeat`; `cold_*` adds the cluster start;
+    `inline` with workers=0 and `default` with no workers given (the sweep's own choice, cluster start included),
+    interleaved, best of max(2, `repeat`)."""
     from opsim.sweeps import load_sweep
     from opsim.sweeps.engine import connect, run_sweep
     from opsim.sweeps.point import PointTask, run_point
@@ -321,6 +323,13 @@ def sweep_scaling(points: int, repeat: int) -> dict[str, float]:
                 close()
             out[f"warm_{n}"] = min(out.get(f"warm_{n}", float("inf")), t1 - started)
             out[f"cold_{n}"] = min(out.get(f"cold_{n}", float("inf")), t1 - t0)
+    pair = (("inline", 0), ("default", None))  # no workers given: choose_workers decides
+    for i in range(max(2, repeat)):  # the same work when the choice is "in this process": best of two at least,
+        for key, workers in (pair if i % 2 == 0 else pair[::-1]):  # in both orders
+            t0 = time.perf_counter()
+            table = run_sweep(spec, workers=workers)
+            out[key] = min(out.get(key, float("inf")), time.perf_counter() - t0)
+            out[f"{key}_executor"] = table.attrs["executor"]
     return out
 
 
@@ -420,6 +429,10 @@ def measure(quick: bool, log: Callable[[str], None]) -> dict[str, Any]:
     rows.append(_row(f"{n_sweep}-point quickstart sweep, 2 workers / 1 worker", ratio, "x wall", "<= 0.6",
                      ratio <= 0.6, f"1 worker {sw['warm_1']:.2f} s, 2 workers {sw['warm_2']:.2f} s; with cluster "
                      f"start {sw['cold_1']:.2f} s vs {sw['cold_2']:.2f} s"))
+    rows.append(_row(f"{n_sweep}-point quickstart sweep, no --workers / --workers 0", sw["default"] / sw["inline"],
+                     "x wall", "<= 1.1", sw["default"] / sw["inline"] <= 1.1,
+                     f"{sw['default']:.2f} s ({sw['default_executor']}) vs {sw['inline']:.2f} s; the choice: "
+                     "docs/sweeps.md, How many workers"))
     log("trace.json writer on a large.yaml slice...")
     tw = trace_writer_figures(quick)
     rows.append(_row(f"trace.json writer, {tw['calls']} calls", tw["write_s"] / tw["calls"] * 1e6, "us/call",

@@ -63,8 +63,8 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--no-fast-path", action="store_true",
                      help="run the simulator's reference path (same outputs, slower; for debugging)")
     run.add_argument("--quiet", action="store_true",
-                     help="print no summary table (the GE_PROFILING_TO_STD_OUT text, opbase's own output, is "
-                          "still printed when the variable is on)")
+                     help="print nothing on standard output: no summary table and no GE_PROFILING_TO_STD_OUT "
+                          "text (ge_profiling_stdout.txt is still written)")
 
     val = sub.add_parser("validate", help="check a scenario or a sweep file without running it")
     val.add_argument("scenario")
@@ -188,7 +188,14 @@ def cmd_validate(args: argparse.Namespace, out: TextIO) -> int:
 def cmd_run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     from opsim.errors import CalibrationError, OpsimError, OutputPathError, ScenarioError
     from opsim.scenario.loader import load_scenario
-    cfg = load_scenario(args.scenario, _overrides(args.overrides), limits=_limits(args))
+    overrides = _overrides(args.overrides)
+    try:
+        cfg = load_scenario(args.scenario, overrides, limits=_limits(args))
+    except ScenarioError:
+        _refuse_sweep_file(args.scenario)
+        raise
+    for note in set_notes(cfg, overrides):
+        err.write(f"opsim: note: {note}\n")
     from opsim.scenario.runner import run_scenario
     from opsim.trace.summary import render_table
     try:
@@ -206,7 +213,7 @@ def cmd_run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         err.write(f"opsim: internal error while simulating {args.scenario}: {type(exc).__name__}: {exc} "
                   "(a simulator bug; rerun with OPSIM_TRACEBACK=1 for the traceback)\n")
         return EXIT_SIM_ERRORS
-    if result.stdout_text:  # what opbase prints on stdout with GE_PROFILING_TO_STD_OUT, in simulated-time order
+    if result.stdout_text and not args.quiet:  # what opbase prints with GE_PROFILING_TO_STD_OUT, in time order
         out.write(result.stdout_text)
     if not args.quiet:
         out.write(render_table(result.summary))
@@ -220,6 +227,38 @@ def cmd_run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         err.write(f"opsim: the simulation found {len(errors)} error(s); first: {errors[0]['message']}\n")
         return EXIT_SIM_ERRORS
     return EXIT_OK
+
+
+def _refuse_sweep_file(path: str) -> None:
+    """A sweep file given to `run`: say so in one line (called once the file failed as a scenario)."""
+    from opsim.errors import InvalidArgumentError
+    from opsim.sweeps.spec import is_sweep_file
+    if is_sweep_file(path):
+        raise InvalidArgumentError(f"{path} is a sweep file, not a scenario: run it with `opsim sweep {path}` "
+                                   "(docs/sweeps.md)") from None
+
+
+_OUTPUT_SWITCHES = (("trace", "trace.json"), ("csv", "op_summary.csv and task_time.csv"),
+                    ("records", "records.json.gz"))
+
+
+def set_notes(cfg: Any, overrides: dict) -> list[str]:
+    """What a `--set` turned on but an `outputs` switch of the scenario keeps off (one note each)."""
+    notes = []
+    if overrides.get("trace") is True:
+        for switch, files in _OUTPUT_SWITCHES:
+            if not getattr(cfg.outputs, switch):
+                notes.append(f"--set trace=true, but outputs.{switch} is false, so {files} "
+                             f"{'is' if ' and ' not in files else 'are'} not written (add --set outputs.{switch}=true)")
+    ge = overrides.get("env.GE_PROFILING_TO_STD_OUT")
+    if isinstance(ge, str) and ge.startswith("1") and not cfg.outputs.timestamps:
+        notes.append("--set env.GE_PROFILING_TO_STD_OUT turns the text on, but outputs.timestamps "
+                     "is false, so ge_profiling_stdout.txt is not written (add --set outputs.timestamps=true)")
+    dumps = [k for k in ("dump.op_dump", "dump.overflow_dump") if overrides.get(k) is True]
+    if dumps and not cfg.numerics:
+        notes.append(f"--set {dumps[0]}=true, but numerics is false, so dumps are recorded in memory only and no "
+                     "dump file is written (add --set numerics=true)")
+    return notes
 
 
 def _write_json(out: TextIO, data: object) -> int:

@@ -4,17 +4,18 @@
 simulator that disagrees would scan different buckets). `murmur_hash3_x64_h2` is the op-exec-cache bucket
 hash (second 64-bit half of MurmurHash3-x64-128, seed 0xdeadb0d7).
 
-The Numba kernels take `bytes` directly as well as uint8 arrays: passing `bytes` avoids building a numpy
-view on the single-key path, which is what every AI CPU L0 call hits. The pure-Python `*_reference`
-versions are kept next to the kernels as the executable specification the tests and benchmarks compare
-against.
+Short keys (AI CPU task keys, profiler names: at most SHORT_KEY_BYTES) are hashed in Python and remembered,
+since a run asks for the same few keys again and again; longer keys and batches go to the Numba kernels of
+opsim.kernels.hashing_jit, imported on first use. So a run whose keys are all short never loads Numba's
+cached hash kernels (loading them costs a few tenths of a second, more than a small run's simulation). The
+pure-Python `*_reference` versions are the executable specification the tests compare the kernels against.
 """
 from __future__ import annotations
 
 import struct
+from typing import Any
 
 import numpy as np
-from numba import njit, prange, uintp
 
 from opsim.errors import InvalidArgumentError
 
@@ -23,61 +24,41 @@ K_HASH_SEED = 0x9E3779B9
 #: Seed of the op-exec-cache bucket hash.
 MURMUR_SEED = 0xDEADB0D7
 
+SHORT_KEY_BYTES = 64
+"""Keys up to this length are hashed in Python: at 64 bytes that takes 2 to 6 us once per distinct key (then a
+dict lookup), against about 0.3 us a call for the kernel plus its one-time load."""
+MEMO_LIMIT = 65536
+"""Distinct short keys remembered per hash before the memo starts over (bounded memory: 64 B x 65536)."""
+
 _MASK64 = 0xFFFFFFFFFFFFFFFF
-
-_U6 = np.uint64(6)
-_U2 = np.uint64(2)
-_U8 = np.uint64(8)
-_KSEED = np.uint64(K_HASH_SEED)
+_GEN_MEMO: dict[bytes, int] = {}
+_MURMUR_MEMO: dict[bytes, int] = {}
 
 
-# --- GenHashBinary ----------------------------------------------------------------------------------
-@njit(cache=True, inline="always")
-def _load_u64_le(buf, p):
-    """An unaligned little-endian 64-bit load at unsigned index p.
-
-    Unsigned indices matter: Numba adds a negative-index wrap-around select to every signed index, which
-    stops LLVM from folding the eight byte loads into one load (about 3x slower).
-    """
-    return (np.uint64(buf[p]) | (np.uint64(buf[p + uintp(1)]) << np.uint64(8))
-            | (np.uint64(buf[p + uintp(2)]) << np.uint64(16)) | (np.uint64(buf[p + uintp(3)]) << np.uint64(24))
-            | (np.uint64(buf[p + uintp(4)]) << np.uint64(32)) | (np.uint64(buf[p + uintp(5)]) << np.uint64(40))
-            | (np.uint64(buf[p + uintp(6)]) << np.uint64(48)) | (np.uint64(buf[p + uintp(7)]) << np.uint64(56)))
+_JIT: Any = None
 
 
-@njit(cache=True, inline="always")
-def _gen_hash_binary_at(buf, start, length):
-    """GenHashBinary over buf[start:start+length] (std::hash<uint64_t> is the identity in libstdc++)."""
-    seed = np.uint64(0)
-    p = uintp(start)
-    for _ in range(length >> 3):
-        seed ^= _load_u64_le(buf, p) + _KSEED + (seed << _U6) + (seed >> _U2)
-        p += uintp(8)
-    rem = length & 7
-    if rem != 0:
-        # The C++ shifts after every byte: the first tail byte ends highest, the low byte stays 0.
-        v = np.uint64(0)
-        for j in range(rem):
-            v = (v | np.uint64(buf[p + uintp(j)])) << _U8
-        seed ^= v + _KSEED + (seed << _U6) + (seed >> _U2)
-    return seed
+def _jit() -> Any:
+    """opsim.kernels.hashing_jit, imported (and its cached kernels loaded) on first use."""
+    global _JIT
+    if _JIT is None:
+        from opsim.kernels import hashing_jit
+        _JIT = hashing_jit
+    return _JIT
 
 
-@njit(cache=True)
-def _gen_hash_binary_kernel(buf):
-    return _gen_hash_binary_at(buf, 0, len(buf))
+def _gen_long(buf: Any) -> int:
+    """GenHashBinary by the kernel; the first call puts the kernel itself in this name's place."""
+    global _gen_long
+    _gen_long = _jit().gen_hash_binary_kernel
+    return _gen_long(buf)
 
 
-@njit(cache=True)
-def _gen_hash_binary_batch_kernel(buf, offsets, lengths, out):
-    for i in range(len(offsets)):
-        out[i] = _gen_hash_binary_at(buf, offsets[i], lengths[i])
-
-
-@njit(cache=True, parallel=True)
-def _gen_hash_binary_batch_kernel_par(buf, offsets, lengths, out):
-    for i in prange(len(offsets)):
-        out[i] = _gen_hash_binary_at(buf, offsets[i], lengths[i])
+def _murmur_long(buf: Any, seed: int) -> int:
+    """MurmurHash3 by the kernel; the first call puts the kernel itself in this name's place."""
+    global _murmur_long
+    _murmur_long = _jit().murmur_h2_kernel
+    return _murmur_long(buf, seed)
 
 
 _UINT8 = np.dtype(np.uint8)
@@ -98,9 +79,21 @@ def _as_key_buffer(key) -> bytes | np.ndarray:
 
 def gen_hash_binary(key: bytes | np.ndarray) -> int:
     """AicpuTaskSpace::GenHashBinary(key, len(key)) as an unsigned 64-bit int."""
-    if type(key) is bytes:
-        return _gen_hash_binary_kernel(key)
-    return _gen_hash_binary_kernel(_as_key_buffer(key))
+    if type(key) is not bytes:
+        key = _as_key_buffer(key)
+        if type(key) is not bytes:  # a uint8 array
+            if len(key) > SHORT_KEY_BYTES:
+                return _gen_long(key)
+            key = key.tobytes()
+    if len(key) > SHORT_KEY_BYTES:
+        return _gen_long(key)
+    h = _GEN_MEMO.get(key)
+    if h is None:
+        h = gen_hash_binary_reference(key)
+        if len(_GEN_MEMO) >= MEMO_LIMIT:
+            _GEN_MEMO.clear()
+        _GEN_MEMO[key] = h
+    return h
 
 
 def gen_hash_binary_batch(buf: np.ndarray, offsets: np.ndarray, lengths: np.ndarray, *,
@@ -123,11 +116,19 @@ def gen_hash_binary_batch(buf: np.ndarray, offsets: np.ndarray, lengths: np.ndar
             f"every key must lie inside buf (len {len(buf)}): offsets and lengths must be >= 0 and "
             "offsets + lengths <= len(buf)")
     out = np.empty(len(offsets), dtype=np.uint64)
-    if parallel:
-        _gen_hash_binary_batch_kernel_par(buf, offsets, lengths, out)
-    else:
-        _gen_hash_binary_batch_kernel(buf, offsets, lengths, out)
+    jit = _jit()
+    (jit.gen_hash_binary_batch_kernel_par if parallel else jit.gen_hash_binary_batch_kernel)(buf, offsets, lengths, out)
     return out
+
+
+def gen_hash_binary_many(keys: list[bytes], *, parallel: bool = False) -> np.ndarray:
+    """GenHashBinary of every key in `keys` (concatenated once, hashed by the batch kernel)."""
+    lengths = np.fromiter(map(len, keys), dtype=np.int64, count=len(keys))
+    offsets = np.zeros(len(keys), dtype=np.int64)
+    if len(keys) > 1:
+        np.cumsum(lengths[:-1], out=offsets[1:])
+    buf = np.frombuffer(b"".join(keys), dtype=np.uint8)
+    return gen_hash_binary_batch(buf, offsets, lengths, parallel=parallel)
 
 
 def gen_hash_binary_many(keys: list[bytes], *, parallel: bool = False) -> np.ndarray:
@@ -155,90 +156,22 @@ def gen_hash_binary_reference(key: bytes) -> int:
     return seed
 
 
-# --- MurmurHash3-x64-128, second half -----------------------------------------------------------------
-_C1 = np.uint64(0x87C37B91114253D5)
-_C2 = np.uint64(0x4CF5AD432745937F)
-_F1 = np.uint64(0xFF51AFD7ED558CCD)
-_F2 = np.uint64(0xC4CEB9FE1A85EC53)
-_N1 = np.uint64(0x52DCE729)
-_N2 = np.uint64(0x38495AB5)
-_U5 = np.uint64(5)
-_U33 = np.uint64(33)
-
-
-@njit(cache=True, inline="always")
-def _rotl64(x, r):
-    return (x << np.uint64(r)) | (x >> np.uint64(64 - r))
-
-
-@njit(cache=True, inline="always")
-def _fmix64(k):
-    k ^= k >> _U33
-    k *= _F1
-    k ^= k >> _U33
-    k *= _F2
-    k ^= k >> _U33
-    return k
-
-
-@njit(cache=True)
-def _murmur_h2_kernel(buf, seed):
-    n = len(buf)
-    h1 = np.uint64(seed)
-    h2 = np.uint64(seed)
-    p = uintp(0)
-    for _ in range(n >> 4):
-        k1 = _load_u64_le(buf, p)
-        k2 = _load_u64_le(buf, p + uintp(8))
-        k1 *= _C1
-        k1 = _rotl64(k1, 31)
-        k1 *= _C2
-        h1 ^= k1
-        h1 = _rotl64(h1, 27)
-        h1 += h2
-        h1 = h1 * _U5 + _N1
-        k2 *= _C2
-        k2 = _rotl64(k2, 33)
-        k2 *= _C1
-        h2 ^= k2
-        h2 = _rotl64(h2, 31)
-        h2 += h1
-        h2 = h2 * _U5 + _N2
-        p += uintp(16)
-    rem = n & 15
-    if rem > 8:
-        k2 = np.uint64(0)
-        for j in range(rem - 1, 7, -1):
-            k2 ^= np.uint64(buf[p + uintp(j)]) << np.uint64(8 * (j - 8))
-        k2 *= _C2
-        k2 = _rotl64(k2, 33)
-        k2 *= _C1
-        h2 ^= k2
-    if rem > 0:
-        k1 = np.uint64(0)
-        for j in range(min(rem, 8) - 1, -1, -1):
-            k1 ^= np.uint64(buf[p + uintp(j)]) << np.uint64(8 * j)
-        k1 *= _C1
-        k1 = _rotl64(k1, 31)
-        k1 *= _C2
-        h1 ^= k1
-    h1 ^= np.uint64(n)
-    h2 ^= np.uint64(n)
-    h1 += h2
-    h2 += h1
-    h1 = _fmix64(h1)
-    h2 = _fmix64(h2)
-    h1 += h2
-    h2 += h1
-    return h2
-
-
 def murmur_hash3_x64_h2(key: bytes | np.ndarray, seed: int = MURMUR_SEED) -> int:
     """The op-exec-cache bucket hash: MurmurHash3_x64_128(key, seed), second 64-bit half."""
     if not 0 <= seed <= 0xFFFFFFFF:
         raise InvalidArgumentError(f"seed {seed:#x} must fit in 32 bits (MurmurHash3 takes a uint32 seed)")
     buf = key if type(key) is bytes else _as_key_buffer(key)
-    return _murmur_h2_kernel(buf, seed)
+    if len(buf) > SHORT_KEY_BYTES or seed != MURMUR_SEED:
+        return _murmur_long(buf, seed)
+    if type(buf) is not bytes:
+        buf = buf.tobytes()
+    h = _MURMUR_MEMO.get(buf)
+    if h is None:
+        h = murmur_hash3_x64_h2_reference(buf)
+        if len(_MURMUR_MEMO) >= MEMO_LIMIT:
+            _MURMUR_MEMO.clear()
+        _MURMUR_MEMO[buf] = h
+    return h
 
 
 def _rotl64_py(x: int, r: int) -> int:
@@ -287,6 +220,6 @@ def murmur_hash3_x64_h2_reference(key: bytes, seed: int = MURMUR_SEED) -> int:
 
 
 __all__ = [
-    "K_HASH_SEED", "MURMUR_SEED", "gen_hash_binary", "gen_hash_binary_batch", "gen_hash_binary_many",
-    "gen_hash_binary_reference", "murmur_hash3_x64_h2", "murmur_hash3_x64_h2_reference",
+    "K_HASH_SEED", "MURMUR_SEED", "SHORT_KEY_BYTES", "gen_hash_binary", "gen_hash_binary_batch",
+    "gen_hash_binary_many", "gen_hash_binary_reference", "murmur_hash3_x64_h2", "murmur_hash3_x64_h2_reference",
 ]

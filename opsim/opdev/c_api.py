@@ -50,8 +50,9 @@ def get_workspace_size(api: Callable[..., tuple], *args: Any, workspace_size: Ou
 def run(api: Callable[..., AclnnStatus], workspace: int | None, workspace_size: int, executor: Any,
         stream: Any) -> AclnnStatus:
     """`aclnnXxx(workspace, workspaceSize, executor, stream)`: a null workspace is address 0. CommonOpExecutorRun
-    returns ACLNN_ERR_PARAM_NULLPTR for a null executor, and for a null workspace with a non-zero size (after
-    deleting the executor or cache wrapper, so an op-cache replay without a buffer submits nothing)."""
+    returns ACLNN_ERR_PARAM_NULLPTR for a null executor, and, by its own check before anything runs, for a null
+    workspace with a non-zero size, after deleting the executor or cache wrapper (DeleteExecutorForError): no
+    launch and no replay happen."""
     return api(workspace or 0, workspace_size, executor, stream)
 
 

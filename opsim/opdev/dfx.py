@@ -198,20 +198,19 @@ def after_launch_overflow_check(ctx: ThreadLocalContext, args: OpArgContext, str
 
 
 def deterministic_level_from_rt(ctx: ThreadLocalContext) -> int:
-    """GetDeterministicLevelFromRt at phase-1 entry: ACL_OPT_DETERMINISTIC (a failed query gives 0); a reported
-    1 becomes 2 when ACL_OPT_STRONG_CONSISTENCY reads 1 (a failed query counts as off)."""
+    """GetDeterministicLevelFromRt (op_executor.cpp) at phase-1 entry: ACL_OPT_DETERMINISTIC (a failed query gives
+    0); only a reported 1 asks ACL_OPT_STRONG_CONSISTENCY, and only a value of exactly 1 (a failed query reads 0)
+    upgrades it to 2. One path: a fault registered at another point changes nothing."""
     p = ctx.process
-    if not p.faults:  # the common case: both queries succeed
-        level = int(p.deterministic_level)
-        return 2 if level == 1 and p.strong_consistency else level
-    if p.fault("rt.get_sys_param", "ACL_OPT_DETERMINISTIC"):
+    faults = p.faults
+    if faults and p.fault("rt.get_sys_param", "ACL_OPT_DETERMINISTIC"):
         log.warning("cannot get system param deterministic; level 0")
         return 0
     level = int(p.deterministic_level)
     if level == 1:
-        consistency = 0 if p.fault("rt.get_sys_param", "ACL_OPT_STRONG_CONSISTENCY") else int(p.strong_consistency)
-        if consistency == 1:
-            level = 2
+        consistency_failed = faults and p.fault("rt.get_sys_param", "ACL_OPT_STRONG_CONSISTENCY")
+        if not consistency_failed and int(p.strong_consistency) == 1:
+            return 2
     return level
 
 
@@ -234,6 +233,8 @@ class ProfilingReport:
     l0_name: str | None
     task_type: str = ""
     tensor_num: int = 0
+    tensor_type: str = ""  # tensor_info: "input" or "output" (MsprofGeTensorType); "" for the task-info form
+    type_id: int = 0  # host_exec: the ACL-level type CollectProfilingStr registered for the guard's function name
 
 
 _PROFILER_HASHES: dict[str, int] = {}
@@ -280,10 +281,11 @@ def launcher_profiling_ids(core_type: int, op_type: str, log_info: OpLogInfo, *,
 
 
 def _emit(ctx: ThreadLocalContext, kind: str, op_type: str, launcher_id: int, summary_id: int,
-          log_info: OpLogInfo, task_type: str = "", tensor_num: int = 0) -> None:
+          log_info: OpLogInfo, task_type: str = "", tensor_num: int = 0, tensor_type: str = "",
+          type_id: int = 0) -> None:
     """Hand one record to the profiler: kept on the process and, with a trace, an instant "prof_<kind>"."""
     rep = ProfilingReport(kind, op_type, launcher_id, summary_id, log_info.l2_api_name, log_info.l0_name,
-                          task_type, tensor_num)
+                          task_type, tensor_num, tensor_type, type_id)
     p = ctx.process
     p.profiling_reports.append(rep)
     rec = p.recorder
@@ -292,6 +294,8 @@ def _emit(ctx: ThreadLocalContext, kind: str, op_type: str, launcher_id: int, su
         args = {"op_type": op_type, "summary_item_id": summary_id, "kernel_launcher_id": launcher_id}
         if task_type:
             args["task_type"] = task_type
+        if type_id:
+            args["type"] = type_id
         ctx.at(lambda t: rec.instant(t, f"prof_{kind}", track, args))
 
 
@@ -306,25 +310,80 @@ def kernel_launch_guard(ctx: ThreadLocalContext, summary_id: int, op_type: str, 
     return True
 
 
-def report_host_exec(ctx: ThreadLocalContext, api_name: str) -> bool:
-    """The L2 phase guards (ACL API level): one host-exec record per phase with reportFlag on."""
-    if not ctx.process.profiling.report_flag:
+ACL_API_TYPE_BASE = 0x50000
+"""The first type id CollectProfilingStr hands out (op_dfx.cpp: opProfilingCounter = 0x50000)."""
+
+
+def collect_profiling_str(process: Any, name: str) -> int:
+    """CollectProfilingStr: a process-wide id per distinct string, counted from 0x50000 in registration order
+    (registered with the profiler as an ACL-level type, MsprofRegTypeInfo)."""
+    table = process.profiling_strs
+    type_id = table.get(name)
+    if type_id is None:
+        type_id = table[name] = ACL_API_TYPE_BASE + len(table)
+    return type_id
+
+
+class L2Guard:
+    """The OpDfxProfiler of an L2 phase guard (OpDfxGuard, op_dfx.cpp): made at phase entry with reportFlag on,
+    reported (MsprofReportApi, ACL level, type = the registered id of the guard's function name) when the guard
+    is destroyed at the end of the phase function, so after everything the phase did."""
+
+    __slots__ = ("api_name", "type_id", "log_info")
+
+    def __init__(self, api_name: str, type_id: int, log_info: OpLogInfo):
+        self.api_name, self.type_id, self.log_info = api_name, type_id, log_info
+
+
+def open_l2_guard(ctx: ThreadLocalContext, api_name: str, func_name: str) -> None:
+    """An L2 phase guard's constructor. `func_name` is the C function (`__func__`): "<API>GetWorkspaceSize" for
+    phase 1, "<API>" for phase 2. A guard its caller left open (a caller that never ends the phase) is
+    reported first."""
+    if ctx.l2_guard is not None:
+        close_l2_guard(ctx)
+    if ctx.process.profiling.report_flag:
+        ctx.l2_guard = L2Guard(api_name, collect_profiling_str(ctx.process, func_name), ctx.log_info.copy())
+
+
+def close_l2_guard(ctx: ThreadLocalContext) -> bool:
+    """An L2 phase guard's destructor: its host-exec record, whatever reportFlag says by now (the profiler was
+    made at entry). False when no profiler was made."""
+    guard = ctx.l2_guard
+    if guard is None:
         return False
-    _emit(ctx, "host_exec", api_name, 0, 0, ctx.log_info)
+    ctx.l2_guard = None
+    _emit(ctx, "host_exec", guard.api_name, 0, 0, guard.log_info, type_id=guard.type_id)
     return True
 
 
+MSPROF_GE_TENSOR_DATA_NUM = 5
+"""Tensors one tensor-info record holds (the CANN profiler header, prof_common.h: MSPROF_GE_TENSOR_DATA_NUM)."""
+
+
 def report_addition_info(ctx: ThreadLocalContext, op_type: str, launcher_id: int, summary_id: int,
-                         task_type: str, tensors: list | None) -> None:
-    """ReportAdditionInfo: a basic-info record plus the tensor info (`tensors` None: the task-info form,
-    which reports an empty tensor list)."""
+                         task_type: str, inputs: list | None, outputs: list = ()) -> None:
+    """ReportAdditionInfo (op_dfx.cpp): a basic-info record, then the tensor info. `inputs` None is the task-info
+    form: one empty record (tensorNum 0). Otherwise ReportTensorAdditionInfo per list, inputs then outputs: one
+    record per MSPROF_GE_TENSOR_DATA_NUM tensors and one for the tail, none for an empty list. The callers filter
+    the lists as opbase does."""
     li = ctx.log_info
     _emit(ctx, "basic_info", op_type, launcher_id, summary_id, li, task_type)
-    n = 0 if tensors is None else sum(1 for t in tensors if t is not None)
-    _emit(ctx, "tensor_info", op_type, launcher_id, summary_id, li, task_type, n)
+    if inputs is None:
+        _emit(ctx, "tensor_info", op_type, launcher_id, summary_id, li, task_type, 0)
+        return
+    for tensor_type, tensors in (("input", inputs), ("output", outputs)):
+        for start in range(0, len(tensors), MSPROF_GE_TENSOR_DATA_NUM):
+            n = min(MSPROF_GE_TENSOR_DATA_NUM, len(tensors) - start)
+            _emit(ctx, "tensor_info", op_type, launcher_id, summary_id, li, task_type, n, tensor_type)
 
 
-def report_aicore_launch(ctx: ThreadLocalContext, op_type: str, task_type: str, tensors: list) -> None:
+def _non_null(tensors: list) -> list:
+    """GetProfilingTensors (op_dfx_internal.h): the OpArgList form keeps tensors only; AddToList drops null ones."""
+    return [t for t in tensors if isinstance(t, Tensor)]
+
+
+def report_aicore_launch(ctx: ThreadLocalContext, op_type: str, task_type: str, inputs: list,
+                         outputs: list) -> None:
     """DoLaunchWithDfx around one AI Core launch. The summary id was put in TLS before the launch (only with
     kernelLaunchFlag; otherwise the launcher's zero id stays and the guard records nothing)."""
     sw = ctx.process.profiling
@@ -339,7 +398,8 @@ def report_aicore_launch(ctx: ThreadLocalContext, op_type: str, task_type: str, 
         _emit(ctx, "context_id", op_type, 0, ids.summary_item_id, li, task_type)
     ids.kernel_launcher_id = kernel_launcher_id(op_type)
     if sw.addition_info_flag:
-        report_addition_info(ctx, op_type, ids.kernel_launcher_id, ids.summary_item_id, task_type, tensors)
+        report_addition_info(ctx, op_type, ids.kernel_launcher_id, ids.summary_item_id, task_type,
+                             _non_null(inputs), _non_null(outputs))
     if sw.level2_profiling_flag:  # reported with or without ATTR arguments (the inputs are summarised too)
         _emit(ctx, "attr_info", op_type, ids.kernel_launcher_id, ids.summary_item_id, li, task_type)
 
@@ -376,13 +436,13 @@ def report_aicpu_launch(ctx: ThreadLocalContext, op_type: str, launch_id: int, s
 def report_aicpu_run(ctx: ThreadLocalContext, op_type: str, launch_id: int, summary_id: int,
                      inputs: list, outputs: list) -> bool:
     """End of an AI CPU Run: with kernelLaunchFlag and additionInfoFlag, TLS kernelLauncherId := the task's
-    launch id and tensor info (non-null inputs, outputs) is reported with task type AI_CPU."""
+    launch id and tensor info is reported with task type AI_CPU: the non-null inputs (GetValidInputVec) and
+    every output, null ones included (GetConstVec) (aicpu_task.cpp)."""
     sw = ctx.process.profiling
     if not (sw.kernel_launch_flag and sw.addition_info_flag):
         return False
     ctx.profiling_info_id.kernel_launcher_id = launch_id
-    report_addition_info(ctx, op_type, launch_id, summary_id, "AI_CPU",
-                         [t for t in inputs if t is not None] + list(outputs))
+    report_addition_info(ctx, op_type, launch_id, summary_id, "AI_CPU", _non_null(inputs), list(outputs))
     return True
 
 
@@ -397,7 +457,7 @@ def report_dsa_launch(ctx: ThreadLocalContext, inputs: list, outputs: list) -> N
     if sw.kernel_launch_flag and sw.addition_info_flag:
         ids.kernel_launcher_id = kernel_launcher_id(li.l0_name)
         report_addition_info(ctx, li.l0_name or "", ids.kernel_launcher_id, ids.summary_item_id, "DSA",
-                             list(inputs) + list(outputs))
+                             _non_null(inputs), _non_null(outputs))
 
 
 def report_replayed_task(ctx: ThreadLocalContext, task: Any) -> None:
@@ -416,5 +476,6 @@ def report_replayed_task(ctx: ThreadLocalContext, task: Any) -> None:
     if task_type in MIX_TASK_TYPES:
         _emit(ctx, "context_id", op_type, 0, summary_id, ctx.log_info, task_type)
     if sw.addition_info_flag:
-        report_addition_info(ctx, op_type, launcher_id, summary_id, task_type,
-                             task.templates[:task.n_inputs + task.n_outputs])
+        n_in = task.n_inputs
+        report_addition_info(ctx, op_type, launcher_id, summary_id, task_type, _non_null(task.templates[:n_in]),
+                             _non_null(task.templates[n_in:n_in + task.n_outputs]))

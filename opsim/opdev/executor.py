@@ -10,15 +10,21 @@ from __future__ import annotations
 import logging
 from typing import Any, Sequence
 
+import numpy as np
+
 from opsim.acl.dtypes import DataType, Format
 from opsim.acl.status import AclnnStatus
 from opsim.acl.tensor import (BoolArray, FloatArray, Fp16Array, IntArray, Placement, Scalar, ScalarList, Storage,
                               Tensor, TensorList, host_tensor)
+from opsim.errors import UseAfterDestroyError
+from opsim.opdev import dfx
 from opsim.opdev.graph import KernelGraph
 from opsim.opdev.huge_mem import K_INVALID_HUGE_MEM_INDEX
-from opsim.opdev.op_args import OpArgDef, OpArgType
+from opsim.opdev.op_args import OpArgDef, OpArgType, graph_lists
 from opsim.opdev.op_def import RepeatMode
+from opsim.opdev.op_exec_cache import OpExecCache, OpExecCacheWrap, add_cache, check_cacheable
 from opsim.opdev.planner import plan_workspace
+from opsim.opdev.repeatable import launcher_repeatable_checker  # noqa: F401  (callers import it from here)
 from opsim.opdev.thread_local import OpConfigInfo, OpLogInfo, current
 
 log = logging.getLogger("opsim.opdev")
@@ -90,7 +96,6 @@ class AclOpExecutor:
         """AllocHostTensor(shape) or AllocHostTensor(values, n, dtype): a host tensor (not from workspace)."""
         if isinstance(shape_or_values, (list, tuple)) and all(isinstance(d, int) for d in shape_or_values) \
                 and not isinstance(shape_or_values, IntArray):
-            import numpy as np
             dt = DataType.parse(dtype)
             t = Tensor(shape_or_values, dt, fmt, placement=Placement.ON_HOST)
             t.storage.host_data = np.zeros(dt.nbytes(t.storage_numel()), dtype=np.uint8)
@@ -191,7 +196,6 @@ class AclOpExecutor:
         """AddToKernelLauncherListAiCpu(opType, obj, args): the AI CPU registration entry point beside
         CreatAicpuKernelLauncher. AbandonCache(true) (no replay, and SetRepeatable will fail), append the
         launcher, one graph node over its INPUT / OUTPUT / WORKSPACE lists."""
-        from opsim.opdev.launchers import graph_lists
         current().charge("build graph")
         self.abandon_cache(True)
         self.kernel_launch_obj_list.append(launcher)
@@ -349,48 +353,6 @@ def create_executor(func_name: str = "") -> UniqueExecutor:
     return UniqueExecutor(func_name)
 
 
-# ---- repeatability checker ------------------------------------------------------------------------
-
-def _tensor_passes(t: Tensor | None, relation: dict, ori: set) -> bool:
-    if t is None:
-        return True
-    st = t.storage
-    if st.from_workspace or st.placement != Placement.ON_DEVICE_HBM:
-        return True
-    sid = id(st)
-    if sid in ori:
-        return True
-    rel = relation.get(sid)
-    return rel is not None and rel in ori
-
-
-def _list_passes(args, relation: dict, ori: set) -> bool:
-    for a in args:
-        if a.type == OpArgType.OPARG_ACLTENSOR:
-            if not _tensor_passes(a.value, relation, ori):
-                return False
-        elif a.type == OpArgType.OPARG_ACLTENSOR_LIST and a.value is not None:
-            for t in a.value.tensors:
-                if not _tensor_passes(t, relation, ori):
-                    return False
-    return True
-
-
-def launcher_repeatable_checker(args, relation: dict, ori_storage: set) -> bool:
-    """LauncherRepeatableChecker: INPUT, OUTPUT, (OUTSHAPE -> False), WORKSPACE.
-
-    `relation` maps id(middle storage) -> id(L2 output storage); `ori_storage` is a set of id(storage)."""
-    if args is None:
-        return False
-    if not _list_passes(args.inputs(), relation, ori_storage):
-        return False
-    if not _list_passes(args.outputs(), relation, ori_storage):
-        return False
-    if args.contains_op_arg_type(OpArgDef.OP_OUTSHAPE_ARG):
-        return False
-    return _list_passes(args.workspaces(), relation, ori_storage)
-
-
 # ---- public C APIs --------------------------------------------------------------------------------
 
 def set_repeatable(executor: Any) -> AclnnStatus:
@@ -399,7 +361,6 @@ def set_repeatable(executor: Any) -> AclnnStatus:
         return S.ACLNN_ERR_INNER_NULLPTR
     if isinstance(executor, AclOpExecutor):
         if not executor.alive:
-            from opsim.errors import UseAfterDestroyError
             raise UseAfterDestroyError("aclSetAclOpExecutorRepeatable on a destroyed executor")
         return executor.set_repeatable()
     return S.ACLNN_ERR_INNER
@@ -416,7 +377,6 @@ def destroy_executor(executor: Any) -> AclnnStatus:
         if executor.alive:
             delete_executor(executor)
         return S.ACLNN_SUCCESS
-    from opsim.opdev.op_exec_cache import OpExecCacheWrap
     if isinstance(executor, OpExecCacheWrap):
         executor.delete()
         return S.ACLNN_SUCCESS
@@ -485,7 +445,6 @@ def common_op_executor_run(workspace: int, workspace_size: int, executor: Any, s
         executor.delete()
         return status
     if not executor.alive:
-        from opsim.errors import UseAfterDestroyError
         raise UseAfterDestroyError(f"phase 2 called with a destroyed executor ({executor.log_info.l2_api_name}); "
                                    "a non-repeatable executor is freed after its first run")
     if executor.repeat_mode == RepeatMode.REPEAT:
@@ -524,8 +483,3 @@ def common_op_executor_run(workspace: int, workspace_size: int, executor: Any, s
         delete_executor(executor)
     ctx.executor = None
     return status
-
-
-# Imported last: both modules are used on every phase 2, and neither imports this one.
-from opsim.opdev import dfx  # noqa: E402
-from opsim.opdev.op_exec_cache import OpExecCache, OpExecCacheWrap, add_cache, check_cacheable  # noqa: E402

@@ -16,12 +16,13 @@ from opsim.acl.status import AclnnStatus
 from opsim.acl.tensor import Placement, Tensor
 from opsim.errors import InvalidArgumentError
 from opsim.opdev import dfx, rt
-from opsim.opdev.kernel import AiCoreKernel, TilingResult, find_aicore_kernel
+from opsim.opdev.kernel import AiCoreKernel, TilingResult, find_aicore_kernel, launch_config
 from opsim.opdev.memo import find as memo_find, keep as memo_keep, value_key
 from opsim.opdev.op_args import (OpArgContext, OpArgDef, OpArgType, destroy_op_arg_context, flatten_tensors,
-                                 make_op_arg_context)
+                                 graph_lists, make_op_arg_context, op_input, op_output)
 from opsim.opdev.op_def import CoreType, DsaTaskType, OpImplMode
 from opsim.opdev.op_types import op_type_name, register_op_type
+from opsim.opdev.repeatable import launcher_repeatable_checker
 from opsim.opdev.thread_local import ProfilingInfoId, current
 
 log = logging.getLogger("opsim.opdev")
@@ -80,7 +81,6 @@ class KernelLauncher(ABC):
         return None
 
     def check_repeatable(self, relation: dict, ori_storage: set) -> bool:
-        from opsim.opdev.executor import launcher_repeatable_checker
         return launcher_repeatable_checker(self.args, relation, ori_storage)
 
     def restore_thread_local(self) -> Any:
@@ -110,16 +110,6 @@ def register_launcher(executor: Any, launcher: KernelLauncher, inputs: list, out
     ctx.charge("build graph")
     executor.kernel_launch_obj_list.append(launcher)
     return executor.graph.build_graph(launcher.op_type, inputs, outputs, workspaces)
-
-
-def graph_lists(args: OpArgContext, with_outshape: bool) -> tuple[list, list, list]:
-    inputs = flatten_tensors(args.kind_args(0))  # null ACLTENSOR dropped, null list elements kept (BuildGraph)
-    outputs = flatten_tensors(args.kind_args(1))
-    workspaces = flatten_tensors(args.kind_args(3))
-    if with_outshape:
-        workspaces += [a.value for a in args.kind_args(4)
-                       if a.type == OpArgType.OPARG_ACLTENSOR and a.value is not None]
-    return inputs, outputs, workspaces
 
 
 # ---- AI Core --------------------------------------------------------------------------------------
@@ -203,8 +193,8 @@ class AiCoreKernelLauncher(KernelLauncher):
         cache = ctx.op_cache_context
         if cache is not None and cache is ex.op_exec_cache:
             cache.record(name, tiling.task_type, tiling.block_dim, duration, ins + outs + wss, len(ins), len(outs),
-                         attrs, kernel.compute, tiling.tiling_data_size)
-        dfx.report_aicore_launch(ctx, name, tiling.task_type, ins + outs)
+                         attrs, kernel.compute, tiling.tiling_data_size, launch_config(kernel, name, tiling))
+        dfx.report_aicore_launch(ctx, name, tiling.task_type, ins, outs)
         if launch_status != S.ACLNN_SUCCESS:
             return S.ACLNN_ERR_RUNTIME_ERROR, tiling
         if args.contains_op_arg_type(OpArgDef.OP_OUTSHAPE_ARG):
@@ -245,7 +235,11 @@ def _memset_launch(ctx, executor, stream, targets: list[Tensor]) -> None:
     cache = ctx.op_cache_context
     if cache is not None and cache is executor.op_exec_cache:
         cache.record("MemSet", core, 1, duration, list(targets), 0, len(targets), [],
-                     _memset_compute, 64)
+                     _memset_compute, 64, launch_config(None, "MemSet", _MEMSET_TILING))
+
+
+_MEMSET_TILING = TilingResult(block_dim=1, tiling_data_size=64)
+"""The MemSet pre-launch as it is recorded: one block, 64 bytes of tiling data, tiling key 0."""
 
 
 def memset_core(soc: Any) -> str:
@@ -445,7 +439,6 @@ class CopyKernelLauncher(KernelLauncher):
 
 
 def _add_copy_task(executor: Any, name: str, src: Tensor, dst: Tensor, direction: str) -> AclnnStatus:
-    from opsim.opdev.op_args import op_input, op_output
     args = make_op_arg_context(op_input(src), op_output(dst))
     launcher = CopyKernelLauncher(register_op_type(name), executor, args, direction)
     executor.abandon_cache()

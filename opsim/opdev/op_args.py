@@ -468,11 +468,24 @@ _TAG_TENSOR = OpArgType.OPARG_ACLTENSOR
 _TAG_TENSOR_LIST = OpArgType.OPARG_ACLTENSOR_LIST
 
 
+def graph_lists(args: OpArgContext, with_outshape: bool) -> tuple[list, list, list]:
+    """A launcher's graph-node lists (INPUT, OUTPUT, WORKSPACE, with OUTSHAPE tensors added to the workspaces
+    for the AI Core explicit path): shared by the executor and the launchers."""
+    inputs = flatten_tensors(args.kind_args(0))  # null ACLTENSOR dropped, null list elements kept (BuildGraph)
+    outputs = flatten_tensors(args.kind_args(1))
+    workspaces = flatten_tensors(args.kind_args(3))
+    if with_outshape:
+        workspaces += [a.value for a in args.kind_args(4)
+                       if a.type == OpArgType.OPARG_ACLTENSOR and a.value is not None]
+    return inputs, outputs, workspaces
+
+
 __all__ = [
     "OpArgDef", "OpArgType", "OpArg", "OpArgList", "OpArgContext", "OpArgGroup", "OP_ARG_TYPE_NUM", "Null",
     "NULL_TENSOR", "NULL_TENSOR_LIST", "NULL_SCALAR", "NULL_STRING", "NULL_INT_ARRAY", "NULL_FLOAT_ARRAY",
     "NULL_BOOL_ARRAY", "MemsetWorkspace", "to_op_arg", "op_input", "op_output", "op_attr", "op_workspace",
     "op_outshape", "op_option", "op_exec_mode", "op_mode", "op_memset", "op_empty", "OP_EMPTY_ARG",
     "make_op_arg_context", "get_op_arg_context", "destroy_op_arg_context", "contains_op_arg_type", "get_op_arg",
-    "append_op_workspace_arg", "op_arg_type_str", "flatten_tensors", "Format",
+    "append_op_workspace_arg", "op_arg_type_str", "flatten_tensors", "graph_lists", "Format",
 ]
+

@@ -88,6 +88,7 @@ class ProcessContext:
         self.dumps: list = []
         self.overflows: list = []
         self.profiling_reports: list = []  # dfx.ProfilingReport records (profiling switch on, id != 0)
+        self.profiling_strs: dict[str, int] = {}  # CollectProfilingStr's table: string -> ACL-level type id
         if profiling_switch:
             start_profiling(self, profiling_switch)
 

@@ -68,6 +68,7 @@ class ThreadLocalContext:
     profiling_info_id: ProfilingInfoId = field(default_factory=ProfilingInfoId)
     executor: Any = None  # executor currently running (phase 2)
     l2_io_tensors: tuple = ((), ())  # DFX_IN / DFX_OUT of the last phase 1, kept only while dump is on
+    l2_guard: Any = None  # the open L2 phase guard's profiler (dfx.open_l2_guard), reported when the phase ends
     # op-exec-cache state (op-exec-cache.md): manager, key of the last phase-1, storages and addresses
     op_cache_manager: Any = None
     cache_has_full: bool = False

@@ -15,7 +15,7 @@ from opsim.acl.status import AclnnStatus
 from opsim.acl.tensor import Tensor, broadcast_shapes as broadcast_shape
 from opsim.opdev.executor import AclOpExecutor, common_op_executor_run, create_executor
 from opsim.opdev.kernel import TilingResult
-from opsim.opdev.op_exec_cache import l2_dfx_phase_1, l2_dfx_phase_2
+from opsim.opdev.op_exec_cache import l2_dfx_phase_1, l2_dfx_phase_2, l2_dfx_phase_end
 from opsim.opdev.thread_local import current
 
 log = logging.getLogger("opsim.ops")
@@ -30,6 +30,14 @@ ELEMENTS_PER_BLOCK = 4096
 def l2_phase_1(api: str, dfx_in: tuple, dfx_out: tuple, check: Callable[[], AclnnStatus],
                build: Callable[[AclOpExecutor], AclnnStatus]) -> tuple[AclnnStatus, int, Any]:
     """The standard phase-1 body. Returns (status, workspace size, executor or cache wrapper)."""
+    try:
+        return _l2_phase_1(api, dfx_in, dfx_out, check, build)
+    finally:
+        l2_dfx_phase_end()  # the L2 guard's report, on every return path (op_dfx.cpp ~OpDfxGuard)
+
+
+def _l2_phase_1(api: str, dfx_in: tuple, dfx_out: tuple, check: Callable[[], AclnnStatus],
+                build: Callable[[AclOpExecutor], AclnnStatus]) -> tuple[AclnnStatus, int, Any]:
     wrap = l2_dfx_phase_1(api, dfx_in, dfx_out)
     if wrap is not None:
         return S.ACLNN_SUCCESS, wrap.get_workspace_size(), wrap
@@ -53,12 +61,13 @@ def l2_phase_1(api: str, dfx_in: tuple, dfx_out: tuple, check: Callable[[], Acln
 
 
 def l2_phase_2(api: str, workspace: int, workspace_size: int, executor: Any, stream: Any) -> AclnnStatus:
-    """The standard phase-2 body."""
+    """The standard phase-2 body; the L2 guard reports after the run (op_dfx.cpp ~OpDfxGuard)."""
     l2_dfx_phase_2(api, executor)
-    return common_op_executor_run(workspace, workspace_size, executor, stream)
+    try:
+        return common_op_executor_run(workspace, workspace_size, executor, stream)
+    finally:
+        l2_dfx_phase_end()
 
-
-# ---- parameter checks (each logs the argument it rejects) ----------------------------------------------
 
 def check_not_null(api: str, **named: Any) -> AclnnStatus:
     for name, value in named.items():

@@ -16,7 +16,7 @@ from opsim.opdev.executor import create_executor
 from opsim.opdev.kernel import AiCoreKernel, register_aicore_kernel
 from opsim.opdev.launchers import add_to_launcher_list_aicore
 from opsim.opdev.op_args import op_input, op_output
-from opsim.opdev.op_exec_cache import l2_dfx_phase_1
+from opsim.opdev.op_exec_cache import l2_dfx_phase_1, l2_dfx_phase_end
 from opsim.ops import _common as C
 from opsim.ops._common import S
 
@@ -55,6 +55,13 @@ def contiguous_l0(x: Tensor | None, executor) -> Tensor | None:
 
 def aclnn_contiguous_get_workspace_size(self: TensorList | None):
     """aclnnContiguousGetWorkspaceSize(self, workspaceSize, executor) -> (status, workspace size, executor)."""
+    try:
+        return _contiguous_phase_1(self)
+    finally:
+        l2_dfx_phase_end()  # the L2 guard's report, on every return path (op_dfx.cpp ~OpDfxGuard)
+
+
+def _contiguous_phase_1(self: TensorList | None):
     api = "aclnnContiguous"
     wrap = l2_dfx_phase_1(api, (self,), ())
     if wrap is not None:

@@ -26,9 +26,22 @@ from simpy.events import NORMAL
 from opsim.device.device import StreamTick
 from opsim.device.memory import Allocation, StreamFree, free_task
 from opsim.device.task import DeviceTask, TaskKind
-from opsim.runtime import batch_kernel as K
 from opsim.runtime import hit_replay
 from opsim.runtime.fast_clock import _Resume, skip_to
+
+
+class _LazyKernel:
+    """Stands for opsim.runtime.batch_kernel until a loop is first run in batches: the first attribute read
+    imports it (and Numba) and puts the module itself in `K`, so runs that batch nothing never load Numba."""
+
+    def __getattr__(self, name: str) -> Any:
+        global K
+        from opsim.runtime import batch_kernel
+        K = batch_kernel
+        return getattr(batch_kernel, name)
+
+
+K: Any = _LazyKernel()
 
 QUEUE_SLOTS = 4096
 """Tasks a stream may hold queued in a batch (beyond it the batch stops and SimPy carries on)."""

@@ -30,7 +30,8 @@ def sweep(source: "str | Path | Mapping[str, Any] | Sweep", *, out: str | os.Pat
     """Run a sweep (a sweep file's path, the same structure as a dict, or a `Sweep`) and return its table
     (pandas DataFrame, index `point`: parameters, figures, status, error, wall_seconds).
 
-    `workers`: local Dask worker processes (default one per core; 0 runs in this process, no Dask);
+    `workers`: local Dask worker processes (0 runs in this process, no Dask; default: in this process unless a
+    local cluster pays, `opsim.sweeps.engine.choose_workers`);
     `scheduler`: an existing cluster's address (tcp://host:8786) or a `distributed.Client`; `out`: a directory
     for results.csv, results.parquet and the journal `--resume` reads; `on_result(point, Result)` sees each
     run's `Result` (with workers=0)."""

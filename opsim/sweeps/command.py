@@ -22,7 +22,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("sweep", help="sweep YAML file (see docs/sweeps.md)")
     p.add_argument("-o", "--out", metavar="DIR", help="results directory (default: opsim-out/sweeps/<name>)")
     p.add_argument("--workers", type=int, metavar="N",
-                   help="local Dask worker processes (default: one per core; 0: run in this process)")
+                   help="local Dask worker processes (0: run in this process; default: in this process unless "
+                        "a local cluster pays, from the cores, the point count and a first point's time)")
     p.add_argument("--scheduler", metavar="ADDRESS",
                    help="run on an existing Dask cluster, e.g. tcp://10.0.0.5:8786 (started with `dask scheduler`)")
     p.add_argument("--resume", action="store_true", help="keep the points already in DIR and run the rest")

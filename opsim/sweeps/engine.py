@@ -2,9 +2,10 @@
 
 Two executors, one loop: `inline` runs the points one after another in this process (what `what_if` uses by
 default, and the only one that can hand back each `Result` or run a scenario given as a Python callable);
-`dask` sends them to a Dask cluster, a local one started here (one worker process per core) or an existing one
-at a scheduler address. Rows are ordered by point number, never by arrival, so the table is the same whatever
-the executor, the worker count or the order the points finish in; only `wall_seconds` is machine time.
+`dask` sends them to a Dask cluster, a local one started here or an existing one at a scheduler address. Given
+no worker count, a sweep starts a local cluster only where `choose_workers` finds that it pays. Rows are
+ordered by point number, never by arrival, so the table is the same whatever the executor, the worker count or
+the order the points finish in; only `wall_seconds` is machine time.
 """
 from __future__ import annotations
 
@@ -29,11 +30,37 @@ CONNECT_TIMEOUT = "10s"
 
 
 def default_workers() -> int:
-    """One worker process per core this process may use."""
+    """The cores this process may use (the most local worker processes a sweep starts)."""
     try:
         return max(1, len(os.sched_getaffinity(0)))
     except AttributeError:  # pragma: no cover - not Linux
         return max(1, os.cpu_count() or 1)
+
+
+CLUSTER_START_SECONDS = 3.0
+"""What a local cluster costs before its first point: each worker process starts, imports opsim and loads
+Numba's cache (2.5 s for two workers on the loaded 2-core development machine, rounded up)."""
+TIMED_POINTS = 2
+"""Points a sweep without `workers` runs in this process first, to time one warm point (the first pays the
+imports) before it decides whether a local cluster pays."""
+
+
+def choose_workers(cores: int, points: int, point_seconds: float | None = None) -> int:
+    """Local worker processes for `points` points on `cores` cores; 0 runs them in this process.
+
+    One core stays with this process (Dask's scheduler, the rows, the files), so a cluster has at most
+    cores - 1 workers, and never more than the points; fewer than two workers are no faster than this process
+    and pay the cluster's start, so they mean 0. With `point_seconds` (a warm point's time here) the cluster
+    must also win back its start: CLUSTER_START_SECONDS + points * point_seconds / workers must be less than
+    points * point_seconds."""
+    workers = min(cores - 1, points)
+    if workers < 2:
+        return 0
+    if point_seconds is not None:
+        inline = points * point_seconds
+        if CLUSTER_START_SECONDS + inline / workers >= inline:
+            return 0
+    return workers
 
 
 def _distributed():
@@ -63,14 +90,16 @@ def connect(workers: int | None, scheduler: Any) -> tuple[Any, Callable[[], None
                                        "`dask scheduler` and give its tcp://host:port") from None
         return client, client.close, f"the Dask cluster at {scheduler}"
     n = workers or default_workers()
+    if _bootstrapping():
+        raise OpsimError(f"a worker process of a local Dask cluster tried to start a sweep: {GUARD_HINT}")
     try:
         with _workers_ignore_ctrl_c():
             cluster = distributed.LocalCluster(n_workers=n, threads_per_worker=1, processes=True,
                                                host="127.0.0.1", dashboard_address=None,
                                                silence_logs=logging.CRITICAL)
     except (RuntimeError, OSError, TimeoutError) as exc:  # a worker process that did not come up in time
-        raise OpsimError(f"could not start a local Dask cluster of {n} worker process(es) ({exc}); run again, "
-                         "or use --workers 0 to run the points in this process") from None
+        raise OpsimError(f"could not start a local Dask cluster of {n} worker process(es) ({exc}); "
+                         f"{_start_hint()}") from None
     client = distributed.Client(cluster)
 
     def close() -> None:
@@ -86,6 +115,39 @@ def connect(workers: int | None, scheduler: Any) -> tuple[Any, Callable[[], None
             log.setLevel(level)
 
     return client, close, f"a local Dask cluster of {n} worker process{'es' if n != 1 else ''}"
+
+
+GUARD_HINT = ("a Python script that runs a sweep must do it under `if __name__ == \"__main__\":` (each local "
+              "worker process imports the script again; docs/sweeps.md)")
+
+
+def _unguarded_script() -> bool:
+    """True inside a worker process that is importing the main script, or when the main script has no
+    `__main__` test: the usual reason a local cluster does not start."""
+    if _bootstrapping():
+        return True
+    main = sys.modules.get("__main__")
+    path = getattr(main, "__file__", None)
+    spec_name = getattr(getattr(main, "__spec__", None), "name", "") or ""
+    if not path or not str(path).endswith(".py") or spec_name.endswith(".__main__"):
+        return False  # a package's __main__ (python -m opsim) is never imported again by a worker
+    try:
+        with open(path, encoding="utf-8", errors="replace") as fh:
+            return "__main__" not in fh.read(1 << 20)
+    except OSError:
+        return False
+
+
+def _bootstrapping() -> bool:
+    """True while a new process is importing the parent's main script (multiprocessing's own test)."""
+    import multiprocessing
+    return bool(getattr(multiprocessing.current_process(), "_inheriting", False))
+
+
+def _start_hint() -> str:
+    if _unguarded_script():
+        return f"{GUARD_HINT}; or use workers=0 (--workers 0) to run the points in this process"
+    return "run again, or use --workers 0 to run the points in this process"
 
 
 @contextlib.contextmanager
@@ -201,18 +263,57 @@ def _on_dask(client: Any, tasks: list[PointTask]) -> Iterator[Outcome]:
         client.cancel(list(futures))
 
 
+AUTO_INFO = "in this process, or on a local cluster where it pays (docs/sweeps.md, \"How many workers\")"
+
+
+def _auto(tasks: list[PointTask], chosen: dict[str, str]) -> Iterator[Outcome]:
+    """The points of a sweep given no `workers`: in this process unless `choose_workers` finds that a local
+    cluster pays, first from the cores and the point count, then from a warm point's time; `chosen["info"]`
+    says where they ran."""
+    cores = default_workers()
+    chosen["info"] = "in this process"
+    if not choose_workers(cores, len(tasks)) or not _have_distributed():
+        yield from _inline(tasks, None)
+        return
+    outcomes = list(_inline(tasks[:TIMED_POINTS], None))
+    yield from outcomes
+    rest = tasks[TIMED_POINTS:]
+    workers = choose_workers(cores, len(rest), outcomes[-1].wall_seconds)
+    if not workers:
+        yield from _inline(rest, None)
+        return
+    client, close, info = connect(workers, None)
+    chosen["info"] = f"{TIMED_POINTS} point(s) in this process, then on {info}"
+    try:
+        yield from _on_dask(client, rest)
+    finally:
+        close()
+
+
+def _have_distributed() -> bool:
+    try:
+        import distributed  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
 def run_sweep(sweep: Sweep, *, out: str | os.PathLike | None = None, workers: int | None = None,
               scheduler: Any = None, resume: bool = False, progress: bool = False, progress_file: TextIO | None = None,
               on_result: Callable[[int, Any], None] | None = None,
               on_row: Callable[[dict[str, Any]], None] | None = None, log: Callable[[str], None] | None = None):
     """Run every point of `sweep` (those not already in `out` with `resume`) and return the table.
 
-    `workers=0` runs in this process; otherwise on Dask (see `connect`). `on_result(point, Result)` needs
+    `workers=0` runs in this process; `workers=N` or `scheduler` on Dask (see `connect`); no `workers`: as
+    `choose_workers` decides (in this process unless a local cluster pays). `on_result(point, Result)` needs
     `workers=0`. `on_row` sees each finished row. On Ctrl-C the finished rows are written out before the
     KeyboardInterrupt goes on up."""
     points = sweep.points()
     if not points:
         raise InvalidArgumentError(f"sweep {sweep.name!r} has no points (an axis with no values?)")
+    auto = workers is None and scheduler is None
+    if auto and (on_result is not None or callable(sweep.scenario)):
+        workers = 0  # only this process can hand back a Result or call a Python scenario
     inline = workers == 0
     if not inline and (on_result is not None or callable(sweep.scenario)):
         raise InvalidArgumentError("on_result and a scenario given as a Python callable need workers=0 (in this "
@@ -241,17 +342,21 @@ def run_sweep(sweep: Sweep, *, out: str | os.PathLike | None = None, workers: in
     info = "in this process"
     interrupted = False
     ctrl_c = _CtrlC()
+    chosen = {"info": AUTO_INFO}
     try:
-        if tasks and not inline:
+        if tasks and not inline and not auto:
             client, close, info = connect(workers, scheduler)
             info = f"on {info}"
+        elif auto and tasks:
+            info = AUTO_INFO
         if store is not None:
             store.start()
             store.write_tables(frame(sweep, rows.values()))  # the files exist from the start
         if log is not None:
             log(f"sweep {sweep.name}: {len(points)} points, {len(rows)} already done, {len(tasks)} to run {info}")
         bar = _bar(len(points), len(rows), progress, progress_file)
-        outcomes = _inline(tasks, on_result) if inline else _on_dask(client, tasks) if tasks else iter(())
+        outcomes = (_inline(tasks, on_result) if inline else _auto(tasks, chosen) if auto
+                    else _on_dask(client, tasks) if tasks else iter(()))
         by_index = {p.index: p for p in points}
         try:
             with ctrl_c:
@@ -287,7 +392,7 @@ def run_sweep(sweep: Sweep, *, out: str | os.PathLike | None = None, workers: in
             if interrupted:
                 raise SweepInterrupted(len(rows), len(points))
     df = frame(sweep, rows.values())
-    df.attrs.update({"executor": info, "points": len(points)})
+    df.attrs.update({"executor": chosen["info"] if auto and tasks else info, "points": len(points)})
     warning = mixed_sources_warning(sources.values())
     if warning:
         df.attrs["warnings"] = [warning]
@@ -330,4 +435,4 @@ def _bar(total: int, initial: int, enabled: bool, file: TextIO | None):
                 mininterval=0.5, desc="sweep")
 
 
-__all__ = ["run_sweep", "connect", "default_workers", "SweepInterrupted"]
+__all__ = ["run_sweep", "connect", "choose_workers", "default_workers", "SweepInterrupted"]

@@ -190,6 +190,9 @@ def load_sweep(source: str | Path | Mapping[str, Any], *, check_points: bool = T
     errors = _Errors(label, lines)
     if not isinstance(data, dict):
         raise ScenarioError(f"{label}:1: a sweep file is a mapping with `sweep`, `scenario` and the parameters")
+    if SWEEP_KEY not in data and "threads" in data:
+        raise ScenarioError(f"{label} is a scenario, not a sweep file (it has `threads` and no `sweep` key): run it "
+                            f"with `opsim run {label}`, or name it as a sweep file's `scenario` (docs/sweeps.md)")
     _schema_errors(data, errors)
     errors.raise_if_any()
     scenario_text, scenario_label, scenario_path = _base_scenario(data["scenario"], base_dir, errors)

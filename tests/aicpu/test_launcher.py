@@ -95,6 +95,17 @@ def test_arg_context_failure_is_param_invalid(proc):
     assert status == S.ACLNN_ERR_PARAM_INVALID and ex.kernel_launch_obj_list == []
 
 
+def test_an_oversized_task_key_fails_registration_with_inner(proc):
+    """aicpu_task.cpp CreatAicpuKernelLauncher: `CHECK_RET(task != nullptr, ACLNN_ERR_INNER)`. A key past 1024
+    bytes gives no task (GetOrCreateTask's PARAM_INVALID is its own); the registration returns INNER, registers
+    nothing and consumes the args."""
+    ex = AclOpExecutor()
+    ctx_args = make_op_arg_context(op_input(*[dev(2) for _ in range(508)]), op_output(dev(2)))
+    status = creat_aicpu_kernel_launcher(OP, get_task_space(OP), ex, ["n"], ctx_args)
+    assert status == S.ACLNN_ERR_INNER and ex.kernel_launch_obj_list == []
+    assert ctx_args.destroyed
+
+
 def test_unknown_op_fails_registration_with_inner(proc):
     status, size, ex = l2_prepare(op="NoSuchAicpuKernelAnywhere")
     assert status == S.ACLNN_ERR_INNER and ex is None
@@ -440,7 +451,7 @@ def test_reused_task_keeps_its_creators_attribution():
     assert task_of(ex) is task
     run(ex, size)
     reports = [r for r in p.profiling_reports if r.op_type == OP and r.kind == "tensor_info"]
-    assert len(reports) == 2 and {r.summary_item_id for r in reports} == {creator}
+    assert len(reports) == 4 and {r.summary_item_id for r in reports} == {creator}  # inputs, outputs per run
     assert reports[0].kernel_launcher_id == task.launch_id != 0 and reports[0].task_type == "AI_CPU"
 
 

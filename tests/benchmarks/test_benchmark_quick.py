@@ -25,7 +25,8 @@ def test_quick_benchmark_runs_and_reports_every_figure(tmp_path):
                  "aclnnAddRmsNorm, repeatable executor, phase 2 only", "batched key hash, 64 B keys",
                  "batched key hash, 1024 B keys", "single 1024 B key hash", "workspace plan, 100000 tensors",
                  "opsim validate scenarios/quickstart.yaml", "opsim run scenarios/quickstart.yaml (warm cache)",
-                 "40-point quickstart sweep, 2 workers / 1 worker"):
+                 "40-point quickstart sweep, 2 workers / 1 worker",
+                 "40-point quickstart sweep, no --workers / --workers 0"):
         assert name in figures, name
         assert figures[name]["value"] > 0, name
         assert name in res.stdout
@@ -37,3 +38,4 @@ def test_quick_benchmark_runs_and_reports_every_figure(tmp_path):
         assert data["rates"][key] > 0
     assert data["quick"] is True
     assert data["sweep"]["points"] == 40 and data["sweep"]["warm_1"] > 0 and data["sweep"]["warm_2"] > 0
+    assert data["sweep"]["inline"] > 0 and data["sweep"]["default"] > 0

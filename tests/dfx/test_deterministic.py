@@ -92,3 +92,18 @@ def test_failed_queries(world, failing, level):
     process.faults["rt.get_sys_param"] = lambda name: name == failing
     phase1()
     assert ctx.config.deterministic_level == level
+
+
+@pytest.mark.parametrize("consistency, level", [(2, 1), (1, 2), (0, 1), (True, 2)])
+@pytest.mark.parametrize("unrelated_fault", [False, True])
+def test_only_a_strong_consistency_of_exactly_1_upgrades(world, consistency, level, unrelated_fault):
+    """op_executor.cpp GetDeterministicLevelFromRt: `if (consistency == 1) deterministicLevel = 2;`. A value of 2
+    leaves level 1, with or without a fault registered at some unrelated point (one path, one rule)."""
+    from opsim.opdev.dfx import deterministic_level_from_rt
+    process, ctx = world
+    process.deterministic_level, process.strong_consistency = 1, consistency
+    if unrelated_fault:
+        process.faults["rt.launch_kernel"] = lambda name: False
+    assert deterministic_level_from_rt(ctx) == level
+    phase1()
+    assert ctx.config.deterministic_level == level

@@ -76,6 +76,32 @@ def test_acl_api_only_gives_host_exec_per_phase_and_no_kernel_launch(world):
     assert [(r.kind, r.op_type) for r in process.profiling_reports] == [("host_exec", "aclnnAdd")] * 2
 
 
+def test_l2_guard_reports_an_acl_api_record_when_the_phase_ends(world):
+    """op_dfx.cpp: the L2 OpDfxGuard makes an OpDfxProfiler(funcName) at entry (CollectProfilingStr registers
+    __func__ as an ACL-level type, ids from 0x50000) and reports it (MsprofReportApi) in its destructor. So phase
+    2's record follows the kernel-launch record of its launch, and the types are the registered ids of
+    "aclnnAddGetWorkspaceSize" and "aclnnAdd" (not MSPROF_REPORT_NODE_HOST_OP_EXEC_TYPE)."""
+    process, ctx = world
+    start_profiling(process, PROF_ACL_API_MASK | KL)
+    assert add_call() == S.ACLNN_SUCCESS
+    assert add_call(n=16) == S.ACLNN_SUCCESS
+    reps = process.profiling_reports
+    assert kinds(process) == ["host_exec", "kernel_launch", "host_exec"] * 2
+    assert process.profiling_strs == {"aclnnAddGetWorkspaceSize": 0x50000, "aclnnAdd": 0x50001}
+    assert [r.type_id for r in reps if r.kind == "host_exec"] == [0x50000, 0x50001] * 2
+    assert all(r.type_id == 0 for r in reps if r.kind != "host_exec")
+
+
+def test_l2_guard_reports_on_a_failed_phase_1_too(world):
+    """The guard is destroyed on every return path of aclnnXxxGetWorkspaceSize, a failed check included."""
+    process, ctx = world
+    start_profiling(process, PROF_ACL_API_MASK)
+    status, _, ex = aclnn_add_get_workspace_size(Tensor([8]), Tensor([4]), Scalar(1.0), Tensor([2]))
+    assert status != S.ACLNN_SUCCESS and ex is None
+    assert [(r.kind, r.type_id) for r in process.profiling_reports] == [("host_exec", 0x50000)]
+    assert ctx.l2_guard is None
+
+
 def test_task_time_gives_the_kernel_launch_with_l2_l0_attribution(world):
     process, ctx = world
     start_profiling(process, KL)
@@ -94,10 +120,10 @@ def test_addition_info_needs_task_time(world):
     assert kinds(process) == []
     start_profiling(process, KL | L1)
     add_call(n=16)
-    assert kinds(process) == ["kernel_launch", "basic_info", "tensor_info"]
-    tensor = process.profiling_reports[-1]
-    assert (tensor.task_type, tensor.tensor_num, tensor.summary_item_id) == \
-        ("AI_VECTOR_CORE", 3, h("aclnnAdd_Add_Add"))
+    assert kinds(process) == ["kernel_launch", "basic_info", "tensor_info", "tensor_info"]
+    ins, outs = process.profiling_reports[-2:]
+    assert [(r.tensor_type, r.tensor_num) for r in (ins, outs)] == [("input", 2), ("output", 1)]
+    assert {(r.task_type, r.summary_item_id) for r in (ins, outs)} == {("AI_VECTOR_CORE", h("aclnnAdd_Add_Add"))}
 
 
 def test_attribute_info_with_level_2(world):
@@ -150,7 +176,7 @@ def test_memset_pre_launch(world, mask, expected):
     (PROF_ACL_API_MASK, ["kernel_launch"]),   # the guard fires on reportFlag: the id was captured at creation
     (KL, ["kernel_launch"]),
     (L1, []),
-    (KL | L1, ["kernel_launch", "basic_info", "tensor_info"]),
+    (KL | L1, ["kernel_launch", "basic_info", "tensor_info", "tensor_info"]),
 ])
 def test_aicpu_gating(world, mask, expected):
     """AI CPU: the guard uses summaryItemId_ from task creation (non-zero even without kernelLaunchFlag); the
@@ -195,9 +221,32 @@ def test_dsa_attribution_uses_the_l0_name(world):
         return S.ACLNN_SUCCESS
     assert l2_one_launcher("aclnnProfDsa", build, ins, [y]) == S.ACLNN_SUCCESS
     reps = process.profiling_reports
-    assert [r.kind for r in reps] == ["kernel_launch", "basic_info", "tensor_info"]
+    assert [r.kind for r in reps] == ["kernel_launch", "basic_info", "tensor_info", "tensor_info"]
     assert {(r.kernel_launcher_id, r.summary_item_id) for r in reps} == {(h("RandL0"), h("aclnnProfDsa_RandL0_RandL0"))}
-    assert reps[-1].task_type == "DSA" and reps[-1].tensor_num == 6
+    assert [(r.task_type, r.tensor_type, r.tensor_num) for r in reps[-2:]] == [("DSA", "input", 5), ("DSA", "output", 1)]
+
+
+@pytest.mark.parametrize("n_in, n_out, nums", [
+    (0, 0, []), (5, 1, [("input", 5), ("output", 1)]), (6, 0, [("input", 5), ("input", 1)]),
+    (11, 10, [("input", 5), ("input", 5), ("input", 1), ("output", 5), ("output", 5)])])
+def test_tensor_info_is_one_record_per_five_tensors_of_each_list(world, n_in, n_out, nums):
+    """op_dfx.cpp ReportTensorAdditionInfo: per list (inputs, then outputs), `tensors.size() / 5` full records
+    (MSPROF_GE_TENSOR_DATA_NUM) and one for a non-zero tail; an empty list sends none."""
+    process, ctx = world
+    ins, outs = [Tensor([1]) for _ in range(n_in)], [Tensor([1]) for _ in range(n_out)]
+    dfx.report_addition_info(ctx, "Op", 1, 2, "AI_CORE", ins, outs)
+    reps = process.profiling_reports
+    assert reps[0].kind == "basic_info"
+    assert [(r.tensor_type, r.tensor_num) for r in reps[1:]] == nums
+
+
+def test_aicpu_tensor_info_drops_null_inputs_only(world):
+    """aicpu_task.cpp Run: GetValidInputVec(inputs_) skips null inputs, GetConstVec(outputs_) keeps every output."""
+    process, ctx = world
+    start_profiling(process, KL | L1)
+    x = Tensor([4])
+    dfx.report_aicpu_run(ctx, AICPU_OP, 1, 2, [x, None, x], [None, x])
+    assert [(r.tensor_type, r.tensor_num) for r in process.profiling_reports[1:]] == [("input", 2), ("output", 2)]
 
 
 # ---- OpExecCache replay ----------------------------------------------------------------------------------
@@ -220,7 +269,7 @@ def test_replay_of_a_task_recorded_with_profiling_off_stays_silent_in_the_guard(
     add_call()
     start_profiling(process, KL | L1)
     add_call()
-    assert kinds(process) == ["basic_info", "tensor_info"]
+    assert kinds(process) == ["basic_info", "tensor_info", "tensor_info"]
     assert {r.summary_item_id for r in process.profiling_reports} == {0}
 
 

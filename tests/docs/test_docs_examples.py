@@ -7,7 +7,7 @@ The convention (also in docs/architecture.md, "Docs examples"):
   ``pip install ...`` parts are dropped (the environment is installed already) and ``python -m pytest`` lines
   are not run (they are this test suite);
 - fenced blocks tagged ``python`` run in order, per file, in one namespace (like notebook cells), in that
-  directory;
+  directory, as a script's main module (``__name__ == "__main__"``);
 - a block preceded by ``<!-- docs-test: skip (reason) -->`` is not run: cluster setups, long benchmarks,
   signatures, tools that need their own tests;
 - untagged and other blocks (output, YAML, diagrams) are text.
@@ -110,8 +110,8 @@ def test_python_blocks_run(workdir, path, monkeypatch):
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     monkeypatch.chdir(root)
-    module = types.ModuleType(f"docs_{path.stem.replace('-', '_')}")
-    monkeypatch.setitem(sys.modules, module.__name__, module)  # dataclasses look their module up
+    module = types.ModuleType("__main__")  # the blocks run as a script would: `if __name__ == "__main__":` holds
+    monkeypatch.setitem(sys.modules, "__main__", module)  # dataclasses look their module up
     namespace = module.__dict__
     try:
         for p, line, lang, body in CASES:
@@ -120,3 +120,16 @@ def test_python_blocks_run(workdir, path, monkeypatch):
                 exec(code, namespace)  # noqa: S102 - the repository's own documentation
     finally:
         plt.close("all")
+
+
+def test_the_sweep_example_runs_as_a_plain_script(workdir, tmp_path):
+    """docs/sweeps.md's Python example saved as a file and run with `python`: what a newcomer does with it."""
+    root, env = workdir
+    code = "\n".join(b for p, _, lang, b in CASES if p.name == "sweeps.md" and lang == "python")
+    assert 'if __name__ == "__main__":' in code
+    script = root / "sweep_example.py"
+    script.write_text(code + '\n    print(len(table), table.attrs["executor"])\n')
+    proc = subprocess.run([sys.executable, str(script)], cwd=root, env=env, capture_output=True, text=True,
+                          timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stdout.startswith("20 ")

@@ -60,7 +60,7 @@ def test_matching_versions_skip_the_field_reads():
 
 
 def test_a_still_assignment_count_reads_nothing_and_a_moved_one_reads_versions_only(monkeypatch):
-    import opsim.opdev.op_exec_cache as oec
+    import opsim.opdev.op_cache_key as oec
     t, s = Tensor([4, 4]), Scalar(2.0)
     snap = args_snapshot((t, s))
     read = []

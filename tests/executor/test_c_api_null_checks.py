@@ -76,3 +76,18 @@ def test_op_cache_replay_without_a_buffer(ctx):
     assert phase2(None, size, wrap) == S.ACLNN_ERR_PARAM_NULLPTR
     assert not wrap.alive
     assert not [a for a in ctx.take_actions() if a[0] == 1]  # no device task submitted
+
+
+def test_null_workspace_with_a_size_is_commonopexecutorrun_s_check_for_any_executor(ctx):
+    """op_executor.cpp CommonOpExecutorRun: `workspaceSize > 0 && workspace == nullptr` is checked before the
+    cache wrapper is even looked at, so a plain executor (no cache involved) is deleted and nothing launches;
+    docs/fidelity.md words it as that check, not as a property of an op-cache replay."""
+    from pathlib import Path
+    from opsim.opdev.executor import AclOpExecutor
+    ex = AclOpExecutor()
+    ctx.take_actions()
+    assert c_api.run(aclnn_add, None, 64, ex, None) == S.ACLNN_ERR_PARAM_NULLPTR
+    assert not ex.alive and not [a for a in ctx.take_actions() if a[0] == 1]
+    docs = (Path(__file__).parents[2] / "docs" / "fidelity.md").read_text()
+    row = next(line for line in docs.splitlines() if "test_op_cache_replay_without_a_buffer" in line)
+    assert "CommonOpExecutorRun" in row and "an op-cache replay without a buffer" not in row

@@ -178,3 +178,40 @@ def test_repeatable_executor_replays_from_second_run(ctx):
     aclnn_add(0, size, ex, None)
     second = phases(ctx)
     assert "cache replay" in second and "update tensor addr" not in second
+
+
+def test_run_from_cache_of_a_null_launch_record_is_inner(ctx):
+    """rts_arg.cpp LaunchArgCache::RunFromCache(stream, cache): `if (cache == nullptr)` logs "Null cache, unable
+    to run" and returns ACLNN_ERR_INNER, before any work."""
+    from opsim.opdev.op_exec_cache import run_from_cache
+    assert run_from_cache(ctx, None, None) == S.ACLNN_ERR_INNER
+    assert phases(ctx) == []
+
+
+def test_a_cache_holding_a_null_launch_record_stops_its_replay_with_inner(ctx):
+    """OpExecCache::Run calls each launch record's run function in order and stops at the first failure."""
+    _add_call(ctx)
+    wrap = _add_call(ctx, run=False)
+    wrap.cache.tasks.insert(0, None)
+    phases(ctx)
+    assert aclnn_add(0, 0, wrap, None) == S.ACLNN_ERR_INNER
+    assert "launch" not in phases(ctx)
+
+
+def test_the_launch_record_keeps_the_launch_configuration(ctx):
+    """rts_arg.h: the launch record keeps KernelLaunchConfig (bin and function handles, tiling key, block count,
+    fat-bin flag, schedule mode, dynamic UB size, block offset) as the first run launched with it."""
+    from opsim.opdev.kernel import AiCoreKernel, TilingResult, find_aicore_kernel, register_aicore_kernel
+    add = find_aicore_kernel("Add")
+    tiled = TilingResult(block_dim=3, tiling_data_size=64, tiling_key=42, schedule_mode=1, local_memory_size=4096)
+    register_aicore_kernel(AiCoreKernel("Add", lambda i, o, a: tiled, add.compute, is_fat_bin=True))
+    try:
+        _add_call(ctx)
+        wrap = _add_call(ctx, run=False)
+    finally:
+        register_aicore_kernel(add)
+    (task,) = wrap.cache.tasks
+    cfg = task.launch_cfg
+    assert cfg.bin_handle.op_type == "Add" and cfg.func_handle == ("Add", 42)
+    assert (cfg.tiling_key, cfg.num_blocks, cfg.is_fat_bin, cfg.schedule_mode, cfg.dyn_ubuf_size,
+            cfg.block_dim_offset) == (42, 3, True, 1, 4096, 0)

@@ -184,9 +184,10 @@ def unrecordable(monkeypatch):
     """Every Add launch has 0 bytes of tiling data, so its first phase 2 cannot be recorded."""
     orig = oec.OpExecCache.record
 
-    def record(self, op_name, task_type, block_dim, duration, tensors, n_in, n_out, attrs, compute, tiling):
+    def record(self, op_name, task_type, block_dim, duration, tensors, n_in, n_out, attrs, compute, tiling,
+               *launch_cfg):
         return orig(self, op_name, task_type, block_dim, duration, tensors, n_in, n_out, attrs, compute,
-                    0 if op_name == "Add" else tiling)
+                    0 if op_name == "Add" else tiling, *launch_cfg)
 
     monkeypatch.setattr(oec.OpExecCache, "record", record)
 

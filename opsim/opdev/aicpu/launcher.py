@@ -118,7 +118,8 @@ def creat_aicpu_kernel_launcher(op_type: int | str, space: AicpuTaskSpace, execu
 
     The args are consumed on every path: by the launcher (destroyed with the executor) or, when no task can
     be had (a failed kernel-description load, an Init failure, an oversized key), destroyed here, as
-    AddDirectInvokeTask does."""
+    AddDirectInvokeTask does. A null task is ACLNN_ERR_INNER whatever the reason (aicpu_task.cpp:
+    `CHECK_RET(task != nullptr, ACLNN_ERR_INNER)`); GetOrCreateTask's own status is only logged."""
     if args is None:
         log.error("AI CPU registration with null args (ACLNN_ERR_PARAM_INVALID)")
         return S.ACLNN_ERR_PARAM_INVALID
@@ -128,7 +129,7 @@ def creat_aicpu_kernel_launcher(op_type: int | str, space: AicpuTaskSpace, execu
     if task is None:
         destroy_op_arg_context(args)
         log.error("AI CPU task of %s could not be created (%d)", space.op_type, int(status))
-        return S.ACLNN_ERR_PARAM_INVALID if status == S.ACLNN_ERR_PARAM_INVALID else S.ACLNN_ERR_INNER
+        return S.ACLNN_ERR_INNER
     overflow = take_pending_overflow_task(ctx, task)
     if overflow is not None:
         executor.abandon_cache(True)
