@@ -15,6 +15,14 @@
    calibration. The fits were made on these same files, so "after" is in-sample; the 5-fold cross-validated
    figure of the same method (no signatures) is the out-of-sample estimate.
 
+4. Generalisation (issue 27): leave-one-workload-out over every distinct real workload (the two AlexNet tables
+   are one workload profiled twice): each workload predicted by a model fitted on the others only, family
+   parameters included, on its own SoC (from its PMU clock and block dims). Targets per held-out workload:
+   median |error| <= 20%, >= 60% of kernels within 25%, summed device time within 10%. Then a fit on one
+   workload (one SoC) predicting another SoC's workload: median <= 30% per pair. In-sample: a calibration
+   fitted on each table predicting it (median <= 7%), and the built-in model on all tables. Last,
+   `opsim predict` on 100,000 rows (< 10 s).
+
 It is a measurement, not a test: it exits 0 whatever the figures.
 """
 from __future__ import annotations
@@ -34,6 +42,17 @@ REAL = ROOT / "tests" / "data" / "real"
 TRAINING = REAL / "kernel_details_910b_training.csv"
 MATMUL = REAL / "kernel_details_910b_matmul.csv"
 TRACE = REAL / "trace_view_910b_mnist.json"
+#: workload -> its kernel tables (the two AlexNet tables are one workload profiled twice).
+WORKLOADS = {
+    "training (fp16, 910B1)": [TRAINING],
+    "llm matmul (bf16, 910B3)": [MATMUL],
+    "alexnet (fp32, 910B2)": [REAL / "kernel_details_910b_alexnet_level1_rank0.csv",
+                              REAL / "kernel_details_910b_alexnet_level2_rank0.csv"],
+}
+LOPO_MEDIAN_TARGET, LOPO_WITHIN_TARGET, LOPO_SUM_TARGET = 0.20, 0.60, 0.10
+CROSS_SOC_TARGET = 0.30
+IN_SAMPLE_TARGET = 0.07
+PREDICT_ROWS, PREDICT_SECONDS = 100_000, 10.0
 
 DEVICE_MEDIAN_TARGET = 0.15
 DEVICE_WITHIN_TARGET = 0.75
@@ -174,13 +193,108 @@ def defaults_before_after() -> list[dict[str, Any]]:
     for path in (TRAINING, MATMUL):
         records = read_kernels(path).rows
         for label, cost in (("roofline (before)", CostModel(defaults=False)),
-                            ("built-in 910B fits (after, in-sample)", CostModel())):
+                            ("built-in model (after, in-sample)", CostModel())):
             rows.append({"file": path.name, "model": label,
                          **_stats([p.rel_error for p in predict_records(cost, records)])})
     records = read_kernels(TRAINING).rows
     rows.append({"file": TRAINING.name, "model": "same fit method, 5-fold cross-validated (out-of-sample)",
                  **_stats([p.rel_error for p in cross_validate(records, signatures=False)])})
     return rows
+
+
+# ---- 4. generalisation -------------------------------------------------------------------------------------
+
+def load_workloads() -> tuple[dict[str, list], dict[str, str]]:
+    """(workload -> records, file -> SoC preset), files named relative to the repository."""
+    from opsim.calibration import read_profiles, socs_of
+    groups: dict[str, list] = {}
+    socs: dict[str, str] = {}
+    for name, files in WORKLOADS.items():
+        recs, _t, sources = read_profiles(files)
+        rel = {str(f): str(f.relative_to(ROOT)) for f in files}
+        groups[name] = [r.__class__(**{**r.__dict__, "source": rel.get(r.source, r.source)}) for r in recs]
+        socs.update({rel.get(k, k): v for k, v in socs_of(sources).items()})
+    return groups, socs
+
+
+def _held_row(preds: list) -> dict[str, Any]:
+    import numpy as np
+    e = np.array([p.rel_error for p in preds])
+    real = sum(p.real_us for p in preds)
+    return {"n": int(len(e)), "median_error": float(np.median(e)), "within_25": float(np.mean(e <= 0.25)),
+            "sum_error": sum(p.predicted_us for p in preds) / real - 1.0}
+
+
+def leave_one_workload_out() -> list[dict[str, Any]]:
+    """Per held-out workload and op family: median |error|, share within 25%, summed device-time error."""
+    from opsim.calibration.validate import held_out_table, leave_one_out
+    groups, socs = load_workloads()
+    rows = []
+    for r in held_out_table(leave_one_out(groups, socs)):
+        rows.append({"workload": r.profile, "family": r.family, "n": r.n, "median_error": r.median_error,
+                     "within_25": r.within_25, "sum_error": r.sum_error,
+                     "met": (r.median_error <= LOPO_MEDIAN_TARGET and r.within_25 >= LOPO_WITHIN_TARGET
+                             and abs(r.sum_error) <= LOPO_SUM_TARGET) if r.family == "all" else None})
+    return rows
+
+
+def cross_soc_pairs() -> list[dict[str, Any]]:
+    """A model fitted on one workload alone (one SoC) predicting each other workload (another SoC)."""
+    from opsim.calibration.validate import fit_held_in, predict_records
+    from opsim.device.cost import CostModel
+    from opsim.device.soc import get_soc
+    groups, socs = load_workloads()
+    rows = []
+    for fit_name, fit_recs in groups.items():
+        fitted = fit_held_in(fit_recs, socs)
+        for name, recs in groups.items():
+            if name == fit_name:
+                continue
+            soc = socs[recs[0].source]
+            preds = predict_records(CostModel(get_soc(soc), fitted=fitted, defaults=False), recs)
+            row = {"fit": fit_name, "fit_soc": fitted.soc, "predict": name, "predict_soc": soc, **_held_row(preds)}
+            row["met"] = row["median_error"] <= CROSS_SOC_TARGET
+            rows.append(row)
+    return rows
+
+
+def in_sample() -> list[dict[str, Any]]:
+    """Each workload predicted by a calibration fitted on itself (all levels), and by the built-in model
+    (fitted on all workloads, so also in-sample)."""
+    from opsim.calibration.validate import fit_held_in, predict_records
+    from opsim.device.cost import CostModel
+    from opsim.device.soc import get_soc
+    groups, socs = load_workloads()
+    rows = []
+    for name, recs in groups.items():
+        soc = get_soc(socs[recs[0].source])
+        for label, cost in (("calibration fitted on it", CostModel(soc, fitted=fit_held_in(recs, socs),
+                                                                   defaults=False)),
+                            ("built-in model", CostModel(soc))):
+            row = {"workload": name, "model": label, **_held_row(predict_records(cost, recs))}
+            row["met"] = row["median_error"] <= IN_SAMPLE_TARGET
+            rows.append(row)
+    return rows
+
+
+def predict_speed(rows: int = PREDICT_ROWS) -> dict[str, Any]:
+    """Wall seconds of `opsim predict` (CLI, no calibration) on `rows` rows made by repeating the training
+    table's rows (many distinct signatures, as a long profile has)."""
+    import time
+
+    from opsim.cli import main
+    from opsim.ingest import read_kernels
+    table = read_kernels(TRAINING)
+    body = [raw for raw in table.raw_rows if raw.strip()]
+    with tempfile.TemporaryDirectory() as tmp:
+        src, out = Path(tmp) / "big.csv", Path(tmp) / "pred.csv"
+        reps = rows // len(body) + 1
+        src.write_text("\n".join([table.raw_header] + (body * reps)[:rows]) + "\n", encoding="utf-8")
+        t0 = time.perf_counter()
+        with open(Path(tmp) / "log.txt", "w") as sink:
+            code = main(["predict", str(src), "-o", str(out)], stdout=sink, stderr=sink)
+        wall = time.perf_counter() - t0
+    return {"rows": rows, "seconds": wall, "exit": code, "met": code == 0 and wall < PREDICT_SECONDS}
 
 
 # ---- report -------------------------------------------------------------------------------------------------
@@ -192,6 +306,7 @@ def _pct(x: float) -> str:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--json", metavar="OUT", help="also write the figures as JSON")
+    ap.add_argument("--fast", action="store_true", help="skip the 100,000-row predict timing")
     args = ap.parse_args(argv)
     results: dict[str, Any] = {}
 
@@ -214,7 +329,7 @@ def main(argv: list[str] | None = None) -> int:
               f"({_pct(r['defaults_error']):>5})  calibrated {r['calibrated_us']:6.2f} us "
               f"({_pct(r['calibrated_error']):>4}, target <= 20%)  -> {'met' if met else 'NOT MET'}")
 
-    print("\n3. defaults, no calibration (before: roofline; after: built-in 910B fits)")
+    print("\n3. defaults, no calibration (before: roofline; after: built-in model)")
     results["defaults"] = defaults = defaults_before_after()
     for r in defaults:
         print(f"   {r['file']:<34} {r['model']:<56} n={r['n']:<4} median |err| {_pct(r['median_error']):>7}  "
@@ -223,9 +338,36 @@ def main(argv: list[str] | None = None) -> int:
                    for a, b in zip(defaults[1:4:2], defaults[0:4:2]))
     results["defaults_improved"] = improved
     print(f"   defaults improve on both files: {'met' if improved else 'NOT MET'}")
+    report_generalisation(results, fast="--fast" in (argv or []))
     if args.json:
         Path(args.json).write_text(json.dumps(results, indent=1, sort_keys=True) + "\n", encoding="utf-8")
     return 0
+
+
+def report_generalisation(results: dict[str, Any], fast: bool = False) -> None:
+    """Section 4: leave-one-workload-out, cross-SoC pairs, in-sample, predict speed."""
+    print("\n4. generalisation: leave-one-workload-out (fit on the other workloads, predict the held-out one)")
+    results["lopo"] = lopo = leave_one_workload_out()
+    for r in lopo:
+        verdict = "" if r["met"] is None else ("  -> met" if r["met"] else "  -> NOT MET")
+        print(f"   {r['workload']:<26} {r['family']:<7} n={r['n']:<4} median |err| {_pct(r['median_error']):>7} "
+              f"within 25%: {_pct(r['within_25']):>6}  summed time {100 * r['sum_error']:+.1f}%{verdict}")
+    print("   (targets per workload: median <= 20%, >= 60% within 25%, summed time within 10%)")
+    print("\n   fit on one workload / SoC, predict another SoC's workload (target median <= 30%)")
+    results["cross_soc"] = pairs = cross_soc_pairs()
+    for r in pairs:
+        print(f"   {r['fit']} -> {r['predict']}: n={r['n']} median |err| {_pct(r['median_error'])} within 25%: "
+              f"{_pct(r['within_25'])} summed {100 * r['sum_error']:+.1f}%  -> {'met' if r['met'] else 'NOT MET'}")
+    print("\n   in-sample (target: calibration fitted on the table, median <= 7%)")
+    results["in_sample"] = ins = in_sample()
+    for r in ins:
+        print(f"   {r['workload']:<26} {r['model']:<26} n={r['n']:<4} median |err| {_pct(r['median_error']):>6} "
+              f"within 25%: {_pct(r['within_25']):>6}" + ("  -> met" if r["met"] else "  -> NOT MET"
+                                                            if r["model"] != "built-in model" else ""))
+    if not fast:
+        results["predict_speed"] = sp = predict_speed()
+        print(f"\n   opsim predict on {sp['rows']:,} rows: {sp['seconds']:.2f} s (target < 10 s)  -> "
+              f"{'met' if sp['met'] else 'NOT MET'}")
 
 
 if __name__ == "__main__":

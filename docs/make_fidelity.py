@@ -56,18 +56,54 @@ def per_op_table() -> str:
     return "\n".join(lines) + "\n"
 
 
+def generalisation_section() -> list[str]:
+    """Leave-one-workload-out, cross-SoC pairs and in-sample figures (benchmarks/calibration.py section 4)."""
+    lopo = bench.leave_one_workload_out()
+    pairs = bench.cross_soc_pairs()
+    ins = bench.in_sample()
+    out = ["### Device: generalisation to workloads and SoCs the model did not see (out-of-sample)",
+           "",
+           "Leave-one-workload-out over every distinct real workload in `tests/data/real/`: each workload is "
+           "predicted by a model fitted on the other workloads only (family parameters, op-type factors, "
+           "signatures and op-type lines; nothing built in), on its own SoC (its PMU clock and block dims). "
+           "Targets per held-out workload: median |error| <= 20%, >= 60% within 25%, summed device time within "
+           "10%. Rows per op family follow each workload's row.",
+           "",
+           "| held-out workload | family | n | median \\|err\\| | within 25% | summed device time | targets |",
+           "|---|---|---|---|---|---|---|"]
+    for r in lopo:
+        verdict = "" if r["met"] is None else ("met" if r["met"] else "not met")
+        out.append(f"| {r['workload']} | {r['family']} | {r['n']} | {_pct(r['median_error'])} | "
+                   f"{100 * r['within_25']:.0f}% | {100 * r['sum_error']:+.1f}% | {verdict} |")
+    out += ["", "A model fitted on one workload alone (one SoC) predicting another SoC's workload "
+            "(target: median <= 30%):", "",
+            "| fitted on | predicts | n | median \\|err\\| | within 25% | summed device time | target |",
+            "|---|---|---|---|---|---|---|"]
+    for r in pairs:
+        out.append(f"| {r['fit']} | {r['predict']} | {r['n']} | {_pct(r['median_error'])} | "
+                   f"{100 * r['within_25']:.0f}% | {100 * r['sum_error']:+.1f}% | {'met' if r['met'] else 'not met'} |")
+    out += ["", "**In-sample** (each workload predicted by a model fitted on it; target for a calibration: "
+            "median <= 7%):", "",
+            "| workload | model | n | median \\|err\\| | within 25% | summed device time |",
+            "|---|---|---|---|---|---|"]
+    for r in ins:
+        out.append(f"| {r['workload']} | {r['model']} (in-sample) | {r['n']} | {_pct(r['median_error'])} | "
+                   f"{100 * r['within_25']:.0f}% | {100 * r['sum_error']:+.1f}% |")
+    return out + [""]
+
+
 def fidelity_section() -> str:
     halves = bench.device_halves()
     defaults = bench.defaults_before_after()
     host = bench.host_closed_loop()
-    out = [BEGIN, "",
-           "### Device: kernel durations against real 910B profiles",
+    out = [BEGIN, ""] + generalisation_section() + [
+           "### Device: kernel durations against real 910B profiles (in-sample and within one profile)",
            "",
            "Errors are |predicted / real - 1| per kernel, on the measured kernels of the public profiles in "
-           "`tests/data/real/` (source in its README). \"Before\" is the roofline opsim used by default until "
-           "the 910B presets got fitted defaults; \"after\" is the built-in fits (`opsim/device/defaults_910b.yaml`, "
-           "fitted on these same files, so in-sample); the cross-validated row is the out-of-sample figure of "
-           "the same method.",
+           "`tests/data/real/` (source in its README). \"Before\" is the roofline; \"after\" is the built-in "
+           "model (the family model of `opsim/device/family_defaults.yaml` with its op-type factors, fitted on "
+           "these same files, so **in-sample**); the cross-validated row is the out-of-sample figure of "
+           "a calibration's own method within one profile (its folds share the profile's shapes).",
            "",
            "| file | model | n | median \\|err\\| | p90 \\|err\\| | within 25% |",
            "|---|---|---|---|---|---|"]
@@ -119,16 +155,23 @@ def _rows_summary(fit) -> str:
 
 
 def device_section() -> str:
-    from opsim.device.cost import default_fits
+    import math
+
+    from opsim.device.cost import default_family, default_fits
     t = default_fits("Ascend910B2")
+    m = default_family()
     out = [BEGIN, "",
-           "| fit | overhead (us) | us per byte | us per flop | us per byte per block | n | median \\|err\\| | "
-           "provenance (file, rows) |",
-           "|---|---|---|---|---|---|---|---|"]
-    items = [(f"core {c}", f) for c, f in t.cores.items()] + [(f"{op}@{core}", f) for (op, core), f in t.op_types.items()]
-    for name, f in items:
-        out.append(f"| {name} | {_num(f.overhead_us)} | {_num(f.us_per_byte)} | {_num(f.us_per_flop)} | "
-                   f"{_num(f.us_per_byte_per_block)} | {f.n} | {_pct(f.median_error)} | {_rows_summary(f)} |")
+           "| family | overhead (us) | compute efficiency | HBM efficiency | bytes/us per core | n | "
+           "p10-p90 of real/predicted |",
+           "|---|---|---|---|---|---|---|"]
+    for name, p in m.families.items():
+        out.append(f"| {name} | {_num(p.overhead_us)} | {_num(p.compute_eff)} | {_num(p.hbm_eff)} | "
+                   f"{_num(p.core_bw)} | {p.n} | {math.exp(p.log_p10):.2f}-{math.exp(p.log_p90):.2f} |")
+    out += ["", "Op-type factors over the family (real / family prediction, median; used within 8x of the byte "
+            "range they saw):", "", "| op type | family | factor | n | p10-p90 | bytes range |", "|---|---|---|---|---|---|"]
+    for (op, fam), f in m.op_types.items():
+        out.append(f"| {op} | {fam} | {f.factor:.3g} | {f.n} | {math.exp(f.log_p10):.2f}-{math.exp(f.log_p90):.2f} | "
+                   f"{f.bytes_range[0]:.3g}-{f.bytes_range[1]:.3g} |")
     out += ["", "Host timings of the ACLNN APIs in `tests/data/real/trace_view_910b_mnist.json` (medians in us; "
             "phase 1 on torch_npu executor-cache misses only):", "",
             "| API | phase 1 | phase 2 (all) | phase 2 miss | phase 2 hit | calls |", "|---|---|---|---|---|---|"]

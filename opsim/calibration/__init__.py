@@ -20,6 +20,7 @@ from typing import Any, Iterable
 from opsim.calibration.features import record_features, record_signature
 from opsim.calibration.fit import Sample, fit_kernels, provenance_of
 from opsim.calibration.host import HostCalls, host_table_from_statistics, host_table_of, queue_phases
+from opsim.calibration.soc_evidence import match_preset, soc_evidence
 from opsim.device.fitted import FittedTiming, HostApiTiming, SignatureTime
 from opsim.device.fitted_io import fitted_from_dict, fitted_to_dict
 from opsim.errors import CalibrationError, ProfileFormatError
@@ -127,7 +128,8 @@ def fit_device(records: Iterable[KernelRecord], *, signatures: bool = True, name
 
 
 def read_profiles(paths: Iterable[str | Path]) -> tuple[list[KernelRecord], list[Any], list[dict]]:
-    """(kernel records, trace views, source descriptions) of every profile path."""
+    """(kernel records, trace views, source descriptions) of every profile path. A kernel source's
+    description names the SoC preset its own PMU clock and block dims match (``soc``, ``clock_mhz``)."""
     records: list[KernelRecord] = []
     traces = []
     sources: list[dict] = []
@@ -144,11 +146,17 @@ def _read_profile(files: Any, records: list[KernelRecord], traces: list[Any], so
         if is_db(k):
             skipped: dict[str, int] = {}
             rows = list(iter_db_kernels(k, skipped))
+            evidence = None  # the db's kernel rows carry no PMU cycle columns to read a clock from
         else:
             table = read_kernels(k)
             rows, skipped = table.rows, table.skipped
+            evidence = soc_evidence(table)
         records.extend(rows)
-        sources.append({"file": str(k), "kind": "kernels", "kernels": len(rows), "skipped": dict(skipped)})
+        source = {"file": str(k), "kind": "kernels", "kernels": len(rows), "skipped": dict(skipped)}
+        if evidence is not None:
+            source.update(soc=match_preset(evidence),
+                          clock_mhz=None if evidence.clock_mhz is None else round(evidence.clock_mhz, 1))
+        sources.append(source)
     if files.trace_view is not None:
         tv = read_trace_view(files.trace_view)
         traces.append(tv)
@@ -176,6 +184,16 @@ def calibrate(paths: "Iterable[str | Path] | str | Path", soc: str | None = None
         soc = get_soc(soc).name
     records, traces, sources = read_profiles(paths)
     timing = fit_device(records, signatures=signatures, name=", ".join(str(p) for p in paths))
+    socs = socs_of(sources)
+    if soc is None:
+        found = sorted(set(socs.values()))
+        soc = found[0] if len(found) == 1 else None
+    timing.soc = soc
+    from opsim.calibration.family_fit import fit_factors
+    from opsim.device.cost import default_family
+    builtin = default_family()
+    if builtin is not None and records:
+        timing.family = fit_factors(builtin, work_samples(records, socs, soc))
     for tv in traces:  # api_statistic.csv rows (per-API means) answer only for APIs no per-call source has
         if isinstance(tv, list):
             timing.host_apis.update(host_table_from_statistics(tv))
@@ -190,4 +208,26 @@ def calibrate(paths: "Iterable[str | Path] | str | Path", soc: str | None = None
     return Calibration(timing=timing, soc=soc, sources=sources)
 
 
-__all__ = ["Calibration", "calibrate", "fit_device", "load_calibration", "read_profiles", "samples_of"]
+def socs_of(sources: list[dict]) -> dict[str, str]:
+    """Kernel file -> the SoC preset its own evidence names (from ``read_profiles``' descriptions)."""
+    return {d["file"]: d["soc"] for d in sources if d.get("kind") == "kernels" and d.get("soc")}
+
+
+def work_samples(records: Iterable[KernelRecord], socs: dict[str, str], soc: str | None = None) -> list:
+    """Measured rows as the family model sees them, each on the SoC of its own file (else ``soc``)."""
+    from opsim.calibration.family_fit import WorkSample
+    from opsim.calibration.features import record_work
+    from opsim.device.soc import get_soc
+    specs: dict[str, Any] = {}
+    out = []
+    for r in records:
+        if r.duration_us is None or r.duration_us <= 0:
+            continue
+        name = socs.get(r.source) or soc or "Ascend910B2"
+        spec = specs.get(name) or specs.setdefault(name, get_soc(name))
+        fam, flops, nbytes, bd, size = record_work(r)
+        out.append(WorkSample(r.op_type, r.core, fam, flops, nbytes, bd, size, r.duration_us, spec))
+    return out
+
+
+__all__ = ["Calibration", "socs_of", "work_samples", "calibrate", "fit_device", "load_calibration", "read_profiles", "samples_of"]

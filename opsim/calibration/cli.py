@@ -15,10 +15,23 @@ def cmd_calibrate(args: argparse.Namespace, out: TextIO) -> int:
     out.write(f"{path}: {len(t.op_types)} op-type fit(s), {len(t.cores)} core fit(s), {len(t.signatures)} "
               f"signature(s), {len(t.host_apis)} host API(s)\n")
     if args.validate:
-        records, _traces, _sources = read_profiles(args.profiles)
+        from opsim.calibration import socs_of
+        from opsim.calibration.validate import held_out_table, leave_one_out, render_held_out
+        records, _traces, sources = read_profiles(args.profiles)
         preds = cross_validate(records, k=5, soc=args.soc)
-        out.write("\n5-fold cross-validation (|predicted/real - 1|):\n")
+        out.write("\n5-fold cross-validation (|predicted/real - 1|; folds interleave kernels of the same "
+                  "profiles):\n")
         out.write(render_error_table(error_table(preds)))
+        groups: dict = {}
+        for r in records:
+            groups.setdefault(r.source, []).append(r)
+        if len(groups) < 2:
+            out.write("\nleave-one-profile-out: needs kernels from at least two profiles (got "
+                      f"{len(groups)})\n")
+        else:
+            out.write("\nleave-one-profile-out (each profile predicted by a model fitted on the others, family "
+                      "parameters included, on its own SoC):\n")
+            out.write(render_held_out(held_out_table(leave_one_out(groups, socs_of(sources)))))
     return 0
 
 
@@ -37,6 +50,10 @@ def cmd_predict(args: argparse.Namespace, out: TextIO) -> int:
     soc = args.soc or (cal.soc if cal is not None else None)
     cost = CostModel(get_soc(soc) if soc else get_soc(), fitted=cal.timing if cal is not None else None)
     table = read_kernels(args.kernels)
+    if soc is None:  # the table's own PMU clock and block dims name its SoC
+        from opsim.calibration.soc_evidence import match_preset, soc_evidence
+        cost = CostModel(get_soc(match_preset(soc_evidence(table))),
+                         fitted=cal.timing if cal is not None else None)
     predicted = predict_table(cost, table)
     path = write_predictions(table, predicted, args.output)
     skipped = f", {table.n_skipped} skipped ({', '.join(f'{k}: {v}' for k, v in table.skipped.items())})" \

@@ -44,5 +44,82 @@ def record_signature(rec: KernelRecord) -> str:
 
 
 def record_features(rec: KernelRecord) -> tuple[float, float, int]:
-    """(flops, bytes moved, block dim) of one profile row."""
-    return record_flops(rec), float(rec.bytes_moved), rec.block_dim
+    """(flops, bytes moved, block dim) of one profile row (flops as the family model counts them)."""
+    _fam, flops, nbytes, bd, _size = record_work(rec)
+    return flops, nbytes, bd
+
+
+def _conv_flops(rec: KernelRecord) -> float:
+    """2 x weight elements x output-gradient (or output) elements / output channels, for Conv2D and its
+    backprops: the weight is the FRACTAL_Z tensor (C1·kh·kw, Cout/16, 16, C0) or an ND (Cout, Cin, kh, kw)."""
+    ins, outs = rec.input_shapes, rec.output_shapes
+    fmts = tuple(rec.input_formats) + tuple(rec.output_formats)
+    shapes = tuple(ins) + tuple(outs)
+    weight = None
+    for shape, fmt in zip(shapes, fmts):
+        if fmt.startswith("FRACTAL_Z") and len(shape) == 4:
+            weight, cout = shape, shape[1] * shape[2]
+            break
+    if weight is None:
+        if "BackpropFilter" in rec.op_type and outs and len(outs[0]) == 4:
+            weight, cout = outs[0], outs[0][0]
+        elif len(ins) >= 2 and len(ins[1]) == 4:
+            weight, cout = ins[1], ins[1][0]
+        else:
+            return float(max(rec.input_elements, rec.output_elements))
+    if rec.op_type.startswith("Conv2D") and "Backprop" not in rec.op_type:
+        y = outs[0] if outs else ()
+    else:
+        y = ins[-1] if ins else ()
+    return 2.0 * _elements(weight) * _elements(y) / max(cout, 1)
+
+
+def _attention_flops(rec: KernelRecord) -> float:
+    """4 x B x S_q x S_kv x H (two matrix multiplies) forward, 2.5 times that for the gradient (five);
+    q, k from the first two inputs in BSH / SBH / BNSD layouts (product of all but the sequence axis = B x H)."""
+    if len(rec.input_shapes) < 2 or not rec.input_shapes[0] or not rec.input_shapes[1]:
+        return float(max(rec.input_elements, rec.output_elements))
+    q, k = rec.input_shapes[0], rec.input_shapes[1]
+    fmt = rec.input_formats[0] if rec.input_formats else ""
+    seq_axis = 0 if fmt in ("NCL", "SBH") or (len(q) == 3 and q[0] > q[1] and q[0] == k[0] and q[1] <= 64) else \
+        (len(q) - 2 if len(q) == 4 else 1)
+    s_q, s_kv = q[seq_axis], k[seq_axis]
+    bh = _elements(q) / max(s_q, 1)
+    f = 4.0 * bh * s_q * s_kv
+    return 2.5 * f if "Grad" in rec.op_type else f
+
+
+def record_itemsize(rec: KernelRecord) -> float:
+    """Element size of the kernel's largest tensor (the dtype the work runs in)."""
+    from opsim.ingest.kernels import dtype_itemsize
+    best, size = -1, 2.0
+    shapes = tuple(rec.input_shapes) + tuple(rec.output_shapes)
+    dtypes = tuple(rec.input_dtypes) + tuple(rec.output_dtypes)
+    if len(rec.input_dtypes) == 1 and len(rec.input_shapes) > 1:
+        dtypes = rec.input_dtypes * len(rec.input_shapes) + tuple(rec.output_dtypes)
+    for s, d in zip(shapes, dtypes):
+        e = _elements(s)
+        if e > best:
+            try:
+                v = dtype_itemsize(d)
+            except Exception:  # an unknown name: keep the 16-bit default
+                continue
+            if v > 0:
+                best, size = e, v
+    return size
+
+
+def record_work(rec: KernelRecord) -> tuple[str, float, float, int, float]:
+    """(family, flops, bytes moved, block dim, element size) of one profile row, for the family model."""
+    from opsim.device.family import family_of
+    fam = family_of(rec.op_type, rec.core)
+    if fam == "cube":
+        if rec.op_type.startswith("Conv") or "Conv" in rec.op_type:
+            flops = _conv_flops(rec)
+        elif "Attention" in rec.op_type:
+            flops = _attention_flops(rec)
+        else:
+            flops = matmul_flops(rec.input_shapes, rec.output_shapes)
+    else:
+        flops = float(max(rec.input_elements, rec.output_elements))
+    return fam, flops, float(rec.bytes_moved), rec.block_dim, record_itemsize(rec)

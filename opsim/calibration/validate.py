@@ -7,10 +7,10 @@ the whole run; each fold is predicted by a calibration fitted on the other k-1 f
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
-from opsim.calibration.features import record_features, record_signature
 from opsim.device.cost import CostModel
 from opsim.device.soc import get_soc
 from opsim.ingest.kernels import KernelRecord
@@ -20,6 +20,9 @@ from opsim.ingest.kernels import KernelRecord
 class Prediction:
     record: KernelRecord
     predicted_us: float
+    level: str = ""
+    low_us: float = 0.0
+    high_us: float = 0.0
 
     @property
     def real_us(self) -> float:
@@ -44,12 +47,13 @@ class ErrorRow:
 
 def predict_records(cost: CostModel, records: list[KernelRecord]) -> list[Prediction]:
     """Predictions for measured rows (rows without a positive duration are left out)."""
+    from opsim.calibration.predict import predict_full
     out = []
     for r in records:
         if r.duration_us is None or r.duration_us <= 0:
             continue
-        flops, nbytes, bd = record_features(r)
-        out.append(Prediction(r, cost.kernel(r.op_type, r.core, flops, nbytes, bd, record_signature(r))))
+        p = predict_full(cost, r)
+        out.append(Prediction(r, p.us, p.level, p.low, p.high))
     return out
 
 
@@ -100,6 +104,83 @@ def render_error_table(rows: list[ErrorRow], markdown: bool = False) -> str:
         lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
         lines += ["| " + " | ".join(b) + " |" for b in body]
         return "\n".join(lines) + "\n"
+    widths = [max(len(h), *(len(b[i]) for b in body)) if body else len(h) for i, h in enumerate(head)]
+    fmt = "  ".join(f"{{:<{w}}}" if i < 2 else f"{{:>{w}}}" for i, w in enumerate(widths))
+    return "\n".join([fmt.format(*head)] + [fmt.format(*b) for b in body]) + "\n"
+
+
+def fit_held_in(records: list[KernelRecord], socs: dict[str, str], *, signatures: bool = True) -> "Any":
+    """A calibration-like FittedTiming from ``records`` alone: signatures and op-type lines (when they all
+    come from one SoC), plus family parameters and op-type factors refitted on them (nothing built in)."""
+    from opsim.calibration import fit_device, work_samples
+    from opsim.calibration.family_fit import fit_family_model
+    t = fit_device(records, signatures=signatures, name="held-in profiles")
+    found = sorted({socs.get(r.source, "") for r in records})
+    t.soc = found[0] if len(found) == 1 and found[0] else "(mixed)"
+    t.family = fit_family_model(work_samples(records, socs))
+    return t
+
+
+def leave_one_out(groups: dict[str, list[KernelRecord]], socs: dict[str, str], *,
+                  signatures: bool = True) -> dict[str, list[Prediction]]:
+    """Leave-one-profile-out: each group (a profile, or every profile of one workload) predicted by a model
+    fitted on the other groups only (family parameters included), on the held-out group's own SoC."""
+    out: dict[str, list[Prediction]] = {}
+    for name, held in groups.items():
+        train = [r for g, rs in groups.items() if g != name for r in rs]
+        if not train:
+            continue
+        fitted = fit_held_in(train, socs, signatures=signatures)
+        by_soc: dict[str, list[KernelRecord]] = {}
+        for r in held:
+            by_soc.setdefault(socs.get(r.source, "Ascend910B2"), []).append(r)
+        preds: list[Prediction] = []
+        for soc, rs in by_soc.items():
+            cost = CostModel(get_soc(soc), fitted=fitted, defaults=False)
+            preds.extend(predict_records(cost, rs))
+        out[name] = preds
+    return out
+
+
+@dataclass(frozen=True)
+class HeldOutRow:
+    """Errors of one held-out profile (and op family, '' for all): median |error|, share within 25%, and
+    the error of the summed device time."""
+
+    profile: str
+    family: str
+    n: int
+    median_error: float
+    within_25: float
+    sum_error: float
+
+
+def held_out_table(results: dict[str, list[Prediction]]) -> list[HeldOutRow]:
+    """Per held-out profile an 'all' row, then one row per op family."""
+    from opsim.device.family import family_of
+    rows = []
+    for name, preds in results.items():
+        groups: dict[str, list[Prediction]] = {"all": preds}
+        for p in preds:
+            groups.setdefault(family_of(p.record.op_type, p.record.core), []).append(p)
+        for fam, ps in groups.items():
+            if not ps:
+                continue
+            e = np.array([p.rel_error for p in ps])
+            real = sum(p.real_us for p in ps)
+            rows.append(HeldOutRow(name, fam, len(ps), float(np.median(e)), float(np.mean(e <= 0.25)),
+                                   sum(p.predicted_us for p in ps) / real - 1.0 if real > 0 else 0.0))
+    return rows
+
+
+def render_held_out(rows: list[HeldOutRow], markdown: bool = False) -> str:
+    """A text (or markdown) table of ``held_out_table`` rows."""
+    head = ("held-out profile", "family", "n", "median |err|", "within 25%", "summed time err")
+    body = [(r.profile, r.family, str(r.n), f"{100 * r.median_error:.1f}%", f"{100 * r.within_25:.0f}%",
+             f"{100 * r.sum_error:+.1f}%") for r in rows]
+    if markdown:
+        lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+        return "\n".join(lines + ["| " + " | ".join(b) + " |" for b in body]) + "\n"
     widths = [max(len(h), *(len(b[i]) for b in body)) if body else len(h) for i, h in enumerate(head)]
     fmt = "  ".join(f"{{:<{w}}}" if i < 2 else f"{{:>{w}}}" for i, w in enumerate(widths))
     return "\n".join([fmt.format(*head)] + [fmt.format(*b) for b in body]) + "\n"

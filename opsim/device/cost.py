@@ -13,9 +13,10 @@ replaced by measured values through ``overrides`` or a calibration, except torch
 (``enqueue``, ``dequeue``, ``dequeue gap``), which are medians of a public real trace. A calibration's measured
 host phases (``FittedTiming.host_phases``) replace the defaults; ``overrides`` win over both.
 
-``CostModel.kernel`` is the one device-duration entry point: a calibration's fits (``FittedTiming``) first,
-then the SoC's built-in fitted defaults (the 910B presets ship fits refitted on public real profiles,
-``defaults_910b.yaml``), then the roofline ``kernel_time``.
+``CostModel.kernel`` is the one device-duration entry point (``opsim.device.predictor``): a calibration's
+signatures and op-type lines where it has evidence, op-type factors over the family model, the family model
+parameterised by the SoC preset (``opsim.device.family``, built-in parameters in ``family_defaults.yaml``),
+then the roofline ``kernel_time``. The 910B presets' built-in host timings come from ``defaults_910b.yaml``.
 """
 from __future__ import annotations
 
@@ -23,64 +24,16 @@ import math
 from types import MappingProxyType
 from typing import Mapping
 
-from opsim.device.fitted import CORE_KIND, FittedTiming, HostApiTiming
+from opsim.device.fitted import FittedTiming, HostApiTiming
+from opsim.device.family import FamilyModel
+from opsim.device.host_phases import HOST_PHASES
+from opsim.device.predictor import Prediction
 from opsim.device.soc import SocSpec, get_soc
 from opsim.device.task import MEMCPY_KINDS, TaskKind
 from opsim.errors import InvalidArgumentError
 
 _A = "assumed"
-_M = "measured on tests/data/real/trace_view_910b_mnist.json (public 910B torch_npu profile)"
 
-HOST_PHASES: Mapping[str, tuple[float, str]] = MappingProxyType({
-    # --- AI Core path (two-phase L2 API, executor, launcher) ---
-    "L2 phase1 entry": (0.3, f"{_A}: TLS DFX context init, sequence counter, config snapshot"),
-    "make key": (0.8, f"{_A}: op-exec-cache key serialisation of the L2 arguments"),
-    "match cache": (0.3, f"{_A}: one hash-map lookup of the key"),
-    "add io and attr": (0.5, f"{_A}: OpArg context construction per L0 op"),
-    "infershape": (1.5, f"{_A}: shape inference of one L0 op"),
-    "tiling": (4.0, f"{_A}: tiling function of one AI Core kernel (dominant phase-1 cost)"),
-    "alloc tensor": (0.2, f"{_A}: executor AllocTensor (object + shape)"),
-    "build graph": (0.5, f"{_A}: graph node and edges for one L0 op"),
-    "plan workspace": (1.0, f"{_A}: MaxAllocator bucket planning at the end of phase 1"),
-    "create executor": (1.0, f"{_A}: CREATE_EXECUTOR (executor, graph and op-cache objects)"),
-    "release to": (0.2, f"{_A}: ReleaseTo (hand the executor to the caller)"),
-    "L2 phase2 entry": (0.3, f"{_A}: restore TLS context from the executor snapshot"),
-    "update tensor addr": (0.3, f"{_A}: bind workspace offsets to device addresses"),
-    "launch": (3.0, f"{_A}: one AI Core kernel launch call (args packing + runtime submit)"),
-    "cache replay": (1.5, f"{_A}: replay of one recorded device task from the op-exec cache"),
-    "destroy executor": (0.8, f"{_A}: executor and graph teardown"),
-    "rt malloc": (5.0, f"{_A}: one runtime device allocation call"),
-    "rt free": (3.0, f"{_A}: one runtime device free call"),
-    "stream sync": (2.0, f"{_A}: host overhead of one stream synchronisation (the wait itself is simulated)"),
-    # --- torch_npu's task queue (opsim.runtime.torch_npu), measured: opsim.calibration.host.queue_phases ---
-    "enqueue": (1.38, f"{_M}: median of the 148 Enqueue events (issuing thread, one per queued call)"),
-    "dequeue": (2.4, f"{_M}: median over the 148 Dequeue@ events of their time outside the AscendCL call inside"),
-    "dequeue gap": (1.73, f"{_M}: median of the 127 gaps between consecutive Dequeue@ events whose next job was "
-                          f"already enqueued (consumer busy)"),
-    # --- AI CPU path (aicpu task phases, GE_PROFILING_TO_STD_OUT labels) ---
-    "FindTask": (0.5, f"{_A}: task-space lookup by key"),
-    "CreateTask": (15.0, f"{_A}: new AI CPU task object, ext-info and kernel description"),
-    "Init": (25.0, f"{_A}: first-use task Init (binary and device scratch setup)"),
-    "UpdateShape": (1.0, f"{_A}: refresh input/output shapes in ext info"),
-    "ShapeH2D": (3.0, f"{_A}: host-to-device copy of shape information"),
-    "UpdateArgs": (1.5, f"{_A}: refresh IO addresses in the kernel args"),
-    "Launch": (4.0, f"{_A}: one AI CPU kernel launch call"),
-    "CopyShapeD2H": (5.0, f"{_A}: output-shape copy back (compute-dependent ops only; ~0 otherwise)"),
-    "load aicpu kernel json": (2000.0, f"{_A}: once per process, parse aicpu_kernel.json of the OPP package"),
-    "load tf kernel json": (2000.0, f"{_A}: once per process, parse tf_kernel.json of the OPP package"),
-    "load custom aicpu registry": (300.0, f"{_A}: once per process, read cust_aicpu_kernel.json registries"),
-    "load custom aicpu so": (500.0, f"{_A}: once per custom kernel library, read the .so into a buffer"),
-    "get soc version": (5.0, f"{_A}: once per process, query the SoC name for the launch API choice"),
-    "UpdateOutputShape": (1.0, f"{_A}: apply the copied-back output shapes"),
-    # --- DirectInvoke ---
-    "prepare": (5.0, f"{_A}: producer prepare callback (phase 1, once per executor)"),
-    "direct invoke launch": (3.0, f"{_A}: producer launch callback (phase 2, every run)"),
-    "destroy": (0.5, f"{_A}: producer destroy callback"),
-    # --- DFX ---
-    "dump": (50.0, f"{_A}: host side of one L0/L2 tensor dump"),
-    "overflow check": (10.0, f"{_A}: host side of one overflow check (its stream syncs are simulated)"),
-})
-"""Host phase name -> (microseconds, provenance)."""
 
 DEVICE_PARAMS: Mapping[str, tuple[float, str]] = MappingProxyType({
     "aicore_efficiency": (0.75, f"{_A}: achieved fraction of cube peak for a well-tiled kernel"),
@@ -119,6 +72,11 @@ class CostModel:
         self.fitted = fitted
         #: the SoC's built-in fitted kernel defaults (None for SoCs without, or with defaults=False).
         self.default_fitted = default_fits(self.soc.name) if defaults else None
+        #: the built-in family model (SoC-independent parameters; None with defaults=False).
+        self.default_family = default_family() if defaults else None
+        self._memo: dict[tuple, Prediction] = {}
+        #: (op type, core) -> {(level, source): (sum of low, predicted, high) over distinct kernels asked}.
+        self.answers: dict[tuple[str, str], dict[tuple[str, str], tuple[float, float, float]]] = {}
         host = {k: v for k, (v, _p) in HOST_PHASES.items()}
         params = {k: v for k, (v, _p) in DEVICE_PARAMS.items()}
         self.provenance: dict[str, str] = {k: p for k, (_v, p) in {**HOST_PHASES, **DEVICE_PARAMS}.items()}
@@ -179,28 +137,35 @@ class CostModel:
 
     # --- device side -------------------------------------------------------------------------------------
     def kernel(self, op_type: str, core: str, flops: float, nbytes: float, block_dim: int,
-               signature: str | None = None) -> float:
+               signature: str | None = None, itemsize: float = 2.0) -> float:
         """Duration (us) of one kernel of ``op_type`` on ``core`` (a profiler Accelerator Core name).
 
-        The calibration answers first (signature, op type, core), then the built-in defaults, then the
-        roofline. This is the predictor ``opsim run`` and ``opsim predict`` share."""
-        for fits in (self.fitted, self.default_fitted):
-            if fits is not None:
-                t = fits.kernel_time(op_type, core, flops, nbytes, block_dim, signature)
-                if t is not None:
-                    return t
-        kind = CORE_KIND.get(core, "AI_CORE")
-        return self.kernel_time(flops, nbytes, block_dim if block_dim > 0 else 1, kind)
+        The most specific evidence answers (``opsim.device.predictor``: calibration signature and op type,
+        op-type factors, the family model, the roofline). Memoised per (op type, core, sizes, signature); this
+        is the predictor ``opsim run`` and ``opsim predict`` share."""
+        return self.predict(op_type, core, flops, nbytes, block_dim, signature, itemsize)[0]
+
+    def predict(self, op_type: str, core: str, flops: float, nbytes: float, block_dim: int,
+                signature: str | None = None, itemsize: float = 2.0) -> "Prediction":
+        """The full prediction of ``kernel``: duration, p10-p90 band, level and source (memoised)."""
+        key = (op_type, core, flops, nbytes, block_dim, signature, itemsize)
+        hit = self._memo.get(key)
+        if hit is None:
+            from opsim.device.predictor import predict
+            if len(self._memo) >= _MEMO_LIMIT:
+                self._memo.clear()
+            hit = self._memo[key] = predict(self, op_type, core, flops, nbytes, block_dim, signature, itemsize)
+            per_op = self.answers.setdefault((op_type, core), {})
+            lk = (hit.level, hit.source)
+            lo, us, hi = per_op.get(lk, (0.0, 0.0, 0.0))
+            per_op[lk] = (lo + hit.low, us + hit.us, hi + hit.high)
+        return hit
 
     def kernel_level(self, op_type: str, core: str, flops: float, nbytes: float,
-                     signature: str | None = None) -> str:
-        """Which model answers ``kernel``: 'calibration: <level>', 'defaults: <level>' or 'roofline'."""
-        for label, fits in (("calibration", self.fitted), ("defaults", self.default_fitted)):
-            if fits is not None:
-                level = fits.level(op_type, core, signature, flops, nbytes)
-                if level != "roofline":
-                    return f"{label}: {level}"
-        return "roofline"
+                     signature: str | None = None, block_dim: int = 1, itemsize: float = 2.0) -> str:
+        """Which level and source answer ``kernel``: 'signature (calibration)', 'family (family model)', ..."""
+        p = self.predict(op_type, core, flops, nbytes, block_dim, signature, itemsize)
+        return f"{p.level} ({p.source})"
 
     def kernel_time(self, flops: float, bytes: float, block_dim: int, kind: TaskKind = TaskKind.AI_CORE) -> float:
         """Duration (us) of one kernel: roofline over the cores it gets, plus its kind's launch latency.
@@ -249,6 +214,28 @@ class CostModel:
         rows = [(k, v, self.provenance[k]) for k, v in self._host.items()]
         rows += [(k, v, self.provenance[k]) for k, v in self.params.items()]
         return rows
+
+
+_MEMO_LIMIT = 1 << 16
+_DEFAULT_FAMILY: list = []
+FAMILY_DEFAULTS_FILE = "family_defaults.yaml"
+
+
+def default_family() -> "FamilyModel | None":
+    """The built-in family model (opsim/device/family_defaults.yaml, fitted by docs/refit_family.py), loaded once."""
+    if not _DEFAULT_FAMILY:
+        from importlib import resources
+
+        import yaml
+
+        from opsim.device.fitted_io import family_from_dict
+        ref = resources.files("opsim.device").joinpath(FAMILY_DEFAULTS_FILE)
+        model = None
+        if ref.is_file():
+            data = yaml.safe_load(ref.read_text(encoding="utf-8"))
+            model = family_from_dict(data.get("family"), f"opsim/device/{FAMILY_DEFAULTS_FILE}")
+        _DEFAULT_FAMILY.append(model)
+    return _DEFAULT_FAMILY[0]
 
 
 _DEFAULT_FITS: dict[str, FittedTiming | None] = {}

@@ -18,6 +18,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Iterable
 
+from opsim.device.family import FamilyModel
+
 #: accelerator cores of the profiler ("Accelerator Core" / "Task Type") -> the opsim task kind that runs them.
 CORE_KIND = {
     "AI_CORE": "AI_CORE", "MIX_AIC": "AI_CORE", "AI_VECTOR_CORE": "AI_VECTOR", "MIX_AIV": "AI_VECTOR",
@@ -75,7 +77,7 @@ def parse_rows(text: str) -> tuple[int, ...]:
 
 
 #: a fit answers for kernels up to this factor outside the bytes and flops range it was fitted on ...
-RANGE_FACTOR = 4.0
+RANGE_FACTOR = 2.0
 #: ... plus this much (bytes or flops), so a fit on scalar-sized kernels still covers small tensors.
 RANGE_SLACK = 65536.0
 
@@ -161,6 +163,8 @@ class FittedTiming:
     host_apis: dict[str, HostApiTiming] = field(default_factory=dict)
     host_phases: dict[str, Measured] = field(default_factory=dict)
     """Measured host phases of the cost model by name (torch_npu's ``enqueue``, ``dequeue``, ``dequeue gap``)."""
+    family: FamilyModel | None = None
+    """Family parameters and op-type factors over the family model (SoC-independent; see opsim.device.family)."""
 
     def kernel_time(self, op_type: str, core: str, flops: float, nbytes: float, block_dim: int,
                     signature: str | None = None) -> float | None:
@@ -173,20 +177,19 @@ class FittedTiming:
         return fit.predict(flops, nbytes, block_dim) if fit is not None else None
 
     def _fit(self, op_type: str, core: str, flops: float | None, nbytes: float | None) -> KernelFit | None:
-        for fit in (self.op_types.get((op_type, core)), self.cores.get(core)):
-            if fit is not None and (flops is None or fit.covers(flops, nbytes)):
-                return fit
+        """The op type's line when it covers the sizes (core lines are reported, not used: beyond an op type's
+        evidence the family model answers)."""
+        fit = self.op_types.get((op_type, core))
+        if fit is not None and (flops is None or fit.covers(flops, nbytes)):
+            return fit
         return None
 
     def level(self, op_type: str, core: str, signature: str | None = None, flops: float | None = None,
               nbytes: float | None = None) -> str:
-        """Which level answers: 'signature', 'op type', 'core' or 'roofline' (sizes given: range-checked)."""
+        """Which level of this file answers: 'signature', 'op type' or None (sizes given: range-checked)."""
         if signature is not None and signature in self.signatures:
             return "signature"
-        fit = self._fit(op_type, core, flops, nbytes)
-        if fit is None:
-            return "roofline"
-        return "op type" if fit is self.op_types.get((op_type, core)) else "core"
+        return "op type" if self._fit(op_type, core, flops, nbytes) is not None else None
 
     def host_api(self, api: str) -> HostApiTiming | None:
         """The measured host timing of `api` ('aclnnInplaceAdd'), whether or not opsim models that API."""

@@ -17,7 +17,8 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from opsim.device.cost import HOST_PHASES
+from opsim.device.family import FAMILIES, FamilyModel, FamilyParams, OpTypeFactor
+from opsim.device.host_phases import HOST_PHASES
 from opsim.device.fitted import (
     FittedTiming,
     HostApiTiming,
@@ -56,6 +57,63 @@ def _measured_dict(m: Measured) -> dict:
     return {"median_us": _num(m.median_us), "n": m.n, "provenance": _prov(m.provenance)}
 
 
+_FAMILY_NUMBERS = ("overhead_us", "compute_eff", "hbm_eff", "core_bw", "log_p10", "log_p90")
+_FACTOR_NUMBERS = ("factor", "log_p10", "log_p90")
+
+
+def family_to_dict(m: FamilyModel) -> dict:
+    """The family model as plain data: families (parameters, n, byte range) and op-type factors."""
+    fams = {}
+    for name, p in m.families.items():
+        d: dict[str, Any] = {k: _num(getattr(p, k)) for k in _FAMILY_NUMBERS}
+        d["n"] = p.n
+        if p.bytes_range is not None:
+            d["bytes_range"] = [_num(v) for v in p.bytes_range]
+        fams[name] = d
+    ops = {f"{op}@{fam}": {**{k: _num(getattr(f, k)) for k in _FACTOR_NUMBERS}, "n": f.n,
+                           "bytes_range": [_num(v) for v in f.bytes_range]} for (op, fam), f in m.op_types.items()}
+    return {"n": m.n, "families": fams, "op_types": ops}
+
+
+def family_from_dict(data: Any, file: str, where: str = "family") -> FamilyModel | None:
+    """Parse a `family` section (None when absent); a malformed field raises CalibrationError naming it."""
+    if data is None:
+        return None
+    r = _Reader(file)
+    data = r.mapping(data, where)
+    m = FamilyModel(n=int(r.number(data, "n", where, default=0, integer=True)))
+    for name, d in r.mapping(data.get("families"), f"{where}.families").items():
+        w = f"{where}.families.{name}"
+        if name not in FAMILIES:
+            raise r.fail(w, f"unknown family; known: {', '.join(FAMILIES)}")
+        d = r.mapping(d, w)
+        nums = {k: r.number(d, k, w) if not k.startswith("log") else _signed(r, d, k, w) for k in _FAMILY_NUMBERS}
+        if nums["compute_eff"] <= 0 or nums["hbm_eff"] <= 0 or nums["core_bw"] <= 0:
+            raise r.fail(w, "compute_eff, hbm_eff and core_bw must be > 0")
+        m.families[str(name)] = FamilyParams(**nums, n=int(r.number(d, "n", w, default=0, integer=True)),
+                                             bytes_range=r.range(d, "bytes_range", w))
+    for key, d in r.mapping(data.get("op_types"), f"{where}.op_types").items():
+        w = f"{where}.op_types.{key}"
+        op, sep, fam = str(key).rpartition("@")
+        if not sep or not op or fam not in FAMILIES:
+            raise r.fail(w, f"keys are OPTYPE@FAMILY with a family of {', '.join(FAMILIES)}")
+        d = r.mapping(d, w)
+        factor = r.number(d, "factor", w)
+        if factor <= 0:
+            raise r.fail(f"{w}.factor", "must be > 0")
+        m.op_types[(op, fam)] = OpTypeFactor(factor=factor, n=int(r.number(d, "n", w, default=0, integer=True)),
+                                             log_p10=_signed(r, d, "log_p10", w), log_p90=_signed(r, d, "log_p90", w),
+                                             bytes_range=r.range(d, "bytes_range", w) or (0.0, 0.0))
+    return m
+
+
+def _signed(r: "_Reader", d: dict, key: str, where: str) -> float:
+    v = d.get(key, 0.0)
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or abs(v) > 20:
+        raise r.fail(f"{where}.{key}", f"must be a finite number within [-20, 20], got {v!r}")
+    return float(v)
+
+
 def fitted_to_dict(t: FittedTiming) -> dict:
     """Plain data for YAML; the order of keys is the reading order."""
     sigs = []
@@ -67,12 +125,15 @@ def fitted_to_dict(t: FittedTiming) -> dict:
     apis = {}
     for api, h in t.host_apis.items():
         apis[api] = {k: _measured_dict(getattr(h, k)) for k in _HOST_KINDS if getattr(h, k) is not None}
+    device: dict[str, Any] = {
+        "cores": {c: _fit_dict(f) for c, f in t.cores.items()},
+        "op_types": {f"{op}@{core}": _fit_dict(f) for (op, core), f in t.op_types.items()},
+        "signatures": sigs,
+    }
+    if t.family is not None:
+        device["family"] = family_to_dict(t.family)
     return {
-        "device": {
-            "cores": {c: _fit_dict(f) for c, f in t.cores.items()},
-            "op_types": {f"{op}@{core}": _fit_dict(f) for (op, core), f in t.op_types.items()},
-            "signatures": sigs,
-        },
+        "device": device,
         "host": {"phases": {k: _measured_dict(m) for k, m in t.host_phases.items()}, "apis": apis}
         if t.host_phases else {"apis": apis},
     }
@@ -177,6 +238,7 @@ def fitted_from_dict(data: Any, file: str, name: str | None = None) -> FittedTim
         t.signatures[key] = SignatureTime(median_us=r.number(s, "median_us", w),
                                           n=int(r.number(s, "n", w, default=0, integer=True)),
                                           provenance=r.provenance(s, w))
+    t.family = family_from_dict(device.get("family"), file, "device.family")
     for phase, m in r.mapping(host.get("phases"), "host.phases").items():
         if phase not in HOST_PHASES:
             raise r.fail(f"host.phases.{phase}", f"unknown host phase; known: {', '.join(HOST_PHASES)}")
@@ -191,4 +253,4 @@ def fitted_from_dict(data: Any, file: str, name: str | None = None) -> FittedTim
     return t
 
 
-__all__ = ["fitted_from_dict", "fitted_to_dict"]
+__all__ = ["family_from_dict", "family_to_dict", "fitted_from_dict", "fitted_to_dict"]

@@ -142,22 +142,28 @@ def _build_presets() -> dict[str, SocSpec]:
     presets: dict[str, SocSpec] = {}
     b2 = "Ascend910B2"
     presets[b2] = _ascend910b(
-        b2, 24, 64, 192, 1800.0, _INI.format(soc=b2, key="cube_freq"), 1600.0,
+        b2, 24, 64, 192, 1800.0, _INI.format(soc=b2, key="cube_freq") + "; measured 1800 MHz (median PMU "
+        "clock of the public AlexNet 910B profile, 24 cube / 48 vector)", 1600.0,
         _INI.format(soc=b2, key="cube_core_cnt / vector_core_cnt"), _INI.format(soc=b2, key="memory_size"),
         _INI.format(soc=b2, key="ai_cpu_cnt"), _INI.format(soc=b2, key="l2_size"))
     b1 = "Ascend910B1"
     presets[b1] = _ascend910b(
-        b1, 24, 64, 192, 1850.0, "assumed (cube_freq 1850 as quoted from Ascend910B1.ini, not verified)", 1600.0,
+        b1, 24, 64, 192, 1850.0, "measured (median aic_total_cycles / (aicore_time x block dim) of "
+        "tests/data/real/kernel_details_910b_training.csv, 24 cube / 48 vector block dims: 1850 MHz)", 1600.0,
         _INI.format(soc=b1, key="cube_core_cnt / vector_core_cnt"), _INI.format(soc=b1, key="memory_size"),
         _INI.format(soc=b1, key="ai_cpu_cnt"), _INI.format(soc=b1, key="l2_size"))
     b3 = "Ascend910B3"
     presets[b3] = _ascend910b(
-        b3, 20, 64, 192, 1800.0, "assumed (same clock as Ascend910B2)", 1600.0,
-        "assumed (20 cube / 40 vector cores, the 910B 20-core bin)", "assumed (64 GiB HBM like Ascend910B2)",
+        b3, 20, 64, 192, 1800.0, "measured (median PMU clock of tests/data/real/kernel_details_910b_matmul.csv, "
+        "a 20 cube / 40 vector profile: 1800 MHz)", 1600.0,
+        "measured (largest AI_CORE / MIX_AIC block dim 20 and AI_VECTOR_CORE 40 in "
+        "tests/data/real/kernel_details_910b_matmul.csv)", "assumed (64 GiB HBM like Ascend910B2)",
         "assumed (6 like the other 910B parts)", "assumed (192 MiB like Ascend910B2)")
     b4 = "Ascend910B4"
     presets[b4] = _ascend910b(
-        b4, 20, 32, 96, 1500.0, "assumed (cube_freq 1500 as quoted from Ascend910B4.ini, not verified)", 1200.0,
+        b4, 20, 32, 96, 1650.0, "measured (median PMU clock of a real 910B4-class profile, 20 cube / 40 vector, "
+        "CANN 8.3: 1650 MHz; ../shared/real-profiles/README.md 'Facts'; the 1500 MHz quoted before contradicted "
+        "it)", 1200.0,
         _INI.format(soc=b4, key="cube_core_cnt / vector_core_cnt"), _INI.format(soc=b4, key="memory_size"),
         _INI.format(soc=b4, key="ai_cpu_cnt"), _INI.format(soc=b4, key="l2_size"))
     a = "Ascend910A"

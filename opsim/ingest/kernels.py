@@ -168,6 +168,12 @@ class _UnknownDtype(Exception):
     """A dtype opsim has no size for: the row is skipped and counted, not fatal (newer CANN adds types)."""
 
 
+#: parsed shape and dtype cells by their text: a long profile repeats the same few hundred (bounded memory).
+_SHAPES_SEEN: dict[str, tuple] = {}
+_DTYPES_SEEN: dict[str, tuple] = {}
+_SEEN_LIMIT = 1 << 14
+
+
 class _RowReader:
     """Parses the cells of one row, raising errors that name the file, row and column."""
 
@@ -215,6 +221,9 @@ class _RowReader:
         if v is None:
             i = self.columns[key]
             return () if i < len(self.cells) and _unquote(self.cells[i]) == "" else None
+        hit = _SHAPES_SEEN.get(v)
+        if hit is not None:
+            return hit
         out = []
         for entry in v.split(";"):
             entry = entry.strip()
@@ -226,12 +235,18 @@ class _RowReader:
             if math.prod(max(d, 1) for d in dims) > MAX_ELEMENTS:
                 raise self.fail(key, v, f"a tensor of more than {MAX_ELEMENTS:.0e} elements is not a real shape")
             out.append(dims)
-        return tuple(out)
+        if len(_SHAPES_SEEN) >= _SEEN_LIMIT:
+            _SHAPES_SEEN.clear()
+        _SHAPES_SEEN[v] = result = tuple(out)
+        return result
 
     def dtypes(self, key: str) -> tuple[str, ...]:
         v = self.raw(key)
         if v is None:
             return ()
+        hit = _DTYPES_SEEN.get(v)
+        if hit is not None:
+            return hit
         out = []
         for entry in v.split(";"):
             entry = entry.strip()
@@ -241,7 +256,10 @@ class _RowReader:
                 out.append(canonical_dtype(entry))
             except InvalidArgumentError:
                 raise _UnknownDtype(entry) from None
-        return tuple(out)
+        if len(_DTYPES_SEEN) >= _SEEN_LIMIT:
+            _DTYPES_SEEN.clear()
+        _DTYPES_SEEN[v] = result = tuple(out)
+        return result
 
     def words(self, key: str) -> tuple[str, ...]:
         v = self.raw(key)

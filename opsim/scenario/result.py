@@ -175,6 +175,13 @@ class Result:
                                         self._calls, self.meta.get("makespan_us"), self.counters)
 
     @property
+    def device_timing(self) -> dict[str, Any]:
+        """Which timing sources (calibration, built-in fits, family model, roofline) and prediction levels
+        answered the simulated device time, with their shares, the calibration's name and the makespan band
+        the predictions' p10-p90 intervals imply (summary.json's ``device_timing``; empty without a summary)."""
+        return dict((self._summary or {}).get("device_timing") or {})
+
+    @property
     def summary(self) -> dict[str, Any]:
         """The scenario runner's summary figures; for a run without one, the trace-derived ``figures``."""
         return dict(self._summary) if self._summary is not None else dict(self.figures)

@@ -327,6 +327,7 @@ def run_sweep(sweep: Sweep, *, out: str | os.PathLike | None = None, workers: in
     rows: dict[int, dict[str, Any]] = {}
     tasks = []
     calibrations: dict[Any, Any] = {}
+    sources: dict[int, str] = {}  # point -> the timing sources of its device time (points run now)
     for p in points:
         key = sweep.point_key(p)
         if key in done:
@@ -360,6 +361,8 @@ def run_sweep(sweep: Sweep, *, out: str | os.PathLike | None = None, workers: in
         try:
             with ctrl_c:
                 for outcome in outcomes:
+                    if outcome.timing_sources:
+                        sources[outcome.index] = outcome.timing_sources
                     row = make_row(by_index[outcome.index], outcome)
                     rows[outcome.index] = row
                     if store is not None:
@@ -390,7 +393,25 @@ def run_sweep(sweep: Sweep, *, out: str | os.PathLike | None = None, workers: in
                 raise SweepInterrupted(len(rows), len(points))
     df = frame(sweep, rows.values())
     df.attrs.update({"executor": chosen["info"] if auto and tasks else info, "points": len(points)})
+    warning = mixed_sources_warning(sources.values())
+    if warning:
+        df.attrs["warnings"] = [warning]
+        if log is not None:
+            log(f"warning: {warning}")
     return df
+
+
+def mixed_sources_warning(labels: Any) -> str | None:
+    """A warning when the points' device times came from different timing sources (``timing_source_label``
+    of each point; their comparison then mixes models, not only what the sweep varies); None when all agree."""
+    seen: dict[str, int] = {}
+    for label in labels:
+        seen[label] = seen.get(label, 0) + 1
+    if len(seen) < 2:
+        return None
+    parts = "; ".join(f"{n} point(s): {label}" for label, n in sorted(seen.items(), key=lambda kv: -kv[1]))
+    return (f"the points' device times come from different timing sources ({parts}); differences between them "
+            f"mix timing models, not only what the sweep varies")
 
 
 def _calibration(sweep: Sweep, point: Any, cache: dict[Any, Any]) -> Any:

@@ -44,6 +44,8 @@ class Outcome:
     status: str
     error: str
     wall_seconds: float
+    timing_sources: str = ""
+    """Which sources answered the point's device time (``timing_source_label``); not a table column."""
 
 
 def _flatten(prefix: str, value: Any, out: dict[str, Any]) -> None:
@@ -118,16 +120,28 @@ def run_point(task: PointTask, keep: list | None = None) -> Outcome:
     try:
         result = _result_of(task)
         figures = collect(result, task.figures)
+        source = timing_source_label(result._summary) or ""
         errors = (result._summary.get("errors") or []) if result._summary is not None else []
         status, error = (SIM_ERRORS, f"{len(errors)} failed call(s); first: {errors[0].get('message', '')}") \
             if errors else (OK, "")
         if keep is not None:
             keep.append(result)
     except OpsimError as exc:
-        figures, status, error = {}, FAILED, str(exc).strip() or type(exc).__name__
+        figures, status, error, source = {}, FAILED, str(exc).strip() or type(exc).__name__, ""
     except Exception as exc:  # a simulator bug or a user callable's: recorded on the row, the sweep goes on
-        figures, status, error = {}, FAILED, f"{type(exc).__name__}: {exc}"
-    return Outcome(task.index, task.key, figures, status, error, time.perf_counter() - t0)
+        figures, status, error, source = {}, FAILED, f"{type(exc).__name__}: {exc}", ""
+    return Outcome(task.index, task.key, figures, status, error, time.perf_counter() - t0, source)
+
+
+def timing_source_label(summary: Any) -> str | None:
+    """'family model + built-in fits' (sources with at least 1% of device time, largest first, and the
+    calibration's name) from a summary's ``device_timing``; None without one."""
+    timing = summary.get("device_timing") if isinstance(summary, Mapping) else None
+    if not isinstance(timing, Mapping):
+        return None
+    names = [k for k, v in (timing.get("sources") or {}).items() if v.get("share", 0) >= 0.01]
+    label = " + ".join(names) or "none"
+    return f"{label} (calibration: {timing['calibration']})" if timing.get("calibration") else label
 
 
 def run_points(tasks: list[PointTask]) -> list[Outcome]:

@@ -12,6 +12,8 @@ import shlex
 from collections import defaultdict
 from typing import Any, Mapping
 
+from opsim.trace.timing_sources import describe_sources, timing_sources
+
 
 class SummaryStats:
     """Running totals over the record kinds the summary needs."""
@@ -235,6 +237,9 @@ def build_summary(run: Any, stats: SummaryStats, wall_seconds: float) -> dict[st
         "profile": sim.process.profile.name,
         "env": env_report(cfg.env, getattr(cfg, "env_sources", {}), getattr(cfg, "env_shell", {})),
         "calibration": sim.cost.fitted.name if sim.cost.fitted is not None else None,
+        "device_timing": timing_sources(sim.cost, {p.name: stats.pool_unit_us.get(p.name, 0.0) for p in
+                                                   (dev.aicore, dev.vector, dev.aicpu, dev.dma)},
+                                        makespan, max(stats.stream_busy.values(), default=0.0)),
         "simulated_makespan_us": _r(makespan),
         "device_busy_until_us": _r(stats.device_end),
         "op_calls": calls,
@@ -417,6 +422,7 @@ def render_table(summary: Mapping[str, Any]) -> str:
     if "env" in summary:
         rows.append(("environment", describe_env(summary["env"])))
     rows.append(("simulated makespan", _fmt_us(summary.get("simulated_makespan_us", 0.0))))
+    rows += describe_sources(summary.get("device_timing") or {})
     if wall.get("wall_seconds") is not None:
         write = wall.get("write_seconds")
         rows.append(("wall time", f"{wall['wall_seconds']:.3f} s simulating"

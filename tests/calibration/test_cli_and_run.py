@@ -63,19 +63,22 @@ def test_predict_keeps_rows_and_appends_the_prediction(tmp_path, calibration_fil
     assert "547 kernel(s) predicted, 44 skipped" in out
     src = TRAINING.read_text().splitlines()
     got = out_csv.read_text().splitlines()
-    assert len(got) == len(src) and got[0] == src[0] + ",Predicted Duration(us)"
+    assert len(got) == len(src) and got[0] == src[0] + (
+        ",Predicted Duration(us),Predicted Low(us),Predicted High(us),Prediction Level")
     for a, b in zip(src[1:], got[1:]):
         assert b.startswith(a + ",")
     hccl = next(line for line in got if ",HCCL," in line)
-    assert hccl.endswith(",")  # skipped rows get an empty prediction
-    assert float(got[1].rsplit(",", 1)[1]) > 0
+    assert hccl.endswith(",,,,")  # skipped rows get an empty prediction
+    us, low, high, level = got[1].rsplit(",", 4)[1:]
+    assert 0 < float(low) <= float(us) <= float(high) and level in ("signature", "op type", "family", "roofline")
 
 
 def test_predict_without_calibration_uses_the_defaults(tmp_path):
     out_csv = tmp_path / "pred.csv"
     assert cli("predict", MATMUL, "-o", out_csv)[0] == EXIT_OK
     table = read_kernels(out_csv)
-    assert table.header[-1] == "Predicted Duration(us)" and len(table.rows) == 29
+    assert table.header[-4:] == ["Predicted Duration(us)", "Predicted Low(us)", "Predicted High(us)",
+                                 "Prediction Level"] and len(table.rows) == 29
 
 
 def test_predict_bad_input_exits_2_nothing_written(tmp_path):

@@ -32,3 +32,10 @@ def test_builtin_fits_are_what_the_refit_script_writes():
     text = mod.HEADER + mod.build().to_yaml()
     assert (ROOT / "opsim" / "device" / "defaults_910b.yaml").read_text(encoding="utf-8") == text, \
         "run python docs/refit_defaults.py"
+
+
+def test_builtin_family_model_is_what_the_refit_script_writes():
+    import yaml
+    mod = _load("refit_family")
+    on_disk = yaml.safe_load((ROOT / "opsim" / "device" / "family_defaults.yaml").read_text(encoding="utf-8"))
+    assert yaml.safe_load(yaml.safe_dump(mod.build())) == on_disk, "run python docs/refit_family.py"

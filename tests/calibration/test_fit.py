@@ -60,19 +60,52 @@ def test_predictor_levels_and_fallbacks():
     sig = "Add|AI_VECTOR_CORE|4|float|4|float"
     assert cost.kernel("Add", "AI_VECTOR_CORE", 4, 32, 1, sig) == 9.0
     assert cost.kernel("Add", "AI_VECTOR_CORE", 4, 32, 1) == 2.0
-    assert cost.kernel_level("Add", "AI_VECTOR_CORE", 4, 32) == "calibration: op type"
-    # far outside the op-type fit's sizes: the core fit answers
-    assert cost.kernel("Add", "AI_VECTOR_CORE", 0, 1e9, 1) == pytest.approx(1.0 + 1e3)
-    assert cost.kernel("Mul", "AI_VECTOR_CORE", 0, 1e6, 1) == pytest.approx(2.0)
-    # a core without any fit: the roofline
+    assert cost.kernel_level("Add", "AI_VECTOR_CORE", 4, 32) == "op type (calibration)"
+    # far outside the op-type line's sizes it is not extrapolated, nor is a core line used: without any
+    # family parameters (defaults=False) the roofline answers
+    far = cost.predict("Add", "AI_VECTOR_CORE", 0, 1e9, 1)
+    assert far.level == "roofline" and far.us == cost.kernel_time(0, 1e9, 1, "AI_VECTOR")
     assert cost.kernel("MatMulV2", "AI_CORE", 1e9, 1e6, 24) == cost.kernel_time(1e9, 1e6, 24, "AI_CORE")
-    assert cost.kernel_level("MatMulV2", "AI_CORE", 1e9, 1e6) == "roofline"
+    assert cost.kernel_level("MatMulV2", "AI_CORE", 1e9, 1e6) == "roofline (roofline)"
+    # with the built-in family model, the family answers beyond the line
+    cost = CostModel(fitted=fits)
+    assert cost.predict("Add", "AI_VECTOR_CORE", 0, 1e9, 1).level in ("family", "op type")
+    assert cost.predict("Add", "AI_VECTOR_CORE", 0, 1e9, 1).source != "calibration"
+    assert cost.predict("Xyz", "AI_VECTOR_CORE", 0, 1e6, 8).level == "family"
 
 
-def test_builtin_defaults_apply_to_910b_presets_only():
+def test_every_prediction_has_a_band_around_it():
+    cost = CostModel()
+    for args in (("Add", "AI_VECTOR_CORE", 1e6, 6e6, 40), ("MatMulV2", "AI_CORE", 2e11, 3e7, 24),
+                 ("MemSet", "AI_VECTOR_CORE", 0, 4096, 1), ("Cast", "AI_CPU", 16, 96, 1),
+                 ("Foo", "DSA_SQE", 0, 1024, 1)):
+        p = cost.predict(*args)
+        assert 0 < p.low <= p.us <= p.high, args
+    inside = cost.predict("Xyz", "AI_VECTOR_CORE", 1e6, 6e6, 40)
+    outside = cost.predict("Xyz", "AI_VECTOR_CORE", 1e13, 6e13, 40)  # far beyond any fitted byte range
+    assert outside.high / outside.us > inside.high / inside.us
+
+
+def test_socs_rank_as_the_hardware_does():
+    """A large matmul and a large elementwise kernel: the faster chip (more cores x clock, more bandwidth)
+    is faster under the built-in model, whatever the preset."""
     from opsim.device.soc import get_soc
-    assert CostModel(get_soc("Ascend910B2")).default_fitted is not None
+    t = {s: CostModel(get_soc(s)).kernel("MatMulV2", "AI_CORE", 2 * 4096.0 ** 3, 3 * 2 * 4096.0 ** 2, 1000)
+         for s in ("Ascend910B2", "Ascend910B4", "Ascend910A", "Ascend310P3")}
+    assert t["Ascend910B2"] < t["Ascend910B4"] < t["Ascend310P3"]
+    assert t["Ascend910B2"] < t["Ascend910A"] < t["Ascend310P3"]
+    v = {s: CostModel(get_soc(s)).kernel("Add", "AI_VECTOR_CORE", 1e8, 6e8, 1000)
+         for s in ("Ascend910B2", "Ascend310P3")}
+    assert v["Ascend910B2"] < v["Ascend310P3"]
+
+
+def test_builtin_defaults_apply_to_every_preset():
+    from opsim.device.soc import get_soc
+    assert CostModel(get_soc("Ascend910B2")).default_fitted is not None  # host timings: 910B presets only
     assert CostModel(get_soc("Ascend910A")).default_fitted is None
+    assert CostModel(get_soc("Ascend910A")).default_family is CostModel().default_family is not None
     tiny_add = CostModel().kernel("Add", "AI_VECTOR_CORE", 1024, 12288, 4)
     assert tiny_add < CostModel(defaults=False).kernel("Add", "AI_VECTOR_CORE", 1024, 12288, 4)
-    assert CostModel().kernel_level("Add", "AI_VECTOR_CORE", 1024, 12288) == "defaults: op type"
+    assert CostModel().kernel_level("Add", "AI_VECTOR_CORE", 1024, 12288) == "op type (built-in fits)"
+    assert CostModel(get_soc("Ascend910A")).kernel_level("Add", "AI_VECTOR_CORE", 1024, 12288) == \
+        "op type (built-in fits)"

@@ -113,11 +113,11 @@ def _memset_task(ctx):
 
 
 def test_memset_kernel_runs_on_the_vector_cores_as_real_910b_profiles_show(ctx):
-    """kernel_details_910b_training.csv: all 84 MemSet rows are AI_VECTOR_CORE; the fitted MemSet timing applies."""
+    """kernel_details_910b_training.csv: all 84 MemSet rows are AI_VECTOR_CORE; the built-in MemSet factor applies."""
     task = _memset_task(ctx)
     cost = ctx.process.cost
     assert task.task_type == "AI_VECTOR_CORE" and task.kind.name == "AI_VECTOR"
-    assert cost.kernel_level("MemSet", "AI_VECTOR_CORE", 0.0, 32.0) == "defaults: op type"
+    assert cost.kernel_level("MemSet", "AI_VECTOR_CORE", 0.0, 32.0) == "op type (built-in fits)"
     assert task.duration == cost.kernel("MemSet", "AI_VECTOR_CORE", 0.0, 32.0, 1)
 
 

