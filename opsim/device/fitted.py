@@ -173,10 +173,10 @@ class FittedTiming:
             hit = self.signatures.get(signature)
             if hit is not None:
                 return hit.median_us
-        fit = self._fit(op_type, core, flops, nbytes)
+        fit = self.fit_for(op_type, core, flops, nbytes)
         return fit.predict(flops, nbytes, block_dim) if fit is not None else None
 
-    def _fit(self, op_type: str, core: str, flops: float | None, nbytes: float | None) -> KernelFit | None:
+    def fit_for(self, op_type: str, core: str, flops: float | None, nbytes: float | None) -> KernelFit | None:
         """The op type's line when it covers the sizes (core lines are reported, not used: beyond an op type's
         evidence the family model answers)."""
         fit = self.op_types.get((op_type, core))
@@ -189,7 +189,7 @@ class FittedTiming:
         """Which level of this file answers: 'signature', 'op type' or None (sizes given: range-checked)."""
         if signature is not None and signature in self.signatures:
             return "signature"
-        return "op type" if self._fit(op_type, core, flops, nbytes) is not None else None
+        return "op type" if self.fit_for(op_type, core, flops, nbytes) is not None else None
 
     def host_api(self, api: str) -> HostApiTiming | None:
         """The measured host timing of `api` ('aclnnInplaceAdd'), whether or not opsim models that API."""

@@ -65,7 +65,7 @@ def predict(cost: object, op_type: str, core: str, flops: float, nbytes: float, 
                 s = math.log1p(SIGNATURE_SPREAD)
                 return _band(hit.median_us, -s, s, "signature", "calibration")
         if cal.soc is None or cal.soc == soc.name:
-            fit = cal._fit(op_type, core, flops, nbytes)
+            fit = cal.fit_for(op_type, core, flops, nbytes)
             if fit is not None:
                 s = math.log1p(max(2.0 * fit.median_error, SIGNATURE_SPREAD))
                 return _band(fit.predict(flops, nbytes, block_dim), -s, s, "op type", "calibration")

@@ -24,6 +24,12 @@ def test_no_import_cycles():
         + "\n".join(lines) + (f"\nno longer cycles, remove from EXPECTED_CYCLES: {sorted(gone)}" if gone else ""))
 
 
+LAYER_EXCEPTIONS = {("opsim.calibration", "opsim.scenario.source")}
+"""Known upward imports, each with its reason; the list only shrinks. Calibration YAMLs are read through the
+one bounded YAML reader (scenario limits), which still lives in the scenario package; moving that reader
+below calibration removes this entry."""
+
+
 def test_layers_follow_the_architecture_table():
     """A module imports only modules of its own package or of packages listed above it in the table."""
     layers = layer_table(ROOT / "docs" / "architecture.md")
@@ -36,7 +42,7 @@ def test_layers_follow_the_architecture_table():
         here = layer_of(module, layers)
         for other, line in sorted(imported.items()):
             there = layer_of(other, layers)
-            if here is not None and there is not None and there > here:
+            if here is not None and there is not None and there > here and (module, other) not in LAYER_EXCEPTIONS:
                 wrong.append(f"{module} (row {here}) imports {other} (row {there}) at line {line}")
     assert not wrong, "imports of a package listed lower in docs/architecture.md:\n" + "\n".join(wrong)
 
