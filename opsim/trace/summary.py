@@ -344,7 +344,9 @@ SUMMARY_FIELDS: dict[str, Any] = {
     "oneshot_tasks": None,
     "memory": ("capacity_bytes", "peak_hbm_bytes", "peak_workspace_bytes", "in_use_at_end_bytes", "oom_events"),
     "leaks": ("count", "bytes", "allocations"), "overflows": None, "profiling_reports": "*", "instants": "*",
-    "counters_max": "*", "errors": None, "warnings": None, "wall": ("wall_seconds", "simulated_calls_per_wall_second"),
+    "counters_max": "*", "errors": None, "warnings": None,
+    "device_timing": ("calibration", "levels", "makespan_band_us", "sources"),
+    "wall": ("wall_seconds", "simulated_calls_per_wall_second", "write_seconds"),
 }
 """The fields `build_summary` writes (a test keeps the two in step): None a value, a tuple the keys of a fixed
 section, "*" a section keyed by names (threads, streams, ...). Sweep figures `summary.<path>` are checked
