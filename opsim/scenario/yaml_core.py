@@ -7,7 +7,7 @@ from typing import Any
 
 import yaml
 
-from opsim.scenario.limits import MAX_NUMBER_CHARS, LimitError
+from opsim.scenario.limits import MAX_DEPTH, MAX_NUMBER_CHARS, LimitError
 
 
 class _CoreLoader(yaml.SafeLoader):
@@ -52,11 +52,33 @@ _CoreLoader.add_constructor("tag:yaml.org,2002:int", _core_int)
 _CoreLoader.add_constructor("tag:yaml.org,2002:float", _core_float)
 
 
+def _check_flow_depth(text: str) -> None:
+    """Refuse flow nesting deeper than the scenario limit before PyYAML's Python parser sees it: that parser
+    recurses once per level, so a deep `[[[...` would end in a RecursionError instead of a message."""
+    depth = deepest = 0
+    quote = ""
+    for ch in text:
+        if quote:
+            if ch == quote:
+                quote = ""
+        elif ch in "'\"":
+            quote = ch
+        elif ch in "[{":
+            depth += 1
+            if depth > deepest:
+                deepest = depth
+                if deepest > MAX_DEPTH:
+                    raise LimitError(f"flow collections nested deeper than {MAX_DEPTH} levels; flatten the value")
+        elif ch in "]}":
+            depth -= 1
+
+
 def parse_core_scalar(text: str) -> Any:
     """A YAML 1.2 core schema value: a scalar or a flow collection ("5", "true", "[1, 2]"); the text itself
     when it does not parse."""
     if not text.strip():
         return ""
+    _check_flow_depth(text)
     try:
         return yaml.load(text, Loader=_CoreLoader)  # noqa: S506 - a SafeLoader subclass
     except yaml.YAMLError:
@@ -67,6 +89,7 @@ def parse_as_written(text: str) -> Any:
     """A flow collection or scalar whose scalars all stay the text as written (environment values)."""
     if not text.strip():
         return ""
+    _check_flow_depth(text)
     try:
         return yaml.load(text, Loader=yaml.BaseLoader)  # noqa: S506 - constructs strings, lists and dicts only
     except yaml.YAMLError:
