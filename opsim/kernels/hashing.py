@@ -127,16 +127,6 @@ def gen_hash_binary_many(keys: list[bytes], *, parallel: bool = False) -> np.nda
     return gen_hash_binary_batch(buf, offsets, lengths, parallel=parallel)
 
 
-def gen_hash_binary_many(keys: list[bytes], *, parallel: bool = False) -> np.ndarray:
-    """GenHashBinary of every key in `keys` (concatenated once, hashed by the batch kernel)."""
-    lengths = np.fromiter(map(len, keys), dtype=np.int64, count=len(keys))
-    offsets = np.zeros(len(keys), dtype=np.int64)
-    if len(keys) > 1:
-        np.cumsum(lengths[:-1], out=offsets[1:])
-    buf = np.frombuffer(b"".join(keys), dtype=np.uint8)
-    return gen_hash_binary_batch(buf, offsets, lengths, parallel=parallel)
-
-
 def gen_hash_binary_reference(key: bytes) -> int:
     """Pure-Python GenHashBinary: the specification the kernel is tested against."""
     if type(key) is not bytes:
