@@ -9,12 +9,14 @@ Heavy modules (the simulator, Numba) are imported only by the commands that need
 """
 from __future__ import annotations
 
-import argparse
 import contextlib
 import os
 import sys
 from pathlib import Path
-from typing import Any, Sequence, TextIO
+from typing import TYPE_CHECKING, Any, Sequence, TextIO
+
+if TYPE_CHECKING:  # argparse is imported inside main: a stop signal while it loads is then handled by main
+    import argparse
 
 EXIT_OK = 0
 EXIT_SIM_ERRORS = 1
@@ -25,15 +27,19 @@ PROFILER_FORMATS = ("text", "db", "both")
 PERFETTO_HINT = "open it at https://ui.perfetto.dev (\"Open trace file\")"
 
 
-class _Parser(argparse.ArgumentParser):
+def _parser_class() -> type:
     """argparse with exit code 2 and a one-line message for bad usage (its default, made explicit)."""
+    import argparse
 
-    def error(self, message: str) -> None:  # type: ignore[override]
-        self.print_usage(sys.stderr)
-        self.exit(EXIT_BAD_INPUT, f"{self.prog}: error: {message}\n")
+    class _Parser(argparse.ArgumentParser):
+        def error(self, message: str) -> None:  # type: ignore[override]
+            self.print_usage(sys.stderr)
+            self.exit(EXIT_BAD_INPUT, f"{self.prog}: error: {message}\n")
+    return _Parser
 
 
 def build_parser() -> argparse.ArgumentParser:
+    _Parser = _parser_class()
     p = _Parser(prog="opsim", description="Simulate CANN opbase's ACLNN operator runtime from a scenario file.")
     from opsim import __version__
     p.add_argument("--version", action="version", version=f"opsim {__version__}")
@@ -111,6 +117,7 @@ def _add_calibration_parsers(sub: argparse._SubParsersAction) -> None:
 
 
 def _positive_int(text: str) -> int:
+    import argparse
     try:
         value = int(text.replace("_", ""))
     except ValueError:
@@ -331,9 +338,18 @@ def _autocomplete(parser: argparse.ArgumentParser, **kwargs: object) -> None:
 
 
 def main(argv: Sequence[str] | None = None, *, stdout: TextIO | None = None, stderr: TextIO | None = None) -> int:
-    """Run the CLI; returns the exit code (the console script exits with it)."""
-    out = stdout or sys.stdout
+    """Run the CLI; returns the exit code (the console script exits with it). A stop signal at any moment of it
+    (parsing the options included) ends it with one line and 128 + the signal's number (130 for Ctrl-C)."""
     err = stderr or sys.stderr
+    try:
+        return _main(argv, stdout or sys.stdout, err)
+    except KeyboardInterrupt as exc:
+        err.write("opsim: interrupted\n")
+        signum = getattr(exc, "signum", 2)  # SIGINT is 2 on every system opsim runs on
+        return 128 + signum if isinstance(signum, int) else 130
+
+
+def _main(argv: Sequence[str] | None, out: TextIO, err: TextIO) -> int:
     parser = build_parser()
     _autocomplete(parser)
     try:
@@ -344,25 +360,16 @@ def main(argv: Sequence[str] | None = None, *, stdout: TextIO | None = None, std
     from opsim.errors import OpsimError
     from opsim.outputs import stop_signals_unwind
     try:
-        with stop_signals_unwind():  # SIGTERM and SIGHUP unwind like Ctrl-C: no partial outputs left
+        with stop_signals_unwind():  # SIGINT, SIGTERM and SIGHUP unwind alike: no partial outputs left
             return _dispatch(parser, args, out, err)
     except OpsimError as exc:
         _print_error(exc, err)
         return EXIT_BAD_INPUT
-    except KeyboardInterrupt as exc:
-        err.write("opsim: interrupted\n")
-        signum = getattr(exc, "signum", signal_numbers().SIGINT)
-        return 128 + int(signum) if isinstance(signum, int) else 130
     except BrokenPipeError:
         return EXIT_OK
     except OSError as exc:  # a file the user named that the checks above did not foresee: one line, not a traceback
         _print_error(exc, err)
         return EXIT_BAD_INPUT
-
-
-def signal_numbers():
-    import signal
-    return signal.Signals
 
 
 def _check_arg_paths(args: argparse.Namespace) -> None:

@@ -24,8 +24,9 @@ from __future__ import annotations
 
 import contextlib
 import json
-import re
 import os
+import re
+import secrets
 import shutil
 import signal
 import tempfile
@@ -157,40 +158,139 @@ class Terminated(KeyboardInterrupt):
         return f"signal {self.signum}"
 
 
+class _Deferral:
+    """The state the stop-signal handlers share: how deep the deferred blocks are, the signals that arrived
+    inside them, and the handler each signal had before `stop_signals_unwind` wrapped it."""
+
+    open: set[object] = set()  # one token per deferred block not yet ended
+    pending: list[int] = []
+    previous: dict[int, Any] = {}
+    retry: threading.Timer | None = None
+
+
+def _deliver(signum: int, frame: Any = None) -> None:
+    """What a stop signal does outside a deferred block: the handler it had before (Ctrl-C's KeyboardInterrupt,
+    a caller's own), or `Terminated` for a signal whose default was to kill the process."""
+    previous = _Deferral.previous.get(signum)
+    if callable(previous):
+        previous(signum, frame)
+        return
+    if signum == signal.SIGINT:
+        raise KeyboardInterrupt()
+    raise Terminated(signum)
+
+
+IMPORT_RETRY_SECONDS = 0.02
+"""How often a stop signal that arrived during an import is tried again."""
+
+
+def _importing(frame: Any) -> bool:
+    """Whether the main thread is inside an import: an exception raised there can be turned into an ImportError
+    by a C extension's initialisation (numpy's, for one) or leave a module half made for the next import."""
+    while frame is not None:
+        if frame.f_code.co_filename.startswith("<frozen importlib._bootstrap"):
+            return True
+        frame = frame.f_back
+    return False
+
+
+def _stop_handler(signum: int, frame: Any) -> None:
+    if _Deferral.open:  # inside signals_deferred: acted on when the outermost block ends
+        _Deferral.pending.append(signum)
+        return
+    if _importing(frame):  # sent again to the main thread shortly, until the import has ended
+        if _Deferral.retry is None or not _Deferral.retry.is_alive():
+            _Deferral.retry = threading.Timer(IMPORT_RETRY_SECONDS, _resend, (signum,))
+            _Deferral.retry.daemon = True
+            _Deferral.retry.start()
+        return
+    _deliver(signum, frame)
+
+
+def _resend(signum: int) -> None:
+    signal.pthread_kill(threading.main_thread().ident, signum)
+
+
 @contextlib.contextmanager
 def stop_signals_unwind() -> Iterator[None]:
-    """SIGTERM and SIGHUP raise `Terminated` during the block (main thread only), as SIGINT raises
-    KeyboardInterrupt, so `OutputDir.discard` and every `finally` run and no staging files are left."""
+    """SIGINT, SIGTERM and SIGHUP raise during the block (main thread only): SIGINT its KeyboardInterrupt,
+    SIGTERM and SIGHUP `Terminated`, so `OutputDir.discard` and every `finally` run and no staging files are left.
+    Inside `signals_deferred` they wait, whichever thread the system delivered them to. An ignored signal
+    (SIG_IGN, as `nohup` sets SIGHUP) stays ignored."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
-
-    def handler(signum: int, _frame: Any) -> None:
-        raise Terminated(signum)
-
-    previous = {}
-    for sig in STOP_SIGNALS:
-        if sig != signal.SIGINT and signal.getsignal(sig) in (signal.SIG_DFL, None):
-            previous[sig] = signal.signal(sig, handler)
+    installed: dict[int, Any] = {}
+    outermost = signal.getsignal(signal.SIGINT) is not _stop_handler
+    rest = _rest_state(outermost)
     try:
+        for sig in STOP_SIGNALS:
+            old = signal.getsignal(sig)
+            if old is signal.SIG_IGN or old is None or old is _stop_handler:
+                continue
+            _Deferral.previous[sig] = old if callable(old) else None
+            installed[sig] = old
+            signal.signal(sig, _stop_handler)
         yield
     finally:
-        for sig, old in previous.items():
-            signal.signal(sig, old)
         with signals_deferred():  # staged where a signal landed before its caller's `finally` was entered
+            retry, _Deferral.retry = _Deferral.retry, None
+            if retry is not None and retry.is_alive():  # a signal held through an import: acted on now
+                retry.cancel()
+                _Deferral.pending.append(retry.args[0])
             for staged in list(_LIVE):
                 staged.discard()
+            for sig, old in installed.items():
+                signal.signal(sig, old)
+                _Deferral.previous.pop(sig, None)
+        _rest_state(outermost, rest)
+
+
+def _rest_state(outermost: bool, mask: Any = None) -> Any:
+    """Back to no deferred block, no pending signal and `mask` (the mask a command started with, returned when
+    None): a block a handler that does not wait cut short (one not installed here) never outlives its command."""
+    if not outermost:
+        return None
+    _Deferral.open.clear()
+    _Deferral.pending.clear()
+    if not hasattr(signal, "pthread_sigmask"):
+        return None
+    if mask is None:
+        return signal.pthread_sigmask(signal.SIG_BLOCK, ())
+    signal.pthread_sigmask(signal.SIG_SETMASK, mask)
+    return mask
 
 
 @contextlib.contextmanager
 def signals_deferred() -> Iterator[None]:
-    """Hold SIGINT, SIGTERM and SIGHUP until the block ends (main thread only; elsewhere signals go to the main
-    thread anyway)."""
-    if threading.current_thread() is not threading.main_thread() or not hasattr(signal, "pthread_sigmask"):
+    """Hold SIGINT, SIGTERM and SIGHUP until the block ends (main thread only). Two holds: the handlers
+    `stop_signals_unwind` installs wait for the outermost block to end (a signal the system delivers to another
+    thread still runs its handler in the main thread), and the main thread's signal mask holds signals whose
+    action is the system's own (SIG_DFL outside a command)."""
+    if threading.current_thread() is not threading.main_thread():
         yield
         return
-    old = signal.pthread_sigmask(signal.SIG_BLOCK, set(STOP_SIGNALS))
+    token = object()
+    _Deferral.open.add(token)
     try:
+        with _signals_masked():
+            yield
+    finally:
+        _Deferral.open.discard(token)
+        if not _Deferral.open and _Deferral.pending:
+            signum = _Deferral.pending[0]
+            _Deferral.pending.clear()
+            _deliver(signum)
+
+
+@contextlib.contextmanager
+def _signals_masked() -> Iterator[None]:
+    if not hasattr(signal, "pthread_sigmask"):
+        yield
+        return
+    old = signal.pthread_sigmask(signal.SIG_BLOCK, ())  # read before changing it: a signal raised just after the
+    try:  # block below still restores it
+        signal.pthread_sigmask(signal.SIG_BLOCK, set(STOP_SIGNALS))
         yield
     finally:
         signal.pthread_sigmask(signal.SIG_SETMASK, old)
@@ -328,10 +428,26 @@ class OutputDir:
         self._owned: set[str] | None = None
         self.claim(names)
         _remove_dead_staging(self.root)
-        with signals_deferred():  # the staging directory exists only once it is registered for cleanup
-            self.staging = Path(tempfile.mkdtemp(prefix=f"{STAGING_PREFIX}{os.getpid()}-", dir=self.root))
-            _LIVE[self] = None
         self.entries: dict[str, None] = {}
+        with signals_deferred():
+            self._make_staging()
+
+    def _make_staging(self) -> None:
+        """Create the staging directory, registered for cleanup *before* it exists: a signal raised at any
+        point (by a handler that does not wait for `signals_deferred`, too) leaves either no directory or one
+        that `discard` removes. The name carries this process's id, so a clash is one of our own names."""
+        while True:
+            self.staging = self.root / f"{STAGING_PREFIX}{os.getpid()}-{secrets.token_hex(6)}"
+            _LIVE[self] = None
+            try:
+                os.mkdir(self.staging, 0o700)
+                return
+            except FileExistsError:
+                continue
+            except OSError as exc:
+                _LIVE.pop(self, None)
+                raise OutputPathError(f"{self.root}: cannot create a staging directory in it: "
+                                      f"{exc.strerror or exc}") from None
 
     def claim(self, names: Iterable[str]) -> None:
         """Refuse names that exist in `root` but were not written by opsim (a user's own file)."""
