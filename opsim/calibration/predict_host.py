@@ -7,8 +7,6 @@ The prediction is a calibration's measured median for the API when it has one, e
 """
 from __future__ import annotations
 
-import os
-import stat
 from pathlib import Path
 
 from opsim.device.fitted import FittedTiming
@@ -23,12 +21,12 @@ def is_api_statistic(path: str | Path) -> bool:
     p = Path(path)
     if p.name.lower().startswith("api_statistic"):
         return True
-    try:
-        if not stat.S_ISREG(os.stat(p).st_mode):  # a FIFO would block; the kernel reader names the problem
-            return False
-        with open(p, "rb") as f:
+    from opsim.errors import OpsimError
+    from opsim.safe_io import open_regular
+    try:  # a FIFO or device is not one; the kernel reader then names the problem
+        with open_regular(p, "a kernel table or api_statistic.csv") as f:
             head = f.readline(4096)
-    except (OSError, ValueError):
+    except (OpsimError, OSError):
         return False
     return b"API Name" in head and b"Avg(us)" in head
 
@@ -63,7 +61,8 @@ def predict_api_statistic(path: str | Path, out: str | Path, fitted: FittedTimin
 
 
 def _crlf(path: str | Path) -> bool:
-    with open(path, "rb") as f:
+    from opsim.safe_io import open_regular
+    with open_regular(path, "an api_statistic.csv") as f:
         return b"\r\n" in f.readline(1 << 20)
 
 

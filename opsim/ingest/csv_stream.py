@@ -15,7 +15,6 @@ from pathlib import Path
 from typing import Iterator
 
 from opsim.errors import ProfileFormatError
-from opsim.ingest.locate import check_regular_file
 
 #: the longest physical line a profiler CSV may have (a real row is a few KB; PMU-rich rows stay below 64 KiB).
 MAX_LINE_BYTES = 1 << 20
@@ -32,7 +31,8 @@ class CsvRecord:
 
 def _lines(path: Path, expected: str, consumed: list[str]) -> Iterator[str]:
     """Decoded physical lines (line ends kept); every line read is also appended to `consumed`."""
-    with open(path, "rb") as f:
+    from opsim.safe_io import open_regular
+    with open_regular(path, f"a {expected}", ProfileFormatError) as f:  # a FIFO or device is refused
         number, offset = 0, 0
         while True:
             data = f.readline(MAX_LINE_BYTES + 1)
@@ -59,7 +59,6 @@ def _lines(path: Path, expected: str, consumed: list[str]) -> Iterator[str]:
 def iter_csv(path: str | Path, expected: str) -> Iterator[CsvRecord]:
     """Every record of the CSV at `path`, header first, blank records included (callers skip them)."""
     p = Path(path)
-    check_regular_file(p, expected)
     consumed: list[str] = []
     reader = csv.reader(_lines(p, expected, consumed))
     start = 1

@@ -121,12 +121,8 @@ def _object(parse: Iterator, depth: int, path: Path, args_key: str | None) -> di
 def iter_trace_events(path: Path, expected: str,
                       progress: Callable[[int, int], None] | None = None) -> Iterator[tuple[int, dict]]:
     """(index, event) for each event of a Chrome trace; errors name the file and the position."""
-    try:
-        f = open(path, "rb")
-    except FileNotFoundError:
-        raise ProfileFormatError(f"{path}: no such file; give a {expected}") from None
-    except OSError as exc:
-        raise ProfileFormatError(f"{path}: cannot read ({exc}); give a {expected}") from None
+    from opsim.safe_io import open_regular
+    f = open_regular(path, f"a {expected}", ProfileFormatError)  # a FIFO, /dev/zero or a directory is refused
     with f:
         try:
             total = os.fstat(f.fileno()).st_size

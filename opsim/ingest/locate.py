@@ -9,7 +9,6 @@ below it is one profile.
 from __future__ import annotations
 
 import os
-import stat
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -96,40 +95,11 @@ def _scan_dir(root: Path) -> ProfileFiles:
 
 def check_regular_file(path: Path, expected: str) -> int:
     """The size of `path`, which must be a readable regular file (a directory, a device such as /dev/zero, a
-    FIFO, a path with a NUL byte are refused naming the file and what was expected)."""
-    try:
-        st = os.stat(path)
-    except ValueError:  # an embedded NUL byte
-        raise ProfileFormatError(f"{str(path)!r}: the path contains a NUL byte; give the path of a {expected}") \
-            from None
-    except FileNotFoundError:
-        raise ProfileFormatError(f"{path}: no such file; give a {expected}") from None
-    except OSError as exc:
-        raise ProfileFormatError(f"{path}: cannot read ({exc.strerror}); give a {expected}") from None
-    if stat.S_ISDIR(st.st_mode):
-        raise ProfileFormatError(f"{path}: is a directory; give a {expected} (or pass the directory where a "
-                                 f"profile directory is accepted)")
-    if not stat.S_ISREG(st.st_mode):
-        raise ProfileFormatError(f"{path}: not a regular file (a device or a pipe); give a {expected}")
-    return st.st_size
-
-
-def read_profile_text(path: Path, expected: str) -> str:
-    """The text of a profiler file (UTF-8, BOM allowed); errors name the file and what was expected."""
-    check_regular_file(path, expected)  # /dev/zero or a FIFO would never end
-    try:
-        data = path.read_bytes()
-    except FileNotFoundError:
-        raise ProfileFormatError(f"{path}: no such file; give a {expected}") from None
-    except OSError as exc:
-        raise ProfileFormatError(f"{path}: cannot read ({exc}); give a {expected}") from None
-    try:
-        return data.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        line = data.count(b"\n", 0, exc.start) + 1
-        raise ProfileFormatError(
-            f"{path}: line {line}, byte {exc.start}: not UTF-8 ({data[exc.start:exc.start + 4]!r}); re-save the "
-            f"{expected} as UTF-8") from None
+    FIFO, a path with a NUL byte or too long are refused naming the file and what was expected): checked by
+    opening it as opsim.safe_io does, so every profiler reader refuses the same files the same way."""
+    from opsim.safe_io import open_regular
+    with open_regular(path, f"a {expected}", ProfileFormatError) as fh:
+        return os.fstat(fh.fileno()).st_size
 
 
 def rank_dirs(path: str | Path) -> list[Path]:

@@ -214,6 +214,23 @@ def parse_custom_json(text: str) -> list[tuple[str, dict]] | None:
     return out
 
 
+MAX_CUSTOM_JSON_BYTES = 16 << 20
+"""Largest custom kernel description read (a bound against devices and runaway files, not a measured size)."""
+MAX_CUSTOM_SO_BYTES = 256 << 20
+"""Largest custom kernel library read into a process's cache (a bound, as above)."""
+
+
+def _read_user_file(path: str, limit: int, what: str) -> bytes | None:
+    """A file a scenario's environment names, read through opsim.safe_io (regular files only, bounded); None
+    when it cannot be read (a FIFO, a device, a NUL byte, too large, missing), which opbase reports and skips."""
+    from opsim.errors import OpsimError
+    from opsim.safe_io import read_bounded
+    try:
+        return read_bounded(path, limit, what)
+    except OpsimError:
+        return None
+
+
 def load_custom_registry(ctx: Any, op: str = "") -> None:
     """Once per process: read every `<path>/op_impl/cpu/config/cust_aicpu_kernel.json` of
     ASCEND_CUSTOM_OPP_PATH in order; the first registration of an op type wins; failures only warn."""
@@ -227,10 +244,9 @@ def load_custom_registry(ctx: Any, op: str = "") -> None:
     _charge_once(ctx, "load custom aicpu registry", op)
     for path in split_paths(value):
         json_path = path + CUSTOM_JSON_FILE
-        try:
-            with open(json_path, encoding="utf-8") as f:
-                text = f.read()
-        except OSError:
+        raw = _read_user_file(json_path, MAX_CUSTOM_JSON_BYTES, "a custom AI CPU kernel description")
+        text = raw.decode("utf-8", errors="replace") if raw is not None else None
+        if text is None:
             log.warning("open custom op impl %s failed, do next operator repository", json_path)
             continue
         entries = parse_custom_json(text)
@@ -266,11 +282,7 @@ def load_custom_binary(ctx: Any, info: CustomOpInfo) -> AclnnStatus:
     path = custom_so_path(info)
     if path in st.custom_bins:
         return S.ACLNN_SUCCESS
-    try:
-        with open(path, "rb") as f:
-            data = f.read()
-    except OSError:
-        data = b""
+    data = _read_user_file(path, MAX_CUSTOM_SO_BYTES, "a custom AI CPU kernel library") or b""
     if not data:
         log.warning("failed to read custom kernel so %s", path)
         return S.ACLNN_ERR_PARAM_NULLPTR
