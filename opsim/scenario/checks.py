@@ -128,10 +128,37 @@ that the two agree."""
 def _horizon(data: Mapping[str, Any]) -> tuple[float, str]:
     """(longest time the run's outputs can express in us, what sets it)."""
     outputs = data.get("outputs") if isinstance(data.get("outputs"), dict) else {}
-    if data.get("trace", True) and outputs.get("trace", True):
+    return output_horizon(bool(data.get("trace", True)) and bool(outputs.get("trace", True)))
+
+
+def output_horizon(writes_trace_json: bool) -> tuple[float, str]:
+    """(longest simulated time, in us, the outputs express exactly, what sets it): trace.json's bound when it is
+    written, else the simulated time's own (2**53 ns: the profiler's nanosecond columns and databases hold the
+    epoch plus that, see MAX_EPOCH_US)."""
+    if writes_trace_json:
         return TRACE_MAX_US, (f"the longest time trace.json writes exactly ({TRACE_MAX_US:.0e} us); or write no "
                               "trace.json (`outputs: {trace: false}`)")
     return MAX_HORIZON_US, f"the longest simulated time of {MAX_HORIZON_US} us (2**53 ns)"
+
+
+def check_run_horizon(end_us: float, writes_trace_json: bool) -> None:
+    """After simulating, before any output is written: a run whose simulated time went past what its outputs
+    express is refused in one line (SoC rates overridden near 0 make every kernel long, which no check before
+    simulating can bound), instead of failing inside a writer."""
+    bound, why = output_horizon(writes_trace_json)
+    if not end_us <= bound:
+        raise InvalidArgumentError(
+            f"the run reached {end_us:.4g} us of simulated time, beyond {why}; no output is written. Check "
+            "soc_overrides (a clock, bandwidth or core count near 0 makes every kernel long) and cost_overrides, "
+            "or shorten the scenario")
+
+
+_UNIT_TIME = {"clock_mhz": (1.0, "cycle"), "hbm_bandwidth_gbps": (1e-3, "byte of HBM traffic"),
+              "h2d_bandwidth_gbps": (1e-3, "byte copied host to device"),
+              "d2h_bandwidth_gbps": (1e-3, "byte copied device to host"), "peak_fp16_flops": (1e6, "flop")}
+"""SoC rate fields: (us one unit of work lasts at a rate of 1 in the field's unit, the unit). A rate so low
+that one unit outlasts what the outputs express would make the run refuse after simulating (every kernel does
+at least a cycle's work and moves bytes); it is refused here instead."""
 
 
 def _check_horizon(data: Mapping[str, Any], threads: list[C.ThreadConfig], add: Add) -> None:
@@ -140,6 +167,12 @@ def _check_horizon(data: Mapping[str, Any], threads: list[C.ThreadConfig], add: 
     bound, why = _horizon(data)
     from opsim.device.cost import HOST_PHASES
     per_call = 0.0
+    for k, v in dict(data.get("soc_overrides") or {}).items():
+        per_unit = _UNIT_TIME.get(k)
+        if per_unit is not None and isinstance(v, (int, float)) and not isinstance(v, bool) and v > 0 \
+                and per_unit[0] / v > bound:
+            add(("soc_overrides", k), f"{v:.4g} makes one {per_unit[1]} last {per_unit[0] / v:.4g} us, beyond {why}; "
+                                      "give a rate a device could have")
     for k, v in dict(data.get("cost_overrides") or {}).items():
         if (k in HOST_PHASES or k.endswith("_us")) and isinstance(v, (int, float)) and not isinstance(v, bool):
             if v > bound:
@@ -193,4 +226,4 @@ def _check_numerics(threads: list[C.ThreadConfig], add: Add, limits: Limits) -> 
                            "numerics: false (timing only) or raise --max-numerics-mib")
 
 
-__all__ = ["check_scenario", "numerics_bytes"]
+__all__ = ["check_scenario", "check_run_horizon", "numerics_bytes", "output_horizon"]

@@ -102,20 +102,25 @@ def check_data(value: Any) -> None:
                 work.append((c, depth + 1, False))
 
 
+_PLAIN = frozenset({int, float, str, bool, type(None)})
+
+
 def non_string_keys(data: Any, depth: int | None = None) -> Iterator[tuple[tuple, Any]]:
     """(path of the mapping, key) of every mapping key that is not a string (`5:`, `true:`, `~:` in YAML) in a
     checked tree, looking `depth` mappings deep (None: all)."""
     work: list[tuple[tuple, Any, int]] = [((), data, 0)]
-    while work:
+    while work:  # only collections are pushed: a list of 100,000 numbers costs no path per number
         path, obj, level = work.pop()
         if isinstance(obj, dict):
             for k, v in obj.items():
                 if not isinstance(k, str):
                     yield path, k
-                elif depth is None or level + 1 < depth:
+                elif (depth is None or level + 1 < depth) and isinstance(v, (dict, list)):
                     work.append((path + (k,), v, level + 1))
         elif isinstance(obj, list) and depth is None:
-            work.extend((path + (i,), v, level) for i, v in enumerate(obj))
+            for i, v in enumerate(obj):  # a list of plain values (a shape) holds no key: not pushed
+                if type(v) is dict or (type(v) is list and not _PLAIN.issuperset(map(type, v))):
+                    work.append((path + (i,), v, level))
 
 
 def non_finite(data: Any) -> Iterator[tuple[tuple, float]]:

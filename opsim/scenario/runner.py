@@ -396,6 +396,9 @@ def run_scenario(source: str | Path | Mapping[str, Any] | ScenarioConfig, *, out
                                     "(set outputs.trace/csv/profiler to false, or trace: true)")
         run.sim.run()
         wall = time.perf_counter() - t0
+        if staged is not None:
+            from opsim.scenario.checks import check_run_horizon
+            check_run_horizon(float(run.sim.env.now), config.trace and config.outputs.trace)
         from opsim.trace.summary import build_summary
         stats = run.stats if not config.trace else run.stats.feed_recorder(run.sim.recorder)
         summary = build_summary(run, stats, wall)

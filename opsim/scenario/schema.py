@@ -43,6 +43,8 @@ NAME = {"type": "string", "pattern": r"^[A-Za-z_][A-Za-z0-9_.\-]*$", "maxLength"
 DIM = {"type": "integer", "minimum": 0, "maximum": 1 << 40}
 SHAPE = {"type": "array", "items": DIM, "maxItems": MAX_DIMS}
 NUMBER = {"type": "number", "minimum": 0}
+SHAPE_CHOICE = {"oneOf": [SHAPE, {"type": "array", "items": SHAPE, "minItems": 1}]}
+"""One of `shape_choices`: a shape for every input, or one shape per input."""
 COUNT = {"type": "integer", "minimum": 0, "maximum": INT64_MAX}
 CACHE_MODES = ("ordinary", "pta")
 """`cache_mode`: opbase's own OpExecCache key (ordinary) or torch_npu's hash-keyed PTA path (pta)."""
@@ -75,8 +77,7 @@ def build_schema() -> dict[str, Any]:
         "shape": SHAPE,
         "shapes": {"oneOf": [{"type": "array", "items": SHAPE, "minItems": 1},
                              {"type": "object", "additionalProperties": SHAPE, "minProperties": 1}]},
-        "shape_choices": {"type": "array", "minItems": 1,
-                          "items": {"oneOf": [SHAPE, {"type": "array", "items": SHAPE, "minItems": 1}]}},
+        "shape_choices": {"type": "array", "minItems": 1, "shapeChoiceItems": SHAPE_CHOICE},
         "dtype": {"type": "string"},
         "dtype_choices": {"type": "array", "items": {"type": "string"}, "minItems": 1},
         "attrs": {"type": "object"},
@@ -176,9 +177,28 @@ def validator():
         # An integer is an int: YAML's 1.0e+308 or .inf is a float and never stands in for a count.
         checker = base.TYPE_CHECKER.redefine(
             "integer", lambda _c, v: isinstance(v, int) and not isinstance(v, bool))
-        _VALIDATOR = jsonschema.validators.extend(base, {"$ref": _memo_ref(base.VALIDATORS["$ref"])},
+        _VALIDATOR = jsonschema.validators.extend(base, {"$ref": _memo_ref(base.VALIDATORS["$ref"]),
+                                                         "shapeChoiceItems": _shape_choice_items},
                                                   type_checker=checker)(schema)
     return _VALIDATOR
+
+
+def _is_shape(value: Any) -> bool:
+    return type(value) is list and len(value) <= MAX_DIMS and all(
+        type(d) is int and 0 <= d <= DIM["maximum"] for d in value)
+
+
+def _shape_choice_items(validator: Any, subschema: Any, instance: Any, schema: Any) -> Iterator[Any]:
+    """`items` of `shape_choices`, each choice first checked in plain Python (a shape, or a non-empty list of
+    shapes: exactly what SHAPE_CHOICE accepts), so 100,000 choices validate in a fraction of a second instead of
+    the schema's ~0.2 ms each. A choice the plain check does not accept is validated by the schema itself, so
+    its error is the one `items` gives."""
+    if type(instance) is not list:
+        return
+    for k, item in enumerate(instance):
+        if _is_shape(item) or (type(item) is list and item and all(_is_shape(s) for s in item)):
+            continue
+        yield from validator.descend(item, subschema, path=k)
 
 
 _STEP_REF = "#/$defs/step"

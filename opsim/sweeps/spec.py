@@ -171,8 +171,11 @@ def is_sweep_file(path: str | Path) -> bool:
     """True when `path` is a readable YAML file whose top level is a sweep (False for scenarios and bad files).
     Read like a scenario (size, depth and alias limits), so a hostile file costs no more here."""
     from opsim.errors import ScenarioError
-    from opsim.scenario.source import read_source
+    from opsim.scenario.source import read_source, read_text_file
     try:
+        text = read_text_file(path, "a scenario .yaml file", "scenario")
+        if SWEEP_KEY not in text and "\\" not in text:  # no `sweep` key can be spelled without either: a
+            return False  # scenario is then not read twice (a large one takes seconds to read)
         data = read_source(Path(path))[0]
     except ScenarioError:
         return False

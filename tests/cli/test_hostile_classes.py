@@ -191,6 +191,35 @@ def test_class11_trace_bound_is_the_writers():
     assert TRACE_MAX_US * 1000 == JSON_US_MAX
 
 
+@pytest.mark.parametrize("override", ["soc_overrides.clock_mhz=1e-300", "soc_overrides.hbm_bandwidth_gbps=1e-300",
+                                      "soc_overrides.peak_fp16_flops=1e-300", "soc_overrides.h2d_bandwidth_gbps=1e-300"])
+@pytest.mark.parametrize("outputs", ["outputs.trace=true", "outputs.trace=false"])
+def test_class11_validate_refuses_soc_rates_whose_one_unit_outlasts_the_outputs(override, outputs):
+    """A rate near 0 made every kernel last beyond what trace.json (or, without it, the profiler's nanosecond
+    times) can hold: `run` failed after simulating (the profiler database with an internal error), `validate`
+    said ok."""
+    field = override.split("=")[0]
+    refused(["validate", QUICK, "--set", override, "--set", outputs], field, "give a rate a device could have")
+
+
+@pytest.mark.parametrize("trace_json", [True, False])
+def test_class11_a_run_past_the_outputs_horizon_is_refused_before_writing(tmp_path, trace_json):
+    """What no check before simulating can bound (a slow device and many large kernels) is refused after
+    simulating and before writing: one line, no internal error, no output left."""
+    s = tmp_path / "slow.yaml"
+    s.write_text("name: slow\nseed: 1\nsoc_overrides: {hbm_bandwidth_gbps: %s}\n"
+                 "outputs: {trace: %s, profiler: both}\nthreads:\n  - name: a\n    program:\n"
+                 "      - loop: {count: 20, body: [{op: Add, shape: [4096, 4096], dtype: float16}]}\n"
+                 % ("1.0e-6" if trace_json else "1.0e-9", "true" if trace_json else "false"))
+    assert cli("validate", s)[0] == 0
+    out = tmp_path / "out"
+    code, _, err = cli("run", s, "--out", out, "--quiet", "--no-progress")
+    assert code == 1, err
+    assert err.startswith("opsim: error: the run reached ") and err.count("\n") == 1, err
+    assert ("trace.json" in err) == trace_json and "internal error" not in err
+    assert not out.exists() or not any(out.iterdir())
+
+
 # 12 -----------------------------------------------------------------------------------------------------
 @pytest.mark.parametrize("text", ["a: " + "[" * 5000 + "]" * 5000, "opsim_calibration: 1\nx: '" + "y" * (5 << 20) + "'",
                                   "opsim_calibration: !!python/object:os.system x"])
