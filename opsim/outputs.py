@@ -29,6 +29,7 @@ import re
 import secrets
 import shutil
 import signal
+import sys
 import tempfile
 import threading
 from pathlib import Path
@@ -166,6 +167,8 @@ class _Deferral:
     pending: list[int] = []
     previous: dict[int, Any] = {}
     retry: threading.Timer | None = None
+    unraisable_hook: Any = None  # sys.unraisablehook before the outermost command
+    commands = 0  # stop_signals_unwind blocks open
 
 
 def _deliver(signum: int, frame: Any = None) -> None:
@@ -199,12 +202,27 @@ def _stop_handler(signum: int, frame: Any) -> None:
         _Deferral.pending.append(signum)
         return
     if _importing(frame):  # sent again to the main thread shortly, until the import has ended
-        if _Deferral.retry is None or not _Deferral.retry.is_alive():
-            _Deferral.retry = threading.Timer(IMPORT_RETRY_SECONDS, _resend, (signum,))
-            _Deferral.retry.daemon = True
-            _Deferral.retry.start()
+        _retry(signum)
         return
     _deliver(signum, frame)
+
+
+def _retry(signum: int) -> None:
+    """Send `signum` to the main thread again in IMPORT_RETRY_SECONDS (once: a retry already waiting covers it)."""
+    if _Deferral.retry is None or not _Deferral.retry.is_alive():
+        _Deferral.retry = threading.Timer(IMPORT_RETRY_SECONDS, _resend, (signum,))
+        _Deferral.retry.daemon = True
+        _Deferral.retry.start()
+
+
+def _unraisable(info: Any) -> None:
+    """sys.unraisablehook during a command: a stop signal raised where Python cannot propagate it (a weakref
+    callback, a `__del__`) would be printed as "Exception ignored" and lost; it is sent again instead."""
+    exc = info.exc_value
+    if isinstance(exc, KeyboardInterrupt):
+        _retry(getattr(exc, "signum", None) or signal.SIGINT)
+        return
+    (_Deferral.unraisable_hook or sys.__unraisablehook__)(info)
 
 
 def _resend(signum: int) -> None:
@@ -221,8 +239,11 @@ def stop_signals_unwind() -> Iterator[None]:
         yield
         return
     installed: dict[int, Any] = {}
-    outermost = signal.getsignal(signal.SIGINT) is not _stop_handler
+    outermost = _Deferral.commands == 0
+    _Deferral.commands += 1
     rest = _rest_state(outermost)
+    if outermost:
+        _Deferral.unraisable_hook, sys.unraisablehook = sys.unraisablehook, _unraisable
     try:
         for sig in STOP_SIGNALS:
             old = signal.getsignal(sig)
@@ -233,17 +254,22 @@ def stop_signals_unwind() -> Iterator[None]:
             signal.signal(sig, _stop_handler)
         yield
     finally:
-        with signals_deferred():  # staged where a signal landed before its caller's `finally` was entered
-            retry, _Deferral.retry = _Deferral.retry, None
-            if retry is not None and retry.is_alive():  # a signal held through an import: acted on now
-                retry.cancel()
-                _Deferral.pending.append(retry.args[0])
-            for staged in list(_LIVE):
-                staged.discard()
-            for sig, old in installed.items():
-                signal.signal(sig, old)
-                _Deferral.previous.pop(sig, None)
-        _rest_state(outermost, rest)
+        try:
+            with signals_deferred():  # staged where a signal landed before its caller's `finally` was entered
+                retry, _Deferral.retry = _Deferral.retry, None
+                if retry is not None and retry.is_alive():  # a signal held back: acted on now
+                    retry.cancel()
+                    _Deferral.pending.append(retry.args[0])
+                for staged in list(_LIVE):
+                    staged.discard()
+                for sig, old in installed.items():
+                    signal.signal(sig, old)
+                    _Deferral.previous.pop(sig, None)
+        finally:  # (the block's end raises a signal that waited)
+            _rest_state(outermost, rest)
+            if outermost:
+                sys.unraisablehook = _Deferral.unraisable_hook or sys.__unraisablehook__
+            _Deferral.commands -= 1
 
 
 def _rest_state(outermost: bool, mask: Any = None) -> Any:

@@ -215,7 +215,10 @@ class _Builder:
         if "dtype" in step and "dtype_choices" in step:
             self.errors.add(path, "give dtype or dtype_choices, not both")
             return None
-        names = ([step["dtype"]] if "dtype" in step else list(step.get("dtype_choices") or [spec.dtypes[0]]))
+        choices = step.get("dtype_choices") or [spec.dtypes[0]]
+        if not isinstance(choices, list):  # the schema reports it (a string is not a list of dtypes)
+            return None
+        names = [step["dtype"]] if "dtype" in step else list(choices)
         out = []
         ok = True
         for k, n in enumerate(names):

@@ -34,6 +34,7 @@ class _Errors:
         self.lines = lines
         self.overridden = overridden
         self.items: list[tuple[int, str]] = []
+        self._entries: set[str] = set()  # the entries so far, so a repeated one is found at once
 
     def line_of(self, path: Path_) -> int | None:
         path = tuple(path)
@@ -55,7 +56,8 @@ class _Errors:
             if line is not None:
                 where += f":{line}"
         entry = shown(f"{where}: {format_path(path)}: {message}", MAX_ENTRY, quote=False)
-        if entry not in (e for _, e in self.items):
+        if entry not in self._entries:
+            self._entries.add(entry)
             self.items.append((self.line_of(path) or 0, entry))
 
     def raise_if_any(self) -> None:

@@ -166,6 +166,12 @@ def build_schema() -> dict[str, Any]:
 _VALIDATOR = None
 
 
+def strict_integers(base: Any) -> Any:
+    """`base`'s type checker with "integer" meaning an int (not a bool): YAML's 1.0e+308 or .inf is a float
+    and never stands in for a count (jsonschema's own check takes any float with an integral value)."""
+    return base.TYPE_CHECKER.redefine("integer", lambda _c, v: isinstance(v, int) and not isinstance(v, bool))
+
+
 def validator():
     """A cached `jsonschema` validator of the scenario schema."""
     global _VALIDATOR
@@ -174,9 +180,7 @@ def validator():
         schema = build_schema()
         base = jsonschema.validators.validator_for(schema)
         base.check_schema(schema)
-        # An integer is an int: YAML's 1.0e+308 or .inf is a float and never stands in for a count.
-        checker = base.TYPE_CHECKER.redefine(
-            "integer", lambda _c, v: isinstance(v, int) and not isinstance(v, bool))
+        checker = strict_integers(base)
         _VALIDATOR = jsonschema.validators.extend(base, {"$ref": _memo_ref(base.VALIDATORS["$ref"]),
                                                          "shapeChoiceItems": _shape_choice_items},
                                                   type_checker=checker)(schema)
@@ -232,5 +236,5 @@ def _memo_ref(ref: Callable[..., Iterator[Any]]) -> Callable[..., Iterator[Any]]
     return memo_ref
 
 
-__all__ = ["build_schema", "validator", "ENV_VARS", "CACHE_MODES", "DEFAULT_EPOCH_US", "PROFILER_FORMATS", "STEP_KEYS",
+__all__ = ["build_schema", "validator", "strict_integers", "ENV_VARS", "CACHE_MODES", "DEFAULT_EPOCH_US", "PROFILER_FORMATS", "STEP_KEYS",
            "MAX_DIMS"]

@@ -142,6 +142,7 @@ class _Errors:
 
     def __init__(self, label: str, lines: Mapping[tuple, int]):
         self.label, self.lines, self.items = label, lines, []
+        self._entries: set[str] = set()  # a repeated entry found at once (thousands of points may repeat one)
 
     def add(self, path: Iterable[Any], message: str) -> None:
         from opsim.scenario.messages import format_path
@@ -151,7 +152,8 @@ class _Errors:
             probe = probe[:-1]
         line = self.lines.get(probe)
         entry = shown(f"{self.label}{f':{line}' if line else ''}: {format_path(path)}: {message}", 1000, quote=False)
-        if entry not in self.items:
+        if entry not in self._entries:
+            self._entries.add(entry)
             self.items.append(entry)
 
     def raise_if_any(self) -> None:
@@ -310,9 +312,11 @@ def _check_names(data: dict[str, Any], errors: _Errors) -> None:
 def _schema_errors(data: dict[str, Any], errors: _Errors) -> None:
     from jsonschema import Draft202012Validator
     from jsonschema.exceptions import best_match
+    from jsonschema.validators import extend
 
     from opsim.scenario.messages import _report  # the scenario loader's error wording, shared
-    for err in Draft202012Validator(SCHEMA).iter_errors(data):
+    from opsim.scenario.schema import strict_integers
+    for err in extend(Draft202012Validator, type_checker=strict_integers(Draft202012Validator))(SCHEMA).iter_errors(data):
         _report(err, errors, best_match)
 
 

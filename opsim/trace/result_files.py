@@ -75,6 +75,27 @@ def _is_name(v: Any) -> bool:
     return v.__class__ is str or v is None
 
 
+_META_KINDS = {"makespan_us": "a number", "pools": "a mapping of numbers", "threads": "a list of names", "streams": "a number",
+               "soc": "a name", "scenario": "a name", "trace": "true or false"}
+"""The meta fields a Result reads, with what each must be."""
+
+
+def _meta_problem(meta: Mapping[str, Any]) -> str | None:
+    """Why the meta fields a Result reads (makespan, pools, threads...) are damaged, or None."""
+    for key, want in _META_KINDS.items():
+        v = meta.get(key)
+        ok = v is None or {
+            "a number": lambda: _is_num(v) and (v.__class__ is int or math.isfinite(v)),
+            "a mapping of numbers": lambda: isinstance(v, dict) and all(
+                _is_num(x) and x is not None for x in v.values()),
+            "a list of names": lambda: isinstance(v, list) and all(map(_is_name, v)),
+            "a name": lambda: v.__class__ is str,
+            "true or false": lambda: v.__class__ is bool}[want]()
+        if not ok:
+            return f"meta.{key}: {shown(v, 60)} is not {want}"
+    return None
+
+
 def records_problem(doc: Mapping[str, Any]) -> str | None:
     """Why a records document (format and version already checked) is damaged, as "field: problem", or None."""
     from opsim.trace.recorder import COLUMNS, _CODED, _NUMERIC
@@ -86,6 +107,9 @@ def records_problem(doc: Mapping[str, Any]) -> str | None:
     for name, rel in (doc.get("outputs") or {}).items():
         if not isinstance(rel, str) or path_problem(rel) or os.path.isabs(rel) or ".." in Path(rel).parts:
             return f"outputs.{shown(name, 60, quote=False)}: {shown(rel, 60)} is not a file name inside the run directory"
+    problem = _meta_problem(doc.get("meta") or {})
+    if problem:
+        return problem
     records = doc.get("records")
     if not isinstance(records, dict):
         return "records: missing"

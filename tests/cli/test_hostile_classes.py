@@ -351,6 +351,10 @@ DAMAGE = {
     "list in names": lambda d: d["records"]["cache"]["op"].__setitem__(0, []),
     "bool in numbers": lambda d: d["records"]["memory"]["size"].__setitem__(0, True),
     "meta list": lambda d: d.__setitem__("meta", []),
+    "makespan text": lambda d: d["meta"].__setitem__("makespan_us", ""),  # campaign seed 31, case 5035
+    "makespan inf": lambda d: d["meta"].__setitem__("makespan_us", float("inf")),
+    "pools text": lambda d: d["meta"].__setitem__("pools", {"hbm": "big"}),
+    "threads number": lambda d: d["meta"].__setitem__("threads", 3),
     "summary list": lambda d: d.__setitem__("summary", [1]),
     "stdout number": lambda d: d.__setitem__("stdout_text", 3),
 }
@@ -428,6 +432,23 @@ def test_corrupted_manifest_never_removes_a_user_directory(tmp_path):
     (out / ".opsim-manifest.json").write_text(json.dumps(m))  # an old manifest: no hashes, directories never removed
     assert cli("run", QUICK, "--out", out, "--quiet", "--no-progress")[0] == 0
     assert (user / "keep.txt").read_text() == "mine"
+
+
+# found by the seed-31 campaign ----------------------------------------------------------------------------
+@pytest.mark.parametrize("body", ["seeds: 1.0e+300\n", "seeds: 2.0\n",
+                                  "random: {samples: 2.0, params: {seed: {integer: [0, 9]}}}\n"])
+def test_sweep_counts_written_as_floats_are_refused(tmp_path, body):
+    """jsonschema's own "integer" takes 1.0e+300; point_count then called len() on it (a traceback)."""
+    refused(["validate", sweep(tmp_path, body)], "expected an integer, got float")
+
+
+def test_a_long_string_where_a_list_of_dtypes_belongs_is_refused_at_once(tmp_path):
+    """`dtype_choices: xxx...` (100,000 characters) made one error per character, each compared with every
+    earlier one: validate hung."""
+    p = scenario_with(tmp_path, "dtype_choices: [float, float16]", "dtype_choices: " + "x" * 100_000)
+    t0 = time.perf_counter()
+    refused(["validate", p], "dtype_choices: expected a list")
+    assert time.perf_counter() - t0 < 30  # (it took hours: one error per character, each compared with all)
 
 
 # 21 -----------------------------------------------------------------------------------------------------

@@ -126,3 +126,21 @@ def test_a_signal_early_in_a_run_leaves_no_staging_and_one_line(tmp_path, sig):
         assert code in (0, 128 + sig), (delay, code, err.getvalue())
         if code:
             assert err.getvalue() == "opsim: interrupted\n", delay
+
+
+def test_a_signal_landing_in_a_finaliser_is_sent_again_not_lost(capfd):
+    """A handler raising inside a weakref callback or `__del__` cannot propagate: Python printed "Exception
+    ignored" and the signal was lost (the campaign saw it in a WeakSet callback)."""
+    class Dying:
+        def __del__(self):
+            os.kill(os.getpid(), signal.SIGINT)
+            for _ in range(1000):  # the handler runs at one of these calls
+                len(())
+
+    with pytest.raises(KeyboardInterrupt):
+        with stop_signals_unwind():
+            Dying()
+            time.sleep(2)
+    assert "Exception ignored" not in capfd.readouterr().err
+    from opsim.outputs import _unraisable
+    assert sys.unraisablehook is not _unraisable
