@@ -28,6 +28,7 @@ It is a measurement, not a test: it exits 0 whatever the figures.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import statistics
 import sys
@@ -212,7 +213,7 @@ def load_workloads() -> tuple[dict[str, list], dict[str, str]]:
     for name, files in WORKLOADS.items():
         recs, _t, sources = read_profiles(files)
         rel = {str(f): str(f.relative_to(ROOT)) for f in files}
-        groups[name] = [r.__class__(**{**r.__dict__, "source": rel.get(r.source, r.source)}) for r in recs]
+        groups[name] = [dataclasses.replace(r, source=rel.get(r.source, r.source)) for r in recs]
         socs.update({rel.get(k, k): v for k, v in socs_of(sources).items()})
     return groups, socs
 

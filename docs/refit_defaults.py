@@ -9,6 +9,7 @@ model (docs/refit_family.py, opsim/device/family_defaults.yaml), so this file ke
 """
 from __future__ import annotations
 
+import dataclasses
 import sys
 from pathlib import Path
 
@@ -34,7 +35,7 @@ def build() -> Calibration:
     for rel in SOURCES:
         table = read_kernels(ROOT / rel)
         # provenance names the file relative to the repository, whatever the working directory
-        rows = [r.__class__(**{**r.__dict__, "source": str(rel)}) for r in table.rows]
+        rows = [dataclasses.replace(r, source=str(rel)) for r in table.rows]
         records.extend(rows)
         sources.append({"file": str(rel), "kind": "kernels", "kernels": len(rows), "skipped": dict(table.skipped)})
     timing = fit_device(records, signatures=False, name="built-in defaults (defaults_910b.yaml)")

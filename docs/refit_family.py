@@ -9,6 +9,7 @@ residuals, so the band printed next to a prediction is an out-of-sample spread.
 """
 from __future__ import annotations
 
+import dataclasses
 import sys
 from pathlib import Path
 
@@ -41,7 +42,7 @@ def load() -> tuple[dict, dict]:
     for name, files in WORKLOADS.items():
         recs, _t, sources = read_profiles([ROOT / f for f in files])
         rel = {str(ROOT / f): str(f) for f in files}
-        groups[name] = [r.__class__(**{**r.__dict__, "source": rel.get(r.source, r.source)}) for r in recs]
+        groups[name] = [dataclasses.replace(r, source=rel.get(r.source, r.source)) for r in recs]
         socs.update({rel.get(k, k): v for k, v in socs_of(sources).items()})
     return groups, socs
 

@@ -127,6 +127,15 @@ def atomic_file(path: str | os.PathLike, mode: str = "w", **open_kw: Any) -> Ite
 
 def write_text_atomic(path: str | os.PathLike, text: str, encoding: str = "utf-8") -> Path:
     """Write `text` to `path` (creating its directory) through `atomic_file`, newlines as given; returns the path."""
+    with atomic_text_file(path, encoding) as fh:
+        fh.write(text)
+    return Path(path)
+
+
+@contextlib.contextmanager
+def atomic_text_file(path: str | os.PathLike, encoding: str = "utf-8") -> Iterator[IO[str]]:
+    """`atomic_file` for text written piece by piece (newlines as given), its directory created first: a
+    writer that streams its rows holds none of them."""
     p = Path(path)
     _check_output_file(p, create_parents=True)
     try:
@@ -134,8 +143,7 @@ def write_text_atomic(path: str | os.PathLike, text: str, encoding: str = "utf-8
     except OSError as exc:
         raise OutputPathError(f"{p}: its directory cannot be created ({exc.strerror or exc})") from None
     with atomic_file(p, encoding=encoding, newline="") as fh:
-        fh.write(text)
-    return p
+        yield fh
 
 
 def _umask() -> int:
@@ -536,5 +544,5 @@ _LIVE: dict = {}
 """The staged outputs not yet committed or discarded (see stop_signals_unwind); held strongly, since a signal
 may cut the constructor short after its staging directory exists, leaving no other reference."""
 
-__all__ = ["output_file_problem", "stop_signals_unwind", "Terminated", "STOP_SIGNALS", "OutputDir", "atomic_file", "atomic_path", "write_text_atomic", "record_output", "read_manifest", "owned_entries", "entry_digest", "output_dir_problem", "signals_deferred",
+__all__ = ["output_file_problem", "stop_signals_unwind", "Terminated", "STOP_SIGNALS", "OutputDir", "atomic_file", "atomic_path", "atomic_text_file", "write_text_atomic", "record_output", "read_manifest", "owned_entries", "entry_digest", "output_dir_problem", "signals_deferred",
            "MANIFEST"]

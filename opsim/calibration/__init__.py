@@ -20,12 +20,13 @@ from typing import Any, Iterable
 from opsim.calibration.features import record_features, record_signature
 from opsim.calibration.fit import Sample, fit_kernels, provenance_of
 from opsim.calibration.host import HostCalls, host_table_from_statistics, host_table_of, queue_phases
-from opsim.calibration.soc_evidence import match_preset, soc_evidence
+from opsim.calibration.soc_evidence import EvidenceReader, match_preset
 from opsim.device.fitted import FittedTiming, HostApiTiming, SignatureTime
 from opsim.device.fitted_io import fitted_from_dict, fitted_to_dict
 from opsim.errors import CalibrationError, ProfileFormatError
 from opsim.ingest import KernelRecord, iter_api_statistic, iter_db_api_events, iter_db_kernels, locate_profiles, \
-    read_kernels, read_trace_view
+    read_trace_view
+from opsim.ingest.kernels import iter_kernels
 from opsim.ingest.sources import is_db
 
 FORMAT_VERSION = 1
@@ -139,6 +140,24 @@ def read_profiles(paths: Iterable[str | Path]) -> tuple[list[KernelRecord], list
     return records, traces, sources
 
 
+def _stream_kernels(path: Path) -> tuple[list[KernelRecord], dict[str, int], Any]:
+    """(kernel records, skipped rows by reason, SoC evidence) of a kernel table read as a stream: only the
+    typed records are kept (what the fit needs), never the rows' text or cells."""
+    records: list[KernelRecord] = []
+    skipped: dict[str, int] = {}
+    reader = None
+    for _line, _raw, cells, rec, reason in iter_kernels(path):
+        if reader is None:
+            reader = EvidenceReader(cells)
+        elif rec is None:
+            skipped[reason] = skipped.get(reason, 0) + 1
+        else:
+            records.append(rec)
+            reader.add(rec, cells)
+    assert reader is not None  # iter_kernels yields the header first or raises
+    return records, skipped, reader.evidence()
+
+
 def _read_profile(files: Any, records: list[KernelRecord], traces: list[Any], sources: list[dict]) -> None:
     """Append one profile's kernel rows, host-call source and source descriptions (db and api_statistic.csv
     included: a profile with no per-call host times gives its api_statistic.csv means instead)."""
@@ -148,9 +167,7 @@ def _read_profile(files: Any, records: list[KernelRecord], traces: list[Any], so
             rows = list(iter_db_kernels(k, skipped))
             evidence = None  # the db's kernel rows carry no PMU cycle columns to read a clock from
         else:
-            table = read_kernels(k)
-            rows, skipped = table.rows, table.skipped
-            evidence = soc_evidence(table)
+            rows, skipped, evidence = _stream_kernels(k)
         records.extend(rows)
         source = {"file": str(k), "kind": "kernels", "kernels": len(rows), "skipped": dict(skipped)}
         if evidence is not None:

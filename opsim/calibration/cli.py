@@ -37,10 +37,9 @@ def cmd_calibrate(args: argparse.Namespace, out: TextIO) -> int:
 
 def cmd_predict(args: argparse.Namespace, out: TextIO) -> int:
     from opsim.calibration import load_calibration
-    from opsim.calibration.predict import predict_table, write_predictions
+    from opsim.calibration.predict import predict_file
     from opsim.device.cost import CostModel
     from opsim.device.soc import get_soc
-    from opsim.ingest import read_kernels
     cal = load_calibration(args.calibration)
     from opsim.calibration.predict_host import is_api_statistic, predict_api_statistic
     if is_api_statistic(args.kernels):  # torch_npu's host API table: host predictions, not kernels
@@ -48,15 +47,13 @@ def cmd_predict(args: argparse.Namespace, out: TextIO) -> int:
         out.write(f"{path}: {n} ACLNN API row(s) predicted\n")
         return 0
     soc = args.soc or (cal.soc if cal is not None else None)
-    cost = CostModel(get_soc(soc) if soc else get_soc(), fitted=cal.timing if cal is not None else None)
-    table = read_kernels(args.kernels)
-    if soc is None:  # the table's own PMU clock and block dims name its SoC
-        from opsim.calibration.soc_evidence import match_preset, soc_evidence
-        cost = CostModel(get_soc(match_preset(soc_evidence(table))),
-                         fitted=cal.timing if cal is not None else None)
-    predicted = predict_table(cost, table)
-    path = write_predictions(table, predicted, args.output)
-    skipped = f", {table.n_skipped} skipped ({', '.join(f'{k}: {v}' for k, v in table.skipped.items())})" \
-        if table.skipped else ""
-    out.write(f"{path}: {len(predicted)} kernel(s) predicted{skipped}\n")
+    if soc is None:  # the table's own PMU clock and block dims name its SoC (a first pass over the file)
+        from opsim.calibration.predict import table_evidence
+        from opsim.calibration.soc_evidence import match_preset
+        soc = match_preset(table_evidence(args.kernels))
+    cost = CostModel(get_soc(soc), fitted=cal.timing if cal is not None else None)
+    path, n, skipped_rows = predict_file(cost, args.kernels, args.output)  # the rows streamed, none held
+    skipped = f", {sum(skipped_rows.values())} skipped ({', '.join(f'{k}: {v}' for k, v in skipped_rows.items())})" \
+        if skipped_rows else ""
+    out.write(f"{path}: {n} kernel(s) predicted{skipped}\n")
     return 0

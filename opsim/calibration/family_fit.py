@@ -25,7 +25,7 @@ _LO = (math.log(0.05), math.log(0.005), math.log(0.02), math.log(500.0))
 _HI = (math.log(500.0), math.log(1.0), math.log(1.0), math.log(1e7))
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class WorkSample:
     """One measured kernel as the family model sees it."""
 

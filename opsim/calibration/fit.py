@@ -28,7 +28,7 @@ MIN_SLOPE_FEATURE = 4096.0
 MAX_US_PER_UNIT = 1e-3
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Sample:
     """One measured kernel: features, duration and where it came from."""
 

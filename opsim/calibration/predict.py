@@ -6,11 +6,15 @@ applies in exactly the same way to a profile's rows and to opsim's own kernels.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from opsim.calibration.features import record_signature, record_work
 from opsim.device.cost import CostModel
 from opsim.device.predictor import Prediction
-from opsim.ingest.kernels import KernelRecord, KernelTable
+from opsim.ingest.kernels import KernelRecord, KernelTable, iter_kernels
+
+if TYPE_CHECKING:
+    from opsim.calibration.soc_evidence import SocEvidence
 
 PREDICTED_COLUMN = "Predicted Duration(us)"
 #: the columns `opsim predict` appends, in order.
@@ -50,16 +54,52 @@ def render_predictions(table: KernelTable, predicted: "dict[int, Prediction | fl
     appended (empty for skipped rows)."""
     nl = table.newline
     lines = [f"{table.raw_header}," + ",".join(PREDICTED_COLUMNS)]
-    empty = "," * (len(PREDICTED_COLUMNS) - 1)
     for line, raw in zip(table.lines, table.raw_rows):
-        p = predicted.get(line)
-        if p is None:
-            lines.append(f"{raw},{empty}")
-        elif isinstance(p, Prediction):
-            lines.append(f"{raw},{p.us:.3f},{p.low:.3f},{p.high:.3f},{p.level}")
-        else:
-            lines.append(f"{raw},{p:.3f},,,")
+        lines.append(f"{raw},{_appended(predicted.get(line))}")
     return nl.join(lines) + nl
+
+
+def _appended(p: "Prediction | float | None") -> str:
+    """The columns appended to one row (empty for a skipped row)."""
+    if p is None:
+        return "," * (len(PREDICTED_COLUMNS) - 1)
+    if isinstance(p, Prediction):
+        return f"{p.us:.3f},{p.low:.3f},{p.high:.3f},{p.level}"
+    return f"{p:.3f},,,"
+
+
+def table_evidence(path: str | Path) -> "SocEvidence":
+    """What a kernel table's own numbers say about its SoC, read as a stream (one row held at a time)."""
+    from opsim.calibration.soc_evidence import EvidenceReader
+    reader = None
+    for _line, _raw, cells, rec, _reason in iter_kernels(path):
+        if reader is None:
+            reader = EvidenceReader(cells)
+        elif rec is not None:
+            reader.add(rec, cells)
+    assert reader is not None  # iter_kernels yields the header first or raises
+    return reader.evidence()
+
+
+def predict_file(cost: CostModel, path: str | Path, out: str | Path) -> tuple[Path, int, dict[str, int]]:
+    """`render_predictions` of the table at `path` written to `out` one row at a time, so memory stays that
+    of one row whatever the table's length: (written file, kernels predicted, skipped rows by reason)."""
+    from opsim.outputs import atomic_text_file
+    rows = iter_kernels(path)
+    _line, raw, _cells, _rec, _reason = next(rows)
+    nl = "\r\n" if raw.endswith("\r\n") else "\n"
+    n, skipped = 0, {}
+    with atomic_text_file(out) as fh:
+        fh.write(f"{raw.rstrip(chr(13) + chr(10))}," + ",".join(PREDICTED_COLUMNS) + nl)
+        for _line, raw, _cells, rec, reason in rows:
+            if rec is None:
+                skipped[reason] = skipped.get(reason, 0) + 1
+                p = None
+            else:
+                p = predict_full(cost, rec)
+                n += 1
+            fh.write(f"{raw.rstrip(chr(13) + chr(10))},{_appended(p)}{nl}")
+    return Path(out), n, skipped
 
 
 def write_predictions(table: KernelTable, predicted: "dict[int, Prediction | float]", out: str | Path) -> Path:

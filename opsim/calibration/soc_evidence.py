@@ -11,7 +11,7 @@ from __future__ import annotations
 import statistics
 from dataclasses import dataclass
 
-from opsim.ingest.kernels import KernelTable
+from opsim.ingest.kernels import KernelRecord, KernelTable
 
 #: the clock is the median over the first this many kernels (a long table says nothing more about it).
 _CLOCK_ROWS = 5000
@@ -38,27 +38,41 @@ def _float(cells: list[str], i: int | None) -> float | None:
     return v if v == v and 0 < v < 1e20 else None
 
 
+class EvidenceReader:
+    """`soc_evidence` fed one row at a time (`add(record, cells)`), so a table read as a stream is never held:
+    it keeps the largest block dims and the clocks of the first _CLOCK_ROWS kernels."""
+
+    def __init__(self, header: list[str]):
+        self.col = {name: i for i, name in reversed(list(enumerate(header)))}
+        self.clocks: list[float] = []
+        self.kernels = 0
+        self.cube = self.vec = 0
+
+    def add(self, rec: KernelRecord, cells: list[str] | None) -> None:
+        if rec.core in ("AI_CORE", "MIX_AIC"):
+            self.cube = max(self.cube, rec.block_dim)
+        elif rec.core == "MIX_AIV":
+            self.vec = max(self.vec, rec.block_dim)
+        self.kernels += 1
+        if self.kernels > _CLOCK_ROWS or cells is None or rec.block_dim <= 0:
+            return
+        for t_name, c_name in _PAIRS:
+            t, c = _float(cells, self.col.get(t_name)), _float(cells, self.col.get(c_name))
+            if t is not None and c is not None:
+                self.clocks.append(c / (t * rec.block_dim))
+
+    def evidence(self) -> SocEvidence:
+        return SocEvidence(clock_mhz=statistics.median(self.clocks) if self.clocks else None,
+                           n_clock=len(self.clocks), cube_cores=self.cube, vector_cores=max(self.vec, 2 * self.cube))
+
+
 def soc_evidence(table: KernelTable) -> SocEvidence:
     """The clock and core counts a kernel table's PMU columns and block dims show."""
-    col = {name: i for i, name in reversed(list(enumerate(table.header)))}
-    clocks: list[float] = []
-    cube = vec = 0
-    for rec in table.rows:
-        if rec.core in ("AI_CORE", "MIX_AIC"):
-            cube = max(cube, rec.block_dim)
-        elif rec.core == "MIX_AIV":
-            vec = max(vec, rec.block_dim)
+    reader = EvidenceReader(table.header)
     by_line = dict(zip(table.lines, table.cells))
-    for rec in table.rows[:_CLOCK_ROWS]:
-        cells = by_line.get(rec.row)
-        if cells is None or rec.block_dim <= 0:
-            continue
-        for t_name, c_name in _PAIRS:
-            t, c = _float(cells, col.get(t_name)), _float(cells, col.get(c_name))
-            if t is not None and c is not None:
-                clocks.append(c / (t * rec.block_dim))
-    return SocEvidence(clock_mhz=statistics.median(clocks) if clocks else None, n_clock=len(clocks),
-                       cube_cores=cube, vector_cores=max(vec, 2 * cube))
+    for rec in table.rows:
+        reader.add(rec, by_line.get(rec.row))
+    return reader.evidence()
 
 
 def match_preset(ev: SocEvidence, default: str = "Ascend910B2") -> str:

@@ -80,7 +80,7 @@ def dtype_itemsize(name: str) -> float:
     return max(DataType.parse(name).itemsize, 0.0)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class KernelRecord:
     """One device kernel row of a kernel table, typed. Times in microseconds as the file gives them."""
 
@@ -171,6 +171,8 @@ class _UnknownDtype(Exception):
 #: parsed shape and dtype cells by their text: a long profile repeats the same few hundred (bounded memory).
 _SHAPES_SEEN: dict[str, tuple] = {}
 _DTYPES_SEEN: dict[str, tuple] = {}
+_WORDS_SEEN: dict[str, tuple] = {}
+_TEXT_SEEN: dict[str, str] = {}
 _SEEN_LIMIT = 1 << 14
 
 
@@ -265,7 +267,24 @@ class _RowReader:
         v = self.raw(key)
         if v is None:
             return ()
-        return tuple(w.strip().upper() for w in v.split(";") if w.strip())
+        hit = _WORDS_SEEN.get(v)
+        if hit is None:
+            if len(_WORDS_SEEN) >= _SEEN_LIMIT:
+                _WORDS_SEEN.clear()
+            hit = _WORDS_SEEN[v] = tuple(w.strip().upper() for w in v.split(";") if w.strip())
+        return hit
+
+    def text(self, key: str) -> str | None:
+        """`raw`, one string object per distinct text (a million rows name a few hundred kernels)."""
+        v = self.raw(key)
+        if v is None:
+            return None
+        hit = _TEXT_SEEN.get(v)
+        if hit is None:
+            if len(_TEXT_SEEN) >= _SEEN_LIMIT:
+                _TEXT_SEEN.clear()
+            hit = _TEXT_SEEN[v] = v
+        return hit
 
 
 def _unquote(cell: str) -> str:
@@ -398,11 +417,17 @@ def read_kernels(path: str | Path, *, keep_raw: bool = True) -> KernelTable:
     return table
 
 
+def _source_name(path: Path) -> str:
+    """str(path), one string per file (each record names its file)."""
+    text = str(path)
+    return _TEXT_SEEN.setdefault(text, text)
+
+
 def _parse_row(path: Path, header: list[str], columns: dict[str, int], line: int,
                cells: list[str]) -> tuple[KernelRecord | None, str]:
     r = _RowReader(path, header, columns, line, cells)
     core_text = r.raw("core")
-    op_type = r.raw("op_type")
+    op_type = r.text("op_type")
     if core_text is None or op_type is None:
         return None, "no op type or accelerator core"
     core = canonical_core(core_text)
@@ -425,7 +450,7 @@ def _parse_row(path: Path, header: list[str], columns: dict[str, int], line: int
         out_dtypes = ()
     block_dim = r.integer("block_dim")
     rec = KernelRecord(
-        source=str(path), row=line, name=r.raw("name") or op_type, op_type=op_type, core=core,
+        source=_source_name(path), row=line, name=r.text("name") or op_type, op_type=op_type, core=core,
         block_dim=block_dim if block_dim is not None else 0,
         input_shapes=in_shapes or (), input_dtypes=in_dtypes,
         output_shapes=out_shapes or (), output_dtypes=out_dtypes,
