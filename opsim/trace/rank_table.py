@@ -38,8 +38,22 @@ def rank_row(rank: int, *, slowdown: float, calls: int, device_end_us: float, co
     return row
 
 
+MAX_LINES = 16
+"""Ranks listed one per line in the run table; a larger job gets its range and its slowest ranks."""
+
+
 def rank_lines(rows: list[Mapping[str, Any]]) -> list[tuple[str, str]]:
-    """The run table's lines for the ranks (one each)."""
+    """The run table's lines for the ranks: one each up to MAX_LINES ranks, else the spread over all ranks
+    and the lines of the ranks that waited least (the slowest: the others wait for them) and most."""
+    if len(rows) > MAX_LINES:
+        by_wait = sorted(rows, key=lambda r: (r["wait_us"], r["rank"]))
+        waits = f"wait {_ms(by_wait[0]['wait_us'])} - {_ms(by_wait[-1]['wait_us'])}"
+        return [(f"ranks ({len(rows)})", f"{waits}; listed: the 3 that waited least and the one that waited most"),
+                *_lines(by_wait[:3] + by_wait[-1:])]
+    return _lines(rows)
+
+
+def _lines(rows: list[Mapping[str, Any]]) -> list[tuple[str, str]]:
     out = []
     for r in rows:
         parts = []

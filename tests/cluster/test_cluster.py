@@ -190,3 +190,20 @@ def test_a_single_rank_scenario_has_no_rank_table():
     data["threads"][0]["program"][0]["loop"]["body"].pop()
     res = run(data)
     assert "ranks" not in res.summary and res.ranks == []
+
+
+def test_result_tables_of_a_job_survive_load_result(tmp_path):
+    import opsim
+    data = job(2, ranks=[{}, {"slowdown": 1.2}])
+    data["outputs"] = {}
+    live = opsim.run(copy.deepcopy(data), out_dir=tmp_path / "o")
+    loaded = opsim.load_result(tmp_path / "o")
+    for res in (live, loaded):
+        assert list(res.ranks["rank"]) == [0, 1] and list(res.ranks["slowdown"]) == [1.0, 1.2]
+        assert len(res.collectives) == 6 and set(res.collectives["rank"]) == {0, 1}
+        assert (res.collectives["wait_us"] >= 0).all()
+    assert live.rank(1).device_tasks["dur"].sum() > live.rank(0).device_tasks["dur"].sum()
+    with pytest.raises(Exception, match="holds 0 ranks"):
+        loaded.rank(1)
+    assert opsim.run(job(2) | {"cluster": {"size": 1}, "groups": [{"name": "world", "ranks": [0]}]},
+                     write=False).ranks["rank"].tolist() == [0]
