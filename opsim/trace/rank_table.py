@@ -42,6 +42,29 @@ MAX_LINES = 16
 """Ranks listed one per line in the run table; a larger job gets its range and its slowest ranks."""
 
 
+def ranks_section(rows: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """summary.json's `ranks`: the rows keyed by rank ("0", "1", ...), so a sweep can name
+    `summary.ranks.3.wait_us`."""
+    return {str(r["rank"]): r for r in rows}
+
+
+def cluster_section(rows: list[Mapping[str, Any]]) -> dict[str, Any]:
+    """summary.json's `cluster`: the job's headline figures (what a sweep over ranks or links compares)."""
+    slowest = min(rows, key=lambda r: (r["wait_us"], r["rank"]))
+    waiting = max(rows, key=lambda r: (r["wait_us"], -r["rank"]))
+    out = {"size": len(rows), "collectives": sum(r["collectives"] for r in rows),
+           "max_wait_us": waiting["wait_us"], "waiting_rank": waiting["rank"], "slowest_rank": slowest["rank"],
+           "max_transit_us": max(r["transit_us"] for r in rows)}
+    if "communication_not_overlapped_us" in rows[0]:
+        out["max_communication_not_overlapped_us"] = max(r["communication_not_overlapped_us"] for r in rows)
+    return out
+
+
+CLUSTER_FIELDS = ("size", "collectives", "max_wait_us", "waiting_rank", "slowest_rank", "max_transit_us",
+                  "max_communication_not_overlapped_us")
+"""The fields of summary.json's `cluster` section (a job's run only)."""
+
+
 def rank_lines(rows: list[Mapping[str, Any]]) -> list[tuple[str, str]]:
     """The run table's lines for the ranks: one each up to MAX_LINES ranks, else the spread over all ranks
     and the lines of the ranks that waited least (the slowest: the others wait for them) and most."""
@@ -75,4 +98,4 @@ def _ms(us: float) -> str:
     return f"{us / 1000.0:.3f} ms"
 
 
-__all__ = ["rank_row", "rank_lines"]
+__all__ = ["rank_row", "rank_lines", "ranks_section", "cluster_section", "CLUSTER_FIELDS"]
