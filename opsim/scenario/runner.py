@@ -467,7 +467,7 @@ def _rank_row(run: _Run) -> dict[str, Any]:
     device_end = stats.device_end if stats is not None else max(run.sim.recorder.records("device")["end"],
                                                                 default=0.0)
     return rank_row(run.rank.index, slowdown=run.sim.settings.slowdown, calls=run.calls, device_end_us=device_end,
-                    collectives=run.rank.collectives,
+                    totals=run.rank.totals,
                     device_records=run.sim.recorder.records("device") if stats is None else None)
 
 
