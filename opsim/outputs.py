@@ -30,7 +30,6 @@ import secrets
 import shutil
 import signal
 import sys
-import tempfile
 import threading
 from pathlib import Path
 from typing import IO, Any, Iterable, Iterator
@@ -100,12 +99,14 @@ def atomic_path(path: str | os.PathLike) -> Iterator[Path]:
     A path that cannot be an output file is refused (OutputPathError) before the temporary file exists."""
     path = Path(path)
     _check_output_file(path)
+    # The name is chosen before the file exists and the removal below covers its creation: an interrupt raised
+    # as the file is made (a stop signal) leaves no temporary file behind. 96 random bits: no name is reused.
+    tmp = str(path.parent / f".{path.name[:200]}.{secrets.token_hex(12)}.tmp")
     try:
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    except OSError as exc:
-        raise OutputPathError(f"{path}: cannot write here ({exc.strerror or exc}); give another path") from None
-    os.close(fd)
-    try:
+        try:
+            os.close(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0), 0o600))
+        except OSError as exc:
+            raise OutputPathError(f"{path}: cannot write here ({exc.strerror or exc}); give another path") from None
         yield Path(tmp)
         os.chmod(tmp, 0o644 & ~_umask())
         try:
@@ -234,6 +235,7 @@ def _unraisable(info: Any) -> None:
 
 
 def _resend(signum: int) -> None:
+    _Deferral.retry = None  # done waiting: the handler this signal runs may schedule the next retry
     signal.pthread_kill(threading.main_thread().ident, signum)
 
 

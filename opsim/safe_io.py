@@ -84,10 +84,12 @@ def open_regular(path: str | os.PathLike, what: str, error: type[OpsimError] = I
                         f"give the path of {what}")
         if hasattr(os, "set_blocking"):
             os.set_blocking(fd, True)
-        return os.fdopen(fd, "rb")
     except BaseException:
         os.close(fd)
         raise
+    # Outside the `try`: once the file object exists it owns the descriptor, and an interrupt raised as fdopen
+    # returns (a stop signal) must not close it a second time, which would close whatever file reused the number.
+    return os.fdopen(fd, "rb")
 
 
 def read_bounded(path: str | os.PathLike, limit: int, what: str,

@@ -4,6 +4,7 @@ whichever thread the system hands the signal to."""
 from __future__ import annotations
 
 import contextlib
+import inspect
 import io
 import os
 import signal
@@ -25,11 +26,14 @@ class _Cut(KeyboardInterrupt):
 
 
 def _cut_at(n: int):
-    """A tracer raising `_Cut` at the n-th line executed (in any function) from when it is installed."""
+    """A tracer raising `_Cut` at the n-th line executed or function return (in any function) from when it is
+    installed."""
     seen = [0]
 
     def local(frame, event, arg):
-        if event == "line":
+        if event == "line" or (event == "return" and not frame.f_code.co_flags & inspect.CO_GENERATOR):
+            # at a line, or as a function returns (where a signal lands after a call; a generator's "return"
+            # is its yield, where no signal lands)
             seen[0] += 1
             if seen[0] == n:
                 raise _Cut()
@@ -101,27 +105,35 @@ def test_a_signal_early_in_a_run_leaves_no_staging_and_one_line(tmp_path, sig):
     """`opsim run` in this process, stopped by a signal sent from another thread at several early moments
     (the campaign's seed-31 case was SIGINT at 0.01 s)."""
     from opsim.outputs import Terminated
+    running, late = [False], []
 
-    def raise_terminated(signum, _frame):
-        raise Terminated(signum)
+    def handler(signum, _frame):  # raises while the command runs (as opsim's own would); after it, only noted
+        if not running[0]:
+            late.append(signum)
+        elif signum == signal.SIGINT:
+            raise KeyboardInterrupt()
+        else:
+            raise Terminated(signum)
 
     for delay in (0.0, 0.001, 0.003, 0.006, 0.01, 0.02, 0.04, 0.08):
         out = tmp_path / f"out{delay}"
-        previous = signal.signal(sig, raise_terminated) if sig != signal.SIGINT else None
+        previous = signal.signal(sig, handler)
         timer = threading.Timer(delay, os.kill, (os.getpid(), sig))
         err = io.StringIO()
         try:
+            running[0] = True
             try:
                 timer.start()
                 code = main(["run", str(QUICK), "--out", str(out), "--quiet", "--no-progress"], stdout=io.StringIO(),
                             stderr=err)
-                time.sleep(delay + 0.05)
-            except KeyboardInterrupt:  # the signal came after the command returned
+            except KeyboardInterrupt:  # landed before main began (in this test's own lines)
                 code = 0
+            finally:
+                running[0] = False
+            time.sleep(delay + 0.05)  # a late signal lands here
         finally:
             timer.cancel()
-            if previous is not None:
-                signal.signal(sig, previous)
+            signal.signal(sig, previous)
         assert not list(out.glob(STAGING_PREFIX + "*")) if out.exists() else True, delay
         assert code in (0, 128 + sig), (delay, code, err.getvalue())
         if code:
@@ -144,3 +156,66 @@ def test_a_signal_landing_in_a_finaliser_is_sent_again_not_lost(capfd):
     assert "Exception ignored" not in capfd.readouterr().err
     from opsim.outputs import _unraisable
     assert sys.unraisablehook is not _unraisable
+
+
+def test_an_exception_at_any_line_of_making_a_temporary_output_file_leaves_none(tmp_path):
+    """`atomic_path` (every -o file): mkstemp made the file before its name was known to the cleanup."""
+    from opsim.outputs import atomic_path
+    target = tmp_path / "p.csv"
+    with atomic_path(target):
+        pass
+    n, completed = 0, False
+    while not completed:
+        n += 1
+        tracer, _ = _cut_at(n)
+        sys.settrace(tracer)
+        try:
+            with atomic_path(target):
+                sys.settrace(None)
+                completed = True
+        except _Cut:
+            pass
+        finally:
+            sys.settrace(None)
+        assert [p.name for p in tmp_path.iterdir()] == ["p.csv"], f"cut at line {n}"
+    assert n > 5
+
+
+def test_an_exception_at_any_line_of_opening_a_file_never_closes_another(tmp_path, monkeypatch):
+    """open_regular closed its descriptor on an exception even after a file object owned it; the object then
+    closed it again, closing whatever file had reused the number (a run saw `[Errno 9] Bad file descriptor`)."""
+    from opsim.safe_io import open_regular
+    src = tmp_path / "s.yaml"
+    src.write_text("x: 1\n")
+    open_regular(src, "a file").close()
+    owned, closed = set(), []
+    real_fdopen, real_close = os.fdopen, os.close
+
+    def fdopen(fd, *a, **k):
+        f = real_fdopen(fd, *a, **k)
+        owned.add(fd)
+        return f
+
+    def close(fd):
+        closed.append(fd)
+        real_close(fd)
+    monkeypatch.setattr(os, "fdopen", fdopen)
+    monkeypatch.setattr(os, "close", close)
+    n, completed = 0, False
+    while not completed:
+        n += 1
+        owned.clear()
+        closed.clear()
+        tracer, _ = _cut_at(n)
+        sys.settrace(tracer)
+        try:
+            fh = open_regular(src, "a file")
+            sys.settrace(None)
+            completed = True
+            fh.close()
+        except _Cut:
+            pass
+        finally:
+            sys.settrace(None)
+        assert not owned & set(closed), f"a descriptor a file object owns closed by hand, cut at {n}"
+    assert n > 5
