@@ -41,13 +41,12 @@ class ImportReport:
     def summary_lines(self) -> list[str]:
         """A few lines for stdout: the figures, then the warnings by count."""
         f = self.figures
-        lines = [f"imported {f.get('calls', 0)} calls ({f.get('phase1', 0)} with phase 1) on "
-                 f"{f.get('threads', 0)} thread(s), {f.get('kernels', 0)} kernels on {f.get('streams', 0)} "
-                 f"stream(s), {f.get('profiled_ops', 0)} profiled op(s), {f.get('steps', 0)} step(s)"]
-        dev = f.get("device_tasks") or {}
-        if any(dev.values()):
-            lines.append(f"{sum(dev.values())} other device task(s) replayed: " +
-                         ", ".join(f"{n} {k}" for k, n in dev.items() if n))
+        if "job" in f:  # a job: one pair of lines per observed rank, then the job's shape
+            from opsim.importer.job_scenario import job_lines
+            lines = [f"rank {r}: {line}" for r, rf in sorted(f.get("ranks", {}).items()) for line in _rank_lines(rf)]
+            lines += job_lines(f)
+        else:
+            lines = _rank_lines(f)
         total = sum(self.warnings.values())
         if total:
             lines.append(f"{total} event(s) not replayed:")
@@ -56,6 +55,17 @@ class ImportReport:
         else:
             lines.append("every call and kernel was placed")
         return lines
+
+
+def _rank_lines(f: dict[str, Any]) -> list[str]:
+    lines = [f"imported {f.get('calls', 0)} calls ({f.get('phase1', 0)} with phase 1) on "
+             f"{f.get('threads', 0)} thread(s), {f.get('kernels', 0)} kernels on {f.get('streams', 0)} "
+             f"stream(s), {f.get('profiled_ops', 0)} profiled op(s), {f.get('steps', 0)} step(s)"]
+    dev = f.get("device_tasks") or {}
+    if any(dev.values()):
+        lines.append(f"{sum(dev.values())} other device task(s) replayed: " +
+                     ", ".join(f"{n} {k}" for k, n in dev.items() if n))
+    return lines
 
 
 __all__ = ["ImportReport"]
