@@ -146,10 +146,13 @@ def _add_import_parser(sub: Any) -> None:
 
 def cmd_import(args: argparse.Namespace, out: TextIO) -> int:
     """opsim import PROFILE -o SCENARIO: the scenario, its import report, and a short summary on stdout."""
-    from opsim.importer import import_job, import_profile, write_import
-    from opsim.importer.job import job_folders
-    if job_folders(args.profile):  # a folder of ranks: one multi-rank scenario
+    from opsim.importer import import_job, import_profile, import_ranks, write_import
+    from opsim.importer.job import is_job_folder
+    from opsim.ingest.locate import rank_dirs
+    if is_job_folder(args.profile):  # the rank folders of a job: one multi-rank scenario
         results = [write_import(import_job(args.profile, name=args.name, progress=True), args.output)]
+    elif rank_dirs(args.profile):  # rank folders without collectives: each imported on its own
+        results = import_ranks(args.profile, args.output, name=args.name, progress=True)
     else:
         results = [write_import(import_profile(args.profile, name=args.name, progress=True), args.output)]
     for result in results:

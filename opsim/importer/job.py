@@ -63,7 +63,7 @@ def job_folders(path: str | Path) -> list[Path]:
                 if n >= MAX_SCANNED:
                     raise ProfileFormatError(f"{p}: more than {MAX_SCANNED} entries; give the folder that holds "
                                              f"the job's *_ascend_pt rank folders")
-                if entry.name.endswith("_ascend_pt") and entry.is_dir():
+                if entry.name.endswith("_ascend_pt") and _is_dir(entry):
                     out.append(Path(entry.path))
                     if len(out) > MAX_RANK_FOLDERS:
                         raise ProfileFormatError(f"{p}: more than {MAX_RANK_FOLDERS} *_ascend_pt rank folders; a "
@@ -76,10 +76,24 @@ def job_folders(path: str | Path) -> list[Path]:
     return sorted(out)
 
 
+def _is_dir(entry: os.DirEntry) -> bool:
+    try:
+        return entry.is_dir()
+    except OSError as exc:  # a symbolic link loop, a dangling mount
+        raise ProfileFormatError(f"{entry.path}: cannot read this rank folder ({exc.strerror}); remove it or point "
+                                 f"it at a rank folder") from None
+
+
+def is_job_folder(path: str | Path) -> bool:
+    """Whether `path` holds rank folders of a job with collectives (any has a communication.json): those are
+    imported as one scenario; rank folders without communication files are imported one by one."""
+    return any((d / OUTPUT_DIR / "communication.json").exists() for d in job_folders(path))
+
+
 def describe(d: Path) -> RankFolder:
     """The rank id, level, steps, files and SoC of one rank folder (refused naming folder and field)."""
     rank, level = _rank_and_level(d)
-    files = frozenset(f for f in COMPARED_FILES if (d / OUTPUT_DIR / f).is_file())
+    files = frozenset(f for f in COMPARED_FILES if os.path.lexists(d / OUTPUT_DIR / f))  # (read, checked, later)
     steps = _steps(d / OUTPUT_DIR / "step_trace_time.csv") if "step_trace_time.csv" in files else ()
     soc = _soc(d / OUTPUT_DIR / "kernel_details.csv") if "kernel_details.csv" in files else ""
     return RankFolder(rank=rank, path=d, level=level, steps=steps, files=files, soc=soc)
@@ -196,4 +210,4 @@ def rank_folders(path: str | Path) -> list[RankFolder]:
     return sorted(folders, key=lambda f: f.rank)
 
 
-__all__ = ["RankFolder", "job_folders", "rank_folders", "check_consistent", "describe", "MAX_RANK_FOLDERS"]
+__all__ = ["RankFolder", "job_folders", "is_job_folder", "rank_folders", "check_consistent", "describe", "MAX_RANK_FOLDERS"]
