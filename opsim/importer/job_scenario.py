@@ -70,12 +70,29 @@ def nearest_rank(comm: dict[int, list[CommOp]]) -> int:
 
 
 def fill_ranks(size: int, observed: list[int], comm: dict[int, list[CommOp]], threads_of: dict[int, list],
-               report: ImportReport) -> dict[int, dict[str, Any]]:
-    """The `ranks` entries of the ranks the folder does not hold (see the module docstring)."""
+               report: ImportReport, groups: dict[int, frozenset] | None = None) -> dict[int, dict[str, Any]]:
+    """The `ranks` entries of the ranks the folder does not hold (see the module docstring). `groups`: each
+    rank's group names; a missing rank is modelled on an observed rank of the same groups only."""
     missing = [r for r in range(size) if r not in observed]
-    if not missing:
-        return {}
-    model = nearest_rank(comm)
+    member = (lambda r: groups.get(r, frozenset())) if groups is not None else (lambda r: frozenset())
+    classes: dict[frozenset, list[int]] = {}
+    for r in missing:
+        classes.setdefault(member(r), []).append(r)
+    entries: dict[int, dict[str, Any]] = {}
+    filled: list[dict[str, Any]] = []
+    for names, ranks in classes.items():
+        peers = {r: comm[r] for r in observed if member(r) == names}
+        if not peers:
+            raise ProfileFormatError(f"rank {ranks[0]} is in group(s) {', '.join(sorted(names)) or 'none'} but no "
+                                     f"rank folder of the job is; field ranks: import a folder holding a rank of "
+                                     f"each group")
+        entries.update(_fill_class(ranks, nearest_rank(peers), peers, threads_of, filled))
+    report.figures["filled_ranks"] = sorted(filled, key=lambda f: f["rank"])
+    return entries
+
+
+def _fill_class(missing: list[int], model: int, comm: dict[int, list[CommOp]], threads_of: dict[int, list],
+                filled: list[dict[str, Any]]) -> dict[int, dict[str, Any]]:
     late = {o.name: o.wait_us for o in comm[model]}  # the last member was ready `wait` after the model rank
     entries: dict[int, dict[str, Any]] = {}
     if max(late.values(), default=0.0) > LATE_US:
@@ -89,10 +106,11 @@ def fill_ranks(size: int, observed: list[int], comm: dict[int, list[CommOp]], th
     for r in missing[1:]:
         entries[r] = {"like": head}
     waits = {r: round(sum(o.wait_us for o in comm[r]), 3) for r in sorted(comm)}
-    report.figures["filled_ranks"] = [
+    filled += [
         {"rank": r, "like": model, "extra_idle_us": round(sum(max(v, 0.0) for v in late.values()), 3),
          "why": f"not in the folder; runs rank {model}'s threads (the observed rank nearest in arrival times: least "
-                f"total Wait Time, {waits}) and arrives at each collective when its profile says the group's last member did"}
+                f"total Wait Time, {waits}) and arrives at each collective when its profile says the group's last "
+                f"member did"}
         for r in missing]
     return entries
 
@@ -245,7 +263,12 @@ def _assemble(folders: list[RankFolder], ranks: list[dict[str, Any]], groups: di
         rename_ops(r["scenario"]["threads"], mapping)
         threads_of[r["rank"]] = r["scenario"]["threads"]
     observed = [r["rank"] for r in ranks]
-    entries = fill_ranks(size, observed, comm, threads_of, report)
+    membership: dict[int, set] = {}
+    for name, rs in groups.values():
+        for r in rs:
+            membership.setdefault(r, set()).add(name)
+    entries = fill_ranks(size, observed, comm, threads_of, report,
+                         {r: frozenset(g) for r, g in membership.items()})
     entries.update({r: {"threads": threads_of[r]} for r in observed[1:]})
     entries[observed[0]] = {}
     for th in threads_of.values():

@@ -221,3 +221,34 @@ def test_the_written_job_validates(level1, tmp_path):
     res = write_import(level1, tmp_path / "job.yaml")
     cfg = validate(res.scenario_path)
     assert cfg.cluster.size == 8
+
+
+from hypothesis import given, settings, strategies as st  # noqa: E402
+
+
+@settings(max_examples=60, deadline=None)
+@given(size=st.integers(1, 16), data=st.data())
+def test_every_missing_rank_leads_to_threads_and_is_never_earlier_than_its_model(size, data):
+    observed = sorted(data.draw(st.sets(st.integers(0, size - 1), min_size=1, max_size=min(size, 4))))
+    waits = {r: data.draw(st.lists(st.floats(0, 1e5), min_size=1, max_size=3)) for r in observed}
+    n = max(len(w) for w in waits.values())
+    comm = {r: _comm(r, w + [0.0] * (n - len(w))) for r, w in waits.items()}
+    prog = [{"collective": "allreduce", "idle_us": 50.0, "_op": f"hcom_allReduce__586_{k}_1"} for k in range(n)]
+    threads = {r: [{"name": "t", "program": [dict(s) for s in prog]}] for r in observed}
+    entries = fill_ranks(size, observed, comm, threads, ImportReport())
+    assert sorted(entries) == [r for r in range(size) if r not in observed]
+    for r, e in entries.items():
+        seen = {r}
+        while "like" in e and e["like"] not in observed:  # a `like` chain ends at a rank with threads
+            assert e["like"] not in seen
+            seen.add(e["like"])
+            e = entries[e["like"]]
+        for step in (e.get("threads") or [{"program": prog}])[0]["program"]:
+            assert step["idle_us"] >= 50.0
+
+
+def test_a_missing_rank_of_a_group_no_folder_holds_is_refused():
+    comm = {0: _comm(0, [1.0]), 1: _comm(1, [1.0])}
+    groups = {0: frozenset({"a"}), 1: frozenset({"a"}), 2: frozenset({"b"})}
+    with pytest.raises(Exception, match="rank 2 is in group"):
+        fill_ranks(3, [0, 1], comm, {0: [], 1: []}, ImportReport(), groups)
