@@ -184,4 +184,5 @@ def import_ranks(path: str | Path, out: str | Path, *, name: str | None = None,
     return results
 
 
-__all__ = ["import_profile", "import_job", "import_ranks", "write_import", "ImportResult", "ImportReport", "REPORT_SUFFIX", "CALIBRATION_SUFFIX"]
+__all__ = ["import_profile", "import_job", "import_ranks", "write_import", "ImportResult", "ImportReport",
+           "REPORT_SUFFIX", "CALIBRATION_SUFFIX"]

@@ -210,4 +210,5 @@ def rank_folders(path: str | Path) -> list[RankFolder]:
     return sorted(folders, key=lambda f: f.rank)
 
 
-__all__ = ["RankFolder", "job_folders", "is_job_folder", "rank_folders", "check_consistent", "describe", "MAX_RANK_FOLDERS"]
+__all__ = ["RankFolder", "job_folders", "is_job_folder", "rank_folders", "check_consistent", "describe",
+           "MAX_RANK_FOLDERS"]

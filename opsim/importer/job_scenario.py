@@ -180,9 +180,10 @@ def job_lines(figures: dict[str, Any]) -> list[str]:
     lines = [f"job: {len(job['observed'])} observed rank(s) {job['observed']} of {job['size']}; groups: " +
              ", ".join(f"{g['name']} ({len(g['ranks'])} ranks)" for g in job["groups"])]
     for f in figures.get("filled_ranks", []):
+        late = f["extra_idle_us"] > LATE_US
         lines.append(f"  rank {f['rank']} filled like rank {f['like']}" +
-                     (f" (+{f['extra_idle_us']} us idle: the group's last arrivals)" if f["extra_idle_us"] > LATE_US
-                      else ""))
+                     (f" plus {f['extra_idle_us']} us of idle over its collectives (rank {f['like']}'s recorded "
+                      f"waits for the last member)" if late else ""))
     return lines
 
 
