@@ -167,8 +167,10 @@ def _validate_before_writing(scenario: dict, out: Path) -> None:
 def import_job(path: str | Path, *, name: str | None = None, progress: bool = False) -> ImportResult:
     """A folder of several `*_ascend_pt` (one per rank of a job) as ONE multi-rank scenario
     (opsim.importer.job_scenario)."""
-    from opsim.importer.job_scenario import import_job as _job
-    return _job(path, name=name, progress=progress)
+    from opsim.importer.job_scenario import build_job
+    label = name or _default_name(Path(path) / "ASCEND_PROFILER_OUTPUT" / "trace_view.json")
+    scenario, report, calibration = build_job(path, name=label, progress=progress, import_rank=import_profile)
+    return ImportResult(scenario=scenario, report=report, calibration=calibration)
 
 
 def import_ranks(path: str | Path, out: str | Path, *, name: str | None = None,

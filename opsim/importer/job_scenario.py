@@ -23,16 +23,13 @@ from __future__ import annotations
 
 import copy
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from opsim.errors import ProfileFormatError
 from opsim.importer.job import RankFolder
-from opsim.importer.report import ImportReport
+from opsim.importer.report import LATE_US, ImportReport
 from opsim.ingest.communication import CommOp
 
-LATE_US = 1.0
-"""A filled rank gets its own threads only when the last arrivals are later than its model rank's readiness by
-more than this (opsim's threshold: msprof rounds its times to 0.02 us)."""
 
 
 def group_table(folders: list[RankFolder]) -> dict[str, tuple[str, tuple[int, ...]]]:
@@ -172,25 +169,11 @@ def merge_in_order(lists: list[list[str]]) -> list[str]:
     return out
 
 
-def job_lines(figures: dict[str, Any]) -> list[str]:
-    """The report's job lines: observed ranks, groups and each filled rank."""
-    job = figures.get("job")
-    if not job:
-        return []
-    lines = [f"job: {len(job['observed'])} observed rank(s) {job['observed']} of {job['size']}; groups: " +
-             ", ".join(f"{g['name']} ({len(g['ranks'])} ranks)" for g in job["groups"])]
-    for f in figures.get("filled_ranks", []):
-        late = f["extra_idle_us"] > LATE_US
-        lines.append(f"  rank {f['rank']} filled like rank {f['like']}" +
-                     (f" plus {f['extra_idle_us']} us of idle over its collectives (rank {f['like']}'s recorded "
-                      f"waits for the last member)" if late else ""))
-    return lines
-
-
-def import_job(path: str | Path, *, name: str | None = None, progress: bool = False) -> Any:
-    """The ImportResult of a job folder: one scenario for all its ranks (raises ProfileFormatError naming the
-    folder and field when the rank folders disagree)."""
-    from opsim.importer import ImportResult
+def build_job(path: str | Path, *, name: str, progress: bool, import_rank: Callable[..., Any]
+              ) -> tuple[dict[str, Any], ImportReport, Any]:
+    """(scenario, report, calibration) of a job folder: one scenario for all its ranks, each rank read by
+    `import_rank` (opsim.importer.import_profile); raises ProfileFormatError naming the folder and field when the
+    rank folders disagree."""
     from opsim.importer.job import rank_folders
     from opsim.ingest.communication import read_communication
     folders = rank_folders(path)
@@ -200,19 +183,17 @@ def import_job(path: str | Path, *, name: str | None = None, progress: bool = Fa
     size = max(max(r for _, rs in groups.values() for r in rs), max(f.rank for f in folders)) + 1
     comm = {f.rank: read_communication(f.output / "communication.json") for f in folders}
     report = ImportReport(source=str(path))
-    ranks = [_import_rank(f, comm[f.rank], groups, report, progress, first=(i == 0))
+    ranks = [_import_rank(f, comm[f.rank], groups, report, progress, first=(i == 0), import_rank=import_rank)
              for i, f in enumerate(folders)]
     origin = min(r["origin_ns"] for r in ranks)
     for r in ranks:
         shift(r["scenario"]["threads"], (r["origin_ns"] - origin) / 1000.0)
-    return ImportResult(scenario=_assemble(folders, ranks, groups, size, comm, report, name, path),
-                        report=report, calibration=ranks[0]["calibration"])
+    return _assemble(folders, ranks, groups, size, comm, report, name, path), report, ranks[0]["calibration"]
 
 
 def _import_rank(f: RankFolder, ops: list[CommOp], groups: dict, report: ImportReport, progress: bool,
-                 first: bool) -> dict[str, Any]:
+                 first: bool, import_rank: Callable[..., Any]) -> dict[str, Any]:
     """One rank imported with its HCCL ops as collective steps."""
-    from opsim.importer import import_profile
     from opsim.importer.calls import stream_order
     from opsim.importer.collectives import collapse, read_hccl_ops
     by_name = {o.name: o for o in ops}
@@ -240,7 +221,7 @@ def _import_rank(f: RankFolder, ops: list[CommOp], groups: dict, report: ImportR
             pc.streams = stream_order(pc.calls, pc.device.streams)
         origin.append(pc.origin_ns)
 
-    res = import_profile(f.path, progress=progress, device_hook=hook, calibration=first)
+    res = import_rank(f.path, progress=progress, device_hook=hook, calibration=first)
     for reason, n in res.report.warnings.items():
         report.warn(f"rank {f.rank}: {reason}", n, res.report.examples.get(reason))
     for reason, n in res.report.notes.items():
@@ -285,7 +266,7 @@ def _assemble(folders: list[RankFolder], ranks: list[dict[str, Any]], groups: di
         elif key == "profiled_ops":
             value = profiled
         elif key == "name":
-            value = name or _job_name(path)
+            value = name
         elif key == "description":
             value = (f"imported from the job folder {Path(path).name} by opsim import: ranks {observed} observed "
                      f"of {size}; each HCCL op is a collective step with its recorded transit and idle times")
@@ -300,12 +281,6 @@ def _assemble(folders: list[RankFolder], ranks: list[dict[str, Any]], groups: di
     return out
 
 
-def _job_name(path: Any) -> str:
-    from opsim.importer import _default_name
-    return _default_name(Path(path) / "ASCEND_PROFILER_OUTPUT" / "trace_view.json") if Path(path).name \
-        else "imported_job"
-
-
-__all__ = ["import_job", "group_table", "fill_ranks", "nearest_rank", "rename_ops", "shift", "strip_op_names",
-           "job_lines", "merge_in_order"]
+__all__ = ["build_job", "group_table", "fill_ranks", "nearest_rank", "rename_ops", "shift", "strip_op_names",
+           "merge_in_order"]
 
