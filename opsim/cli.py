@@ -138,8 +138,9 @@ def _add_import_parser(sub: Any) -> None:
     imp = sub.add_parser("import", help="turn a real torch_npu profile into a scenario that replays it",
                          description="Read a torch_npu profile (its *_ascend_pt directory, ASCEND_PROFILER_OUTPUT or "
                                      "trace_view.json) and write a scenario replaying it, with an import report "
-                                     "next to it (see docs/import.md).")
-    imp.add_argument("profile", help="profile directory or trace_view.json")
+                                     "next to it; a folder of a job's *_ascend_pt rank folders becomes one "
+                                     "multi-rank scenario (see docs/import.md).")
+    imp.add_argument("profile", help="profile directory, trace_view.json, or a folder of rank folders")
     imp.add_argument("-o", "--output", metavar="SCENARIO", required=True, help="the scenario YAML to write")
     imp.add_argument("--name", help="the scenario's name (default: from the profile)")
 

@@ -246,9 +246,9 @@ def _assemble(folders: list[RankFolder], ranks: list[dict[str, Any]], groups: di
         threads_of[r["rank"]] = r["scenario"]["threads"]
     observed = [r["rank"] for r in ranks]
     membership: dict[int, set] = {}
-    for name, rs in groups.values():
+    for gname, rs in groups.values():
         for r in rs:
-            membership.setdefault(r, set()).add(name)
+            membership.setdefault(r, set()).add(gname)
     entries = fill_ranks(size, observed, comm, threads_of, report,
                          {r: frozenset(g) for r, g in membership.items()})
     entries.update({r: {"threads": threads_of[r]} for r in observed[1:]})

@@ -189,7 +189,7 @@ def _steps(threads: list) -> list:
 @needs_shared
 def test_one_scenario_for_the_job_with_groups_from_the_matrix(level1):
     sc = level1.scenario
-    assert sc["cluster"] == {"size": 8, "transit": "recorded"}
+    assert sc["name"] == "level1" and sc["cluster"] == {"size": 8, "transit": "recorded"}
     assert sc["groups"] == [{"name": "world", "ranks": "all"}]
     ranks = sc["ranks"]
     assert len(ranks) == 8 and ranks[0] == {} and "threads" in ranks[1] and "threads" in ranks[2]
