@@ -252,3 +252,26 @@ def test_a_missing_rank_of_a_group_no_folder_holds_is_refused():
     groups = {0: frozenset({"a"}), 1: frozenset({"a"}), 2: frozenset({"b"})}
     with pytest.raises(Exception, match="rank 2 is in group"):
         fill_ranks(3, [0, 1], comm, {0: [], 1: []}, ImportReport(), groups)
+
+
+@pytest.mark.parametrize("args, field", [
+    ({"data_type": "FP32", "count": "many"}, "'count'"), ({"data_type": "FP32", "count": -1}, "'count'"),
+    ({"data_type": "FP32", "count": 2 ** 60}, "'count'"), ({"data_type": "QUBIT", "count": 4}, "'data_type'"),
+    ({"count": 4}, "'data_type'")])
+def test_an_hccl_op_of_wrong_types_is_refused_naming_the_field(args, field):
+    from opsim.errors import ProfileFormatError
+    from opsim.importer.collectives import read_hccl_ops
+    from opsim.ingest import TraceEvent, TraceView
+    view = TraceView(Path("trace_view.json"), [TraceEvent("hcom_allReduce__586_0_1", 9, 0, 0, 10, args=args)], [],
+                     {9: "HCCL"}, {})
+    with pytest.raises(ProfileFormatError, match=field):
+        read_hccl_ops(view)
+
+
+def test_hccl_ops_give_op_bytes_and_dtype():
+    from opsim.importer.collectives import read_hccl_ops
+    from opsim.ingest import TraceEvent, TraceView
+    view = TraceView(Path("t.json"), [TraceEvent("hcom_allGather__12_3_1", 9, 0, 5, 10,
+                                                 args={"data_type": "BF16", "count": 8})], [], {9: "HCCL"}, {})
+    (op,) = read_hccl_ops(view)
+    assert (op.op, op.op_type, op.dtype, op.nbytes, op.hash3) == ("allgather", "hcom_allGather_", "bf16", 16, "12")
