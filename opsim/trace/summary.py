@@ -441,6 +441,9 @@ def render_table(summary: Mapping[str, Any]) -> str:
                                        + (f" [{st['thread']}]" if st.get("thread") else "")))
     for name, u in (summary.get("units") or {}).items():
         rows.append((f"unit pool {name}", f"{u['utilization_pct']:.1f}% of {u['capacity']} units, {u['tasks']} tasks"))
+    if summary.get("ranks"):
+        from opsim.trace.rank_table import rank_lines  # a job's table only
+        rows += rank_lines(summary["ranks"])
     ec = summary.get("exec_cache") or {}
     rows.append(("executor cache", f"hit rate {_pct(ec.get('hit_rate'))} ({ec.get('hits', 0)} hits, "
                                    f"{ec.get('misses', 0)} misses, {ec.get('evictions', 0)} evicted)"))
