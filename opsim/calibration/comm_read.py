@@ -23,8 +23,9 @@ from typing import Any, Iterator
 from opsim.errors import CalibrationError, shown
 from opsim.safe_io import read_bounded, shown_path
 
-MAX_COMM_BYTES = 256 << 20
-"""Largest communication file read (a job of tens of thousands of collectives is a few MB)."""
+MAX_COMM_BYTES = 64 << 20
+"""Largest communication file read: about 45,000 collectives (torch_npu writes about 1.4 KB per op); parsed,
+such a file takes about 10 times its size in memory."""
 MAX_NUMBER_CHARS = 40
 """Longest number accepted in the JSON text (beyond that it is damage, and int() would be slow)."""
 MAX_COUNT = 10 ** 12
@@ -77,7 +78,8 @@ class LinkRow:
 
 
 def _fail(file: str, field: str, problem: str) -> CalibrationError:
-    return CalibrationError(f"{file}: field {field}: {problem}")
+    """The error of a bad field; the field path is built plainly and cut here, on failure only."""
+    return CalibrationError(f"{file}: field {shown(field, 240, quote=False)}: {problem}")
 
 
 def _big_number(text: str) -> float:
@@ -135,7 +137,7 @@ def _steps(doc: Any, file: str) -> Iterator[tuple[str, str, str, dict]]:
 def _buckets(dist: Any, file: str, field: str) -> tuple[tuple[float, int, float], ...]:
     out = []
     for size, pair in _obj(dist, file, field).items():
-        where = f"{field}.{shown(size, 40)}"
+        where = f"{field}.{size!r}"
         try:
             mb = _big_number(size)
         except ValueError:
@@ -156,7 +158,7 @@ def read_communication(path: str | Path) -> list[CommOp]:
     for step, kind, name, entry in _steps(load_json(path, "a communication.json"), file):
         if name == "Total Op Info":
             continue
-        field = f"{step}.{kind}.{shown(name, 80, quote=False)}".lstrip(".")
+        field = f"{step}.{kind}.{name}".lstrip(".")
         entry = _obj(entry, file, field)
         times = _obj(entry.get("Communication Time Info", {}), file, field + ".Communication Time Info")
         bw = _obj(entry.get("Communication Bandwidth Info", {}), file, field + ".Communication Bandwidth Info")
@@ -164,7 +166,7 @@ def read_communication(path: str | Path) -> list[CommOp]:
         for tr, stats in bw.items():
             if tr in SKIPPED_TRANSPORTS:
                 continue
-            where = f"{field}.{shown(tr, 20, quote=False)}"
+            where = f"{field}.{tr}"
             stats = _obj(stats, file, where)
             transports[str(tr)] = Transport(
                 size_mb=_opt(stats, "Transit Size(MB)", file, where, 1.0) or 0.0,
@@ -191,9 +193,9 @@ def read_matrix(path: str | Path) -> list[LinkRow]:
     for step, kind, group, links in _steps(load_json(path, "a communication_matrix.json"), file):
         if str(group).split("@")[0].endswith("-total"):
             continue
-        gfield = f"{step}.{kind}.{shown(group, 80, quote=False)}".lstrip(".")
+        gfield = f"{step}.{kind}.{group}".lstrip(".")
         for link, row in _obj(links, file, gfield).items():
-            field = f"{gfield}.{shown(link, 40, quote=False)}"
+            field = f"{gfield}.{link}"
             row = _obj(row, file, field)
             src, _, dst = str(link).partition("-")
             op = row.get("Op Name")
