@@ -210,4 +210,5 @@ def read_matrix(path: str | Path) -> list[LinkRow]:
     return list(seen.values())
 
 
-__all__ = ["CommOp", "LinkRow", "Transport", "TRANSPORTS", "MAX_BANDWIDTH_GBPS", "MAX_LATENCY_US", "MAX_COMM_BYTES", "load_json", "read_communication", "read_matrix"]
+__all__ = ["CommOp", "LinkRow", "Transport", "TRANSPORTS", "MAX_BANDWIDTH_GBPS", "MAX_LATENCY_US", "MAX_COMM_BYTES",
+           "load_json", "read_communication", "read_matrix"]

@@ -134,4 +134,5 @@ def get_link(name: str, **overrides: Any) -> LinkSpec:
     return dataclasses.replace(spec, **changes)
 
 
-__all__ = ["LinkSpec", "LINK_PRESETS", "MAX_BANDWIDTH_GBPS", "MAX_LATENCY_US", "TRANSPORTS", "OVERRIDABLE", "check_link", "get_link"]
+__all__ = ["LinkSpec", "LINK_PRESETS", "MAX_BANDWIDTH_GBPS", "MAX_LATENCY_US", "TRANSPORTS", "OVERRIDABLE",
+           "check_link", "get_link"]

@@ -191,3 +191,13 @@ def test_many_ops_read_in_linear_time(tmp_path):
     fit = fit_files([p])["HCCS"]
     assert time.perf_counter() - start < 10.0
     assert fit.messages == 8000 and fit.bandwidth_gbps == pytest.approx(1 / 0.055 * 1e-3 * 1e3, rel=0.05)
+
+
+def test_one_message_size_gives_a_ratio_without_latency(tmp_path):
+    """Messages of a single size cannot separate latency from bandwidth: bytes / time, no latency."""
+    p = _comm(tmp_path, _op({"4.0": [10, 2.0]}))
+    fit = fit_files([p])["HCCS"]
+    assert fit.source == "ratio" and fit.latency_us is None
+    assert fit.bandwidth_gbps == pytest.approx(20.0)  # 4 MB in 0.2 ms
+    assert fit.overrides() == {"bandwidth_gbps": pytest.approx(20.0)}
+    assert "latency_us" not in fit.to_dict()
