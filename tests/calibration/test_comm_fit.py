@@ -201,3 +201,16 @@ def test_one_message_size_gives_a_ratio_without_latency(tmp_path):
     assert fit.bandwidth_gbps == pytest.approx(20.0)  # 4 MB in 0.2 ms
     assert fit.overrides() == {"bandwidth_gbps": pytest.approx(20.0)}
     assert "latency_us" not in fit.to_dict()
+
+
+@pytest.mark.skipif(not SHARED.is_dir(), reason="needs ../shared/real-profiles")
+def test_transfer_benchmark_runs(capsys):
+    """benchmarks/transfer.py prints its table on the shared profile; the in-sample per-link error stays small."""
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("transfer_bench", ROOT / "benchmarks" / "transfer.py")
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    assert bench.main(["--profiles", str(SHARED)]) == 0
+    out = capsys.readouterr().out
+    line = next(x for x in out.splitlines() if x.startswith("in-sample (both levels)"))
+    assert float(line.split()[-1].rstrip("%")) < 10.0  # per-link median |err|, in-sample
