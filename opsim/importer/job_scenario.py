@@ -28,17 +28,17 @@ from typing import Any, Callable
 from opsim.errors import ProfileFormatError
 from opsim.importer.job import RankFolder
 from opsim.importer.report import LATE_US, ImportReport
-from opsim.ingest.communication import CommOp
+from opsim.calibration.comm_read import CommOp
 
 
 
 def group_table(folders: list[RankFolder]) -> dict[str, tuple[str, tuple[int, ...]]]:
     """Group hash -> (group name, member ranks), the union over the observed ranks' matrices. The group of
     every rank of the job is named `world`; others `group_<hash % 1000>` (the suffix the op names carry)."""
-    from opsim.ingest.communication import read_matrix_groups
+    from opsim.calibration.comm_read import read_groups
     members: dict[str, set[int]] = {}
     for f in folders:
-        for ghash, ranks in read_matrix_groups(f.output / "communication_matrix.json").items():
+        for ghash, ranks in read_groups(f.output / "communication_matrix.json").items():
             members.setdefault(ghash, set()).update(ranks | {f.rank})
     if not members:
         f = folders[0]
@@ -63,7 +63,7 @@ def _short(ghash: str) -> str:
 def nearest_rank(comm: dict[int, list[CommOp]]) -> int:
     """The observed rank whose readiness is nearest the last arrivals: the least total Wait Time (ties: the lower
     rank)."""
-    return min(comm, key=lambda r: (round(sum(o.wait_us for o in comm[r]), 3), r))
+    return min(comm, key=lambda r: (round(sum(o.wait_us or 0.0 for o in comm[r]), 3), r))
 
 
 def fill_ranks(size: int, observed: list[int], comm: dict[int, list[CommOp]], threads_of: dict[int, list],
@@ -90,7 +90,7 @@ def fill_ranks(size: int, observed: list[int], comm: dict[int, list[CommOp]], th
 
 def _fill_class(missing: list[int], model: int, comm: dict[int, list[CommOp]], threads_of: dict[int, list],
                 filled: list[dict[str, Any]]) -> dict[int, dict[str, Any]]:
-    late = {o.name: o.wait_us for o in comm[model]}  # the last member was ready `wait` after the model rank
+    late = {o.name: o.wait_us or 0.0 for o in comm[model]}  # the last member was ready `wait` after the model
     entries: dict[int, dict[str, Any]] = {}
     if max(late.values(), default=0.0) > LATE_US:
         own = copy.deepcopy(threads_of[model])
@@ -102,7 +102,7 @@ def _fill_class(missing: list[int], model: int, comm: dict[int, list[CommOp]], t
         head = model
     for r in missing[1:]:
         entries[r] = {"like": head}
-    waits = {r: round(sum(o.wait_us for o in comm[r]), 3) for r in sorted(comm)}
+    waits = {r: round(sum(o.wait_us or 0.0 for o in comm[r]), 3) for r in sorted(comm)}
     filled += [
         {"rank": r, "like": model, "extra_idle_us": round(sum(max(v, 0.0) for v in late.values()), 3),
          "why": f"not in the folder; runs rank {model}'s threads (the observed rank nearest in arrival times: least "
@@ -175,7 +175,7 @@ def build_job(path: str | Path, *, name: str, progress: bool, import_rank: Calla
     `import_rank` (opsim.importer.import_profile); raises ProfileFormatError naming the folder and field when the
     rank folders disagree."""
     from opsim.importer.job import rank_folders
-    from opsim.ingest.communication import read_communication
+    from opsim.calibration.comm_read import read_communication
     folders = rank_folders(path)
     if not folders:
         raise ProfileFormatError(f"{path}: no *_ascend_pt rank folder; give the folder of a job's rank folders")
@@ -209,8 +209,9 @@ def _import_rank(f: RankFolder, ops: list[CommOp], groups: dict, report: ImportR
         step: dict[str, Any] = {"collective": op.op, "group": group[0], "bytes": op.nbytes, "dtype": op.dtype,
                                 "name": op.op_type, "_op": op.name}
         if rec is not None:
-            step["transit_us"] = round(rec.transit_us, 3)
-            step["idle_us"] = round(rec.idle_us, 3)
+            for key in ("transit_us", "idle_us"):
+                if getattr(rec, key) is not None:
+                    step[key] = round(getattr(rec, key), 3)
         else:
             report.warn(f"rank {f.rank}: HCCL op not in communication.json (transfer time modelled)", 1, op.name)
         return step

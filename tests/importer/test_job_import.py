@@ -14,7 +14,7 @@ import pytest
 from opsim.cli import main
 from opsim.importer.job_scenario import fill_ranks, nearest_rank
 from opsim.importer.report import ImportReport
-from opsim.ingest.communication import CommOp
+from opsim.calibration.comm_read import CommOp
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "real"
 SHARED = Path(__file__).resolve().parents[3] / "shared" / "real-profiles" / "alexnet-910b" / "text"
@@ -77,8 +77,8 @@ def test_inconsistent_rank_folders_exit_2_naming_folder_and_field(tmp_path, case
 
 
 def _comm(rank: int, waits: list[float]) -> list[CommOp]:
-    return [CommOp(f"hcom_allReduce__586_{k}_1", "1", "step50", 1000.0 * k, 100.0, 10.0, w, w, 50.0)
-            for k, w in enumerate(waits)]
+    return [CommOp("communication.json", "step50", "collective", f"hcom_allReduce__586_{k}_1", 10.0, w, 50.0, {},
+                   group_hash="1") for k, w in enumerate(waits)]
 
 
 def test_missing_ranks_behave_like_the_rank_that_waited_least_plus_its_recorded_waits():
@@ -137,9 +137,10 @@ def test_a_nul_byte_in_the_folder_name_exits_2(tmp_path):
 
 
 @pytest.mark.parametrize("content, expected", [
-    ("/dev/zero", "not a regular file"), ("[" * 100_000 + "]" * 100_000, "nested too deeply"),
-    ('{"step50": []}', "field 'step50'"), ('{"step50": {"collective": {"x@1": {"Communication Time Info": '
-                                          '{"Transit Time(ms)": "fast"}}}}}', "'Transit Time(ms)'"),
+    ("/dev/zero", "not a regular file"), ("[" * 100_000 + "]" * 100_000, "nested too deep"),
+    ('{"step50": []}', "field step50: expected an object"),
+    ('{"step50": {"collective": {"x@1": {"Communication Time Info": {"Transit Time(ms)": "fast"}}}}}',
+     "field step50.collective.x@1.Communication Time Info.Transit Time(ms): expected a non-negative number"),
     ("\xff\xfe", "not valid JSON")])
 def test_a_damaged_communication_json_exits_2_naming_file_and_field(tmp_path, content, expected):
     root = tmp_path / "job"
@@ -162,7 +163,7 @@ def test_a_communication_matrix_with_a_wrong_link_key_exits_2(tmp_path):
     m = _rank(root, 1) / "ASCEND_PROFILER_OUTPUT" / "communication_matrix.json"
     m.write_text(json.dumps({"s": {"collective": {"g@1": {"0-99999999999": {}}}}}))
     code, text = _import(root, tmp_path)
-    assert code == 2 and "link key" in text and "communication_matrix.json" in text, text
+    assert code == 2 and "field s.collective.g@1.0-99999999999" in text and "communication_matrix.json" in text, text
 
 
 # ---- the shared 2-of-8-rank AlexNet job ---------------------------------------------------------------------

@@ -15,7 +15,7 @@ pytestmark = [pytest.mark.slow,
 
 
 def _real(folder: Path) -> dict[str, float]:
-    from opsim.ingest.communication import read_communication
+    from opsim.calibration.comm_read import read_communication
     out = folder / "ASCEND_PROFILER_OUTPUT"
     with open(out / "step_trace_time.csv", newline="") as f:
         row = next(csv.DictReader(f))
