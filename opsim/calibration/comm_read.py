@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from opsim.errors import CalibrationError, shown
+from opsim.ingest.transports import MAX_BANDWIDTH_GBPS, MAX_LATENCY_US, TRANSPORTS
 from opsim.safe_io import read_bounded, shown_path
 
 MAX_COMM_BYTES = 64 << 20
@@ -31,12 +32,6 @@ MAX_NUMBER_CHARS = 40
 MAX_COUNT = 10 ** 12
 SKIPPED_TRANSPORTS = frozenset({"SDMA"})
 """Aggregates of other transports in msprof's output."""
-TRANSPORTS = ("HCCS", "RDMA", "PCIE", "SIO", "LOCAL")
-"""Transport types as msprof's communication files name them (the links a fit or a LinkSpec describes)."""
-MAX_BANDWIDTH_GBPS = 1e6
-"""Largest link bandwidth accepted (1 PB/s): a bigger figure is a unit mistake, not a link."""
-MAX_LATENCY_US = 1e9
-"""Largest per-step latency accepted (1000 s)."""
 
 
 @dataclass(frozen=True)
