@@ -49,8 +49,7 @@ def cmd_predict(args: argparse.Namespace, out: TextIO) -> int:
         return 0
     soc = args.soc or (cal.soc if cal is not None else None)
     if soc is None:  # the table's own PMU clock and block dims name its SoC (a first pass over the file)
-        from opsim.calibration.predict import table_evidence
-        from opsim.calibration.soc_evidence import match_preset
+        from opsim.calibration.soc_evidence import match_preset, table_evidence
         soc = match_preset(table_evidence(args.kernels))
     cost = CostModel(get_soc(soc), fitted=cal.timing if cal is not None else None)
     path, n, skipped_rows = predict_file(cost, args.kernels, args.output)  # the rows streamed, none held

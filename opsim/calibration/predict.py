@@ -6,15 +6,12 @@ applies in exactly the same way to a profile's rows and to opsim's own kernels.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from opsim.calibration.features import record_signature, record_work
 from opsim.device.cost import CostModel
 from opsim.device.predictor import Prediction
 from opsim.ingest.kernels import KernelRecord, KernelTable, iter_kernels
 
-if TYPE_CHECKING:
-    from opsim.calibration.soc_evidence import SocEvidence
 
 PREDICTED_COLUMN = "Predicted Duration(us)"
 #: the columns `opsim predict` appends, in order.
@@ -66,19 +63,6 @@ def _appended(p: "Prediction | float | None") -> str:
     if isinstance(p, Prediction):
         return f"{p.us:.3f},{p.low:.3f},{p.high:.3f},{p.level}"
     return f"{p:.3f},,,"
-
-
-def table_evidence(path: str | Path) -> "SocEvidence":
-    """What a kernel table's own numbers say about its SoC, read as a stream (one row held at a time)."""
-    from opsim.calibration.soc_evidence import EvidenceReader
-    reader = None
-    for _line, _raw, cells, rec, _reason in iter_kernels(path):
-        if reader is None:
-            reader = EvidenceReader(cells)
-        elif rec is not None:
-            reader.add(rec, cells)
-    assert reader is not None  # iter_kernels yields the header first or raises
-    return reader.evidence()
 
 
 def predict_file(cost: CostModel, path: str | Path, out: str | Path) -> tuple[Path, int, dict[str, int]]:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import statistics
 from dataclasses import dataclass
+from pathlib import Path
 
 from opsim.ingest.kernels import KernelRecord, KernelTable
 
@@ -75,6 +76,19 @@ def soc_evidence(table: KernelTable) -> SocEvidence:
     return reader.evidence()
 
 
+def table_evidence(path: "str | Path") -> SocEvidence:
+    """`soc_evidence` of the kernel table at `path`, read as a stream (one row held at a time)."""
+    from opsim.ingest.kernels import iter_kernels
+    reader = None
+    for _line, _raw, cells, rec, _reason in iter_kernels(path):
+        if reader is None:
+            reader = EvidenceReader(cells)
+        elif rec is not None:
+            reader.add(rec, cells)
+    assert reader is not None  # iter_kernels yields the header first or raises
+    return reader.evidence()
+
+
 def match_preset(ev: SocEvidence, default: str = "Ascend910B2") -> str:
     """The preset whose cube core count equals the evidence's and whose clock is nearest (else ``default``)."""
     from opsim.device.soc import SOC_PRESETS
@@ -86,4 +100,4 @@ def match_preset(ev: SocEvidence, default: str = "Ascend910B2") -> str:
     return min(cands, key=lambda s: (abs(s.clock_mhz - ev.clock_mhz), s.name)).name
 
 
-__all__ = ["SocEvidence", "match_preset", "soc_evidence"]
+__all__ = ["EvidenceReader", "SocEvidence", "match_preset", "soc_evidence", "table_evidence"]

@@ -164,9 +164,8 @@ def _steps(path: Path) -> tuple[str, ...]:
 
 
 def _soc(path: Path) -> str:
-    from opsim.calibration.soc_evidence import match_preset, soc_evidence
-    from opsim.ingest import read_kernels
-    return match_preset(soc_evidence(read_kernels(path)))
+    from opsim.calibration.soc_evidence import match_preset, table_evidence
+    return match_preset(table_evidence(path))  # read as a stream: a rank's table is never held
 
 
 def check_consistent(folders: list[RankFolder]) -> None:
