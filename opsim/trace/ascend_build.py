@@ -329,10 +329,13 @@ def _checked_stream_ids(stream_ids: Mapping[int, int] | None) -> dict[int, int]:
 def _device_tasks(dev: dict[str, list], dev_id: int, calls: dict[int, OpCall], epoch_ns: int,
                   step_of: StepFinder, stream_ids: dict[int, int]) -> list[DeviceTaskRow]:
     """The shown tasks of device `dev_id` in record order (streams renumbered by `stream_ids`); a task's step is
-    that of the call that launched it."""
+    that of the call that launched it; a collective (a communication task no op call launched) belongs to the
+    step its host thread queued it in, as torch_npu counts an HCCL op in the step that issued it."""
     tasks: list[DeviceTaskRow] = []
-    cols = ("device", "stream", "task_id", "op", "task_type", "unit_kind", "block_dim", "start", "end", "corr")
-    for i, (d, stream, task_id, op, tt, unit, bd, start, end, corr) in enumerate(zip(*(dev[c] for c in cols))):
+    cols = ("device", "stream", "task_id", "op", "task_type", "unit_kind", "block_dim", "start", "end", "corr",
+            "queued")
+    for i, (d, stream, task_id, op, tt, unit, bd, start, end, corr, queued) in enumerate(
+            zip(*(dev[c] for c in cols))):
         if d != dev_id or tt in HIDDEN_TASK_TYPES:
             continue
         call = calls.get(corr) if corr >= 0 else None
@@ -341,7 +344,11 @@ def _device_tasks(dev: dict[str, list], dev_id: int, calls: dict[int, OpCall], e
                           to_epoch_ns(epoch_ns, end), corr, op, call)
         if t.is_kernel:
             t.name = _kernel_name(op, call.api if call is not None else None)
-        t.step = step_of(call.start_ns if call is not None else t.start_ns)
+        if call is not None:
+            t.step = step_of(call.start_ns)
+        else:
+            comm = step_breakdown.is_communication(tt)
+            t.step = step_of(to_epoch_ns(epoch_ns, queued) if comm else t.start_ns)
         tasks.append(t)
     return tasks
 
