@@ -109,7 +109,7 @@ class Cluster:
         for r in ranks:
             m = gathering.members[r]
             m.stream.end_collective(end)
-            plan = transfer.link_plan(spec.op, spec.nbytes, ranks, r, algorithm=algorithm,
+            plan = transfer.link_plan(m.call.spec.op, spec.nbytes, ranks, r, algorithm=algorithm,
                                       ranks_per_server=self.spec.ranks_per_server, intra=self.intra,
                                       inter=self.inter)
             rows = tuple((s, d, t, b, us * scale) for s, d, t, b, us in plan)

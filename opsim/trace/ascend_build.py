@@ -183,6 +183,18 @@ class StepFinder:
             lo -= 1
         return _scan_step(t, windows[lo:j])
 
+    def closed(self, t: int) -> int | None:
+        """The step whose window holds `t` counting its last nanosecond (a window ends 1 ns before the next
+        begins, `_separate_touching`): where the tools put an instant, and where a launch that ends its step
+        belongs."""
+        step = self(t)
+        if step is None and self.apart:
+            j = bisect.bisect_right(self.starts, t)
+            step = self.windows[j - 1].step if j and self.windows[j - 1].end_ns == t else None
+        elif step is None:
+            step = next((w.step for w in self.windows if w.start_ns <= t <= w.end_ns), None)
+        return step
+
 
 def _scan_step(t: int, windows: list[StepWindow]) -> int | None:
     for w in windows:
@@ -330,7 +342,8 @@ def _device_tasks(dev: dict[str, list], dev_id: int, calls: dict[int, OpCall], e
                   step_of: StepFinder, stream_ids: dict[int, int]) -> list[DeviceTaskRow]:
     """The shown tasks of device `dev_id` in record order (streams renumbered by `stream_ids`); a task's step is
     that of the call that launched it; a collective (a communication task no op call launched) belongs to the
-    step its host thread queued it in, as torch_npu counts an HCCL op in the step that issued it."""
+    step its host thread launched it in, as torch_npu counts an HCCL op in the step that issued it (the task is
+    queued as its launch ends, which may be the instant the step ends: its launch's last nanosecond decides)."""
     tasks: list[DeviceTaskRow] = []
     cols = ("device", "stream", "task_id", "op", "task_type", "unit_kind", "block_dim", "start", "end", "corr",
             "queued")
@@ -348,7 +361,7 @@ def _device_tasks(dev: dict[str, list], dev_id: int, calls: dict[int, OpCall], e
             t.step = step_of(call.start_ns)
         else:
             comm = step_breakdown.is_communication(tt)
-            t.step = step_of(to_epoch_ns(epoch_ns, queued) if comm else t.start_ns)
+            t.step = step_of.closed(to_epoch_ns(epoch_ns, queued) - 1) if comm else step_of(t.start_ns)
         tasks.append(t)
     return tasks
 
