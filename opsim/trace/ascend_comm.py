@@ -186,12 +186,19 @@ def communication_data(records: Iterable[Any], step_of: StepOf, epoch_us: int) -
     """communication.json's content for one rank's records."""
     epoch_ns = epoch_us * 1000
     out: dict[str, Any] = {}
+    # a step's collectives repeat the last step's links: each distinct link plan is summed once (the dicts are
+    # shared in the output, which nothing changes)
+    bandwidth: dict[tuple, dict] = {}
     for key, sections in _by_step(records, step_of).items():
         step: dict[str, Any] = {}
         for section, recs in sections.items():
-            ops = {f"{r.name}@{r.group_hash}": {"Communication Time Info": _time_info(r, epoch_ns),
-                                                "Communication Bandwidth Info": _bandwidth_info(r.links)}
-                   for r in recs}
+            ops = {}
+            for r in recs:
+                bw = bandwidth.get(r.links)
+                if bw is None:
+                    bw = bandwidth[r.links] = _bandwidth_info(r.links)
+                ops[f"{r.name}@{r.group_hash}"] = {"Communication Time Info": _time_info(r, epoch_ns),
+                                                   "Communication Bandwidth Info": bw}
             if ops:
                 ops["Total Op Info"] = total_op_info(list(ops.values()))
             step[section] = ops
