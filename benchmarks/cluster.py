@@ -60,7 +60,7 @@ def rss_mib() -> float:
 def speed(calls_per_rank: int) -> None:
     steps = calls_per_rank // CALLS_PER_STEP
     wall, summary = timed(dp_job(8, steps))
-    calls = sum(r["op_calls"] for r in summary["ranks"])
+    calls = sum(r["op_calls"] for r in summary["ranks"].values())
     verdict = "met" if wall < 60 or calls_per_rank < 100_000 else "NOT MET"
     print(f"8 ranks x {calls_per_rank:,} calls, trace off: {wall:.2f} s ({calls / wall:,.0f} calls/s), "
           f"peak RSS {rss_mib():.0f} MiB; target < 60 s at 100,000: {verdict}")
@@ -70,13 +70,13 @@ def growth(base_steps: int) -> None:
     print("\ngrowth (8 ranks; wall time per call should stay flat):")
     for mult in (1, 10, 100):
         wall, summary = timed(dp_job(8, base_steps * mult))
-        calls = sum(r["op_calls"] for r in summary["ranks"])
+        calls = sum(r["op_calls"] for r in summary["ranks"].values())
         print(f"  {mult:>3}x  {calls:>9,} calls  {wall:7.2f} s  {1e6 * wall / calls:6.2f} us/call  "
               f"peak RSS {rss_mib():.0f} MiB")
     print("growth in ranks (100 steps each):")
     for ranks in (2, 8, 32):
         wall, summary = timed(dp_job(ranks, 100))
-        calls = sum(r["op_calls"] for r in summary["ranks"])
+        calls = sum(r["op_calls"] for r in summary["ranks"].values())
         print(f"  {ranks:>3} ranks  {calls:>9,} calls  {wall:7.2f} s  {1e6 * wall / calls:6.2f} us/call")
 
 
@@ -87,7 +87,7 @@ def weak_scaling(calibration: str | None) -> None:
     for ranks in (1, 2, 8, 16):
         _, s = timed(str(ROOT / "scenarios" / "data_parallel.yaml"), overrides={"cluster.size": ranks},
                      calibration=calibration)
-        rows = s["ranks"]
+        rows = list(s["ranks"].values())
         r0 = rows[0]
         print(f"  {ranks:>5}  {s['simulated_makespan_us'] / 1e3:9.3f}  {r0['computing_us'] / 1e3:9.3f}  "
               f"{r0['communication_us'] / 1e3:13.3f}  {r0['communication_not_overlapped_us'] / 1e3:14.3f}  "

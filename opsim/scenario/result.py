@@ -119,7 +119,7 @@ class Result:
     def ranks(self):
         """A job's per-rank table (summary.json's ``ranks``: breakdown, waits, slowdown); no rows for a
         single-rank run."""
-        return _table((self._summary or {}).get("ranks") or [], ["rank"])
+        return _table(list(((self._summary or {}).get("ranks") or {}).values()), ["rank"])
 
     @cached_property
     def collectives(self):

@@ -415,7 +415,9 @@ def run_scenario(source: str | Path | Mapping[str, Any] | ScenarioConfig, *, out
         stats = run.stats if not config.trace else run.stats.feed_recorder(run.sim.recorder)
         summary = build_summary(run, stats, wall)
         if run.cluster is not None:
-            summary["ranks"] = [_rank_row(r) for r in ranks]
+            from opsim.trace.rank_table import cluster_section, ranks_section
+            rows = [_rank_row(r) for r in ranks]
+            summary["cluster"], summary["ranks"] = cluster_section(rows), ranks_section(rows)
         stdout_text = _stdout_text(run)
         result = RunResult(scenario=config, sim=run.sim, summary=summary, wall_seconds=wall,
                            stdout_text=stdout_text, ranks=ranks if run.cluster is not None else [])
@@ -450,8 +452,9 @@ def _start(config: ScenarioConfig, progress: Callable[[int], None] | None, calib
     from opsim.cluster.cluster import Cluster
     from opsim.calibration import load_calibration
     cal = load_calibration(calibration or config.calibration)
+    from opsim.scenario.limits import MAX_HORIZON_US
     cluster = Cluster(config.cluster, fast_path=config.fast_path, source=str(config.source or config.name),
-                      calibrated_links=getattr(cal, "links", None))
+                      calibrated_links=getattr(cal, "links", None), horizon_us=MAX_HORIZON_US)
     ranks = []
     for r in range(config.cluster.size):
         own = replace(config, threads=config.rank_threads(r), cluster=None, ranks=())
@@ -466,7 +469,7 @@ def _rank_row(run: _Run) -> dict[str, Any]:
     device_end = stats.device_end if stats is not None else max(run.sim.recorder.records("device")["end"],
                                                                 default=0.0)
     return rank_row(run.rank.index, slowdown=run.sim.settings.slowdown, calls=run.calls, device_end_us=device_end,
-                    collectives=run.rank.collectives,
+                    totals=run.rank.totals,
                     device_records=run.sim.recorder.records("device") if stats is None else None)
 
 

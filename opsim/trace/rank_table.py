@@ -7,7 +7,7 @@ keeps the makespan and the collectives' sums.
 """
 from __future__ import annotations
 
-from typing import Any, Iterable, Mapping, NamedTuple
+from typing import Any, Mapping, NamedTuple
 
 from opsim.trace.step_breakdown import breakdown
 from opsim.trace.timefmt import to_ns
@@ -19,15 +19,14 @@ class _Task(NamedTuple):
     end_ns: int
 
 
-def rank_row(rank: int, *, slowdown: float, calls: int, device_end_us: float, collectives: Iterable[Any],
+def rank_row(rank: int, *, slowdown: float, calls: int, device_end_us: float, totals: Any,
              device_records: Mapping[str, list] | None) -> dict[str, Any]:
-    """One rank's row (times in microseconds, rounded to the nanosecond)."""
-    colls = list(collectives)
+    """One rank's row (times in microseconds, rounded to the nanosecond); `totals`: its collectives summed
+    (opsim.cluster.cluster.CollectiveTotals)."""
     row: dict[str, Any] = {"rank": rank, "slowdown": slowdown, "op_calls": calls,
-                           "device_end_us": _us(to_ns(device_end_us)), "collectives": len(colls),
-                           "wait_us": _us(sum(to_ns(c.wait_us) for c in colls)),
-                           "transit_us": _us(sum(to_ns(c.transit_us) for c in colls)),
-                           "idle_us": _us(sum(to_ns(c.idle_us) for c in colls))}
+                           "device_end_us": _us(to_ns(device_end_us)), "collectives": totals.count,
+                           "wait_us": _us(totals.wait_ns), "transit_us": _us(totals.transit_ns),
+                           "idle_us": _us(totals.idle_ns)}
     if device_records is not None:
         tasks = [_Task(t, to_ns(s), to_ns(e)) for t, s, e in zip(device_records["task_type"],
                                                                  device_records["start"], device_records["end"])]
@@ -40,6 +39,29 @@ def rank_row(rank: int, *, slowdown: float, calls: int, device_end_us: float, co
 
 MAX_LINES = 16
 """Ranks listed one per line in the run table; a larger job gets its range and its slowest ranks."""
+
+
+def ranks_section(rows: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """summary.json's `ranks`: the rows keyed by rank ("0", "1", ...), so a sweep can name
+    `summary.ranks.3.wait_us`."""
+    return {str(r["rank"]): r for r in rows}
+
+
+def cluster_section(rows: list[Mapping[str, Any]]) -> dict[str, Any]:
+    """summary.json's `cluster`: the job's headline figures (what a sweep over ranks or links compares)."""
+    slowest = min(rows, key=lambda r: (r["wait_us"], r["rank"]))
+    waiting = max(rows, key=lambda r: (r["wait_us"], -r["rank"]))
+    out = {"size": len(rows), "collectives": sum(r["collectives"] for r in rows),
+           "max_wait_us": waiting["wait_us"], "waiting_rank": waiting["rank"], "slowest_rank": slowest["rank"],
+           "max_transit_us": max(r["transit_us"] for r in rows)}
+    if "communication_not_overlapped_us" in rows[0]:
+        out["max_communication_not_overlapped_us"] = max(r["communication_not_overlapped_us"] for r in rows)
+    return out
+
+
+CLUSTER_FIELDS = ("size", "collectives", "max_wait_us", "waiting_rank", "slowest_rank", "max_transit_us",
+                  "max_communication_not_overlapped_us")
+"""The fields of summary.json's `cluster` section (a job's run only)."""
 
 
 def rank_lines(rows: list[Mapping[str, Any]]) -> list[tuple[str, str]]:
@@ -75,4 +97,4 @@ def _ms(us: float) -> str:
     return f"{us / 1000.0:.3f} ms"
 
 
-__all__ = ["rank_row", "rank_lines"]
+__all__ = ["rank_row", "rank_lines", "ranks_section", "cluster_section", "CLUSTER_FIELDS"]

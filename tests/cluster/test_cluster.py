@@ -97,8 +97,10 @@ def test_a_job_is_deterministic():
 
 def test_the_rank_table_reports_each_ranks_breakdown_and_waits():
     res = run(job(2, ranks=[{}, {"slowdown": 2.0}]))
-    rows = res.summary["ranks"]
-    assert [r["rank"] for r in rows] == [0, 1]
+    rows = list(res.summary["ranks"].values())
+    assert [r["rank"] for r in rows] == [0, 1] and list(res.summary["ranks"]) == ["0", "1"]
+    assert res.summary["cluster"]["slowest_rank"] == 1 and res.summary["cluster"]["waiting_rank"] == 0
+    assert res.summary["cluster"]["max_wait_us"] == rows[0]["wait_us"]
     assert rows[1]["computing_us"] == pytest.approx(2 * rows[0]["computing_us"], abs=0.003)
     assert rows[0]["wait_us"] > rows[1]["wait_us"] == 0.0
     assert rows[0]["collectives"] == rows[1]["collectives"] == 3
@@ -116,7 +118,7 @@ def test_set_a_ranks_slowdown_and_the_cluster_size_from_the_command_line(tmp_pat
 
 def test_weak_scaling_keeps_per_rank_work_and_grows_the_group():
     small, large = run(job(2)), run(job(8))
-    assert large.summary["ranks"][7]["computing_us"] == small.summary["ranks"][1]["computing_us"]
+    assert large.summary["ranks"]["7"]["computing_us"] == small.summary["ranks"]["1"]["computing_us"]
     assert large.ranks[0].rank.collectives[0].group_ranks == tuple(range(8))
 
 
@@ -207,3 +209,36 @@ def test_result_tables_of_a_job_survive_load_result(tmp_path):
         loaded.rank(1)
     assert opsim.run(job(2) | {"cluster": {"size": 1}, "groups": [{"name": "world", "ranks": [0]}]},
                      write=False).ranks["rank"].tolist() == [0]
+
+
+def test_the_bundled_what_if_sweep_runs_a_slow_rank_and_faster_links(tmp_path):
+    from pathlib import Path
+
+    from opsim.sweeps import sweep
+    root = Path(__file__).resolve().parents[2]
+    table = sweep(root / "scenarios" / "sweeps" / "data_parallel_whatif.yaml", workers=0)
+    assert (table["status"] == "ok").all() and len(table) == 12
+    base = table[(table["ranks.3.slowdown"] == 1.0)]
+    slow = table[(table["ranks.3.slowdown"] == 1.3)]
+    assert (base["summary.cluster.max_wait_us"] == 0).all() and (slow["summary.cluster.max_wait_us"] > 0).all()
+    transit = base.sort_values("cluster.link.bandwidth_gbps")["summary.cluster.max_transit_us"].tolist()
+    assert transit == sorted(transit, reverse=True) and transit[0] > 3 * transit[-1]
+
+
+def test_trace_off_keeps_only_the_collectives_totals():
+    data = job(2, ranks=[{}, {"slowdown": 1.5}])
+    data["trace"] = False
+    data["outputs"] = {"trace": False, "csv": False, "records": False}
+    off = run(data)
+    on = run(job(2, ranks=[{}, {"slowdown": 1.5}]))
+    assert all(r.rank.collectives == [] for r in off.ranks)
+    for key in ("collectives", "wait_us", "transit_us", "idle_us", "device_end_us"):
+        assert off.summary["ranks"]["0"][key] == on.summary["ranks"]["0"][key]
+    assert "computing_us" not in off.summary["ranks"]["0"]
+
+
+def test_a_transfer_beyond_the_simulated_horizon_is_refused_naming_the_fix():
+    data = job(2, count=1)
+    data["cluster"]["link"] = {"bandwidth_gbps": 1e-300}
+    with pytest.raises(ScenarioError, match="beyond the longest simulated time.*raise cluster.link.bandwidth_gbps"):
+        run(data)
