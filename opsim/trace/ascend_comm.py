@@ -32,8 +32,10 @@ MsprofCommunicationMatrixAdapter also builds): ``<kind>-top1@<hash>``, ``-middle
 ``-total``, ``-bottom2``, ``-bottom3``; each maps a link ``"<src>-<dst>"`` (local ranks: the index in the
 sorted group, how HCCL numbers a communicator's ranks) to Transport Type, Transit Size(MB), Transit
 Time(ms), Bandwidth(GB/s) and the Op Name of the op at that rank (``-total``: the sums, no Op Name).
-msprof-analyze maps local ranks back to global ones from each rank's own ``r-r`` (LOCAL) row, or from
-``profiler_metadata.json``'s ``parallel_group_info`` (`parallel_group_info`).
+msprof-analyze (26.2) maps local ranks back to global ones only through each rank's own ``r-r`` (LOCAL) row:
+a group whose ranks send no LOCAL row (opsim's link plan has one for mesh stages only) gets an empty cluster
+matrix (its ``profiler_metadata.json`` ``parallel_group_info`` path compares an integer hash with the string
+after the "@" and never matches, so writing that file would not help).
 
 An op belongs to the step `step_of` gives it (the profile's: the step whose window holds its launch); ops
 outside every step are left out, as torch_npu leaves out what its schedule did not record.
@@ -268,35 +270,11 @@ def communication_matrix_data(records: Iterable[Any], step_of: StepOf) -> dict[s
             for key, sections in _by_step(records, step_of).items()}
 
 
-# ---- profiler_metadata.json ----------------------------------------------------------------------------------
-
-def double_hash(text: str) -> int:
-    """msprof-analyze's group hash of an HCCL group id (cluster_analyse.common_func.utils.double_hash): the
-    number after the "@" of the ops of that group."""
-    a = b = 0
-    for ch in text:
-        a = (a * 29 + ord(ch)) & 0xFFFFFFFF
-        b = (b * 131 + ord(ch)) & 0xFFFFFFFF
-    return (a << 32) | b
-
-
-def parallel_group_info(records: Iterable[Any]) -> dict[str, dict[str, Any]]:
-    """profiler_metadata.json's ``parallel_group_info`` for the groups whose hash is msprof-analyze's hash of
-    the group's name (then the tool maps the matrix's local ranks through ``global_ranks`` even without a
-    LOCAL row); groups hashed otherwise are left out (the tool falls back to the LOCAL rows)."""
-    out: dict[str, dict[str, Any]] = {}
-    for rec in records:
-        if rec.group not in out and str(double_hash(rec.group)) == rec.group_hash:
-            ranks = sorted(rec.group_ranks)
-            out[rec.group] = {"group_name": rec.group, "group_rank": ranks.index(rec.rank), "global_ranks": ranks}
-    return out
-
-
 def dumps(data: Any) -> str:
     """msprof's JSON text: one line, ``json.dumps``'s default separators, no trailing newline."""
     return json.dumps(data, ensure_ascii=False)
 
 
 __all__ = ["communication_data", "communication_matrix_data", "matrix_section", "rank_links", "total_op_info",
-           "parallel_group_info", "double_hash", "window_step_finder", "op_kind", "ratio", "step_key", "dumps",
+           "window_step_finder", "op_kind", "ratio", "step_key", "dumps",
            "TRANSPORTS", "StepOf"]

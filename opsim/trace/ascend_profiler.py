@@ -21,7 +21,6 @@ Layout written by ``write_profiler_output`` (see docs/ascend-tools.md for the co
             analysis.db                           with db=True
             communication.json                    a rank of a job (``collectives``, see ascend_comm.py)
             communication_matrix.json             a rank of a job
-        profiler_metadata.json                    a rank of a job whose groups msprof-analyze can map
 
 Every figure is derived from one model (``build_profile``) of the recorder's host and device records, so
 the trace, the CSVs and the databases agree with each other and with opsim's own records. Timestamps are
@@ -59,8 +58,7 @@ from typing import Any, Mapping, Sequence
 
 from opsim.errors import InvalidArgumentError
 from opsim.trace.ascend_build import build_profile
-from opsim.trace.ascend_comm import (StepOf, communication_data, communication_matrix_data, dumps,
-                                     parallel_group_info)
+from opsim.trace.ascend_comm import StepOf, communication_data, communication_matrix_data, dumps
 from opsim.trace.ascend_memory import (MEMORY_RECORD_HEADER, NPU_MODULE_MEM_HEADER, OPERATOR_MEMORY_HEADER,
                                        memory_record_rows, npu_module_mem_rows, operator_memory_rows)
 from opsim.trace.ascend_model import (DEFAULT_EPOCH_US, DIR_MODE, FILE_MODE, KERNEL_DETAILS_HEADER,
@@ -189,7 +187,7 @@ def write_profiler_output(sim: Any, out_dir: str, *, name: str, epoch_us: int = 
         _write(os.path.join(out, "step_trace_time.csv"), csv_text(STEP_TRACE_TIME_HEADER, step_trace_rows(p)))
         _write_memory_csvs(p, out)
     if collectives is not None and text:
-        _write_communication(p, root, out, collectives)
+        _write_communication(p, out, collectives)
     if db:
         write_profiler_db(p, out, rank=rank)
     return root
@@ -207,12 +205,8 @@ def collective_step_finder(p: AscendProfile) -> StepOf:
     return step_of
 
 
-def _write_communication(p: AscendProfile, root: str, out: str, collectives: Sequence[Any]) -> None:
-    """communication.json, communication_matrix.json and (when msprof-analyze can map a group by its hash)
-    profiler_metadata.json of one rank of a job."""
+def _write_communication(p: AscendProfile, out: str, collectives: Sequence[Any]) -> None:
+    """communication.json and communication_matrix.json of one rank of a job."""
     step_of = collective_step_finder(p)
     _write(os.path.join(out, "communication.json"), dumps(communication_data(collectives, step_of, p.epoch_us)))
     _write(os.path.join(out, "communication_matrix.json"), dumps(communication_matrix_data(collectives, step_of)))
-    groups = parallel_group_info(collectives)
-    if groups:
-        _write(os.path.join(root, "profiler_metadata.json"), _json({"parallel_group_info": groups}))

@@ -14,8 +14,8 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from opsim.cluster.records import CollectiveRecord
-from opsim.trace.ascend_comm import (communication_data, communication_matrix_data, double_hash, dumps, op_kind,
-                                     parallel_group_info, rank_links, ratio, total_op_info, window_step_finder)
+from opsim.trace.ascend_comm import (communication_data, communication_matrix_data, dumps, op_kind, rank_links,
+                                     ratio, total_op_info, window_step_finder)
 
 REAL = Path(__file__).resolve().parents[3] / "shared" / "real-profiles" / "alexnet-910b" / "text"
 REAL_FILES = [REAL / lv / f"rank{r}_ascend_pt" / "ASCEND_PROFILER_OUTPUT" for lv in ("level1", "level2")
@@ -154,7 +154,7 @@ def test_bandwidth_info_sums_the_links_per_transport_and_sdma_carries_the_intra_
 
 def test_send_and_recv_go_in_p2p_with_their_own_total_and_matrix_section():
     pair = (2, 5)
-    ghash = str(double_hash("p2p_2_5"))
+    ghash = "19215011202651423951"
     send = record(0, rank=2, ranks=pair, op="send", op_type="hcom_send_", group="p2p_2_5", group_hash=ghash,
                   links=((2, 5, "HCCS", 8 * MB, 500.0),))
     coll = record(0, rank=2, start=900.0)
@@ -208,21 +208,6 @@ def test_ops_go_to_the_step_whose_window_holds_their_start_and_outside_ones_are_
 def test_no_collectives_give_empty_files():
     assert communication_data([], in_step1, EPOCH_US) == {}
     assert communication_matrix_data([], in_step1) == {}
-
-
-# ---- profiler_metadata.json ----------------------------------------------------------------------------------
-
-def test_double_hash_is_msprof_analyzes():
-    utils = pytest.importorskip("msprof_analyze.cluster_analyse.common_func.utils")
-    for text in ("", "world", "10.174.216.241%enp189s0f1_60000_0_1736408835082118", "p2p_0_1"):
-        assert double_hash(text) == utils.double_hash(text)
-
-
-def test_parallel_group_info_lists_only_groups_hashed_as_msprof_analyze_hashes_them():
-    mapped = record(rank=5, ranks=(1, 5, 9), group="dp", group_hash=str(double_hash("dp")))
-    other = record(rank=5, group="world")
-    assert parallel_group_info([mapped, other, mapped]) == {
-        "dp": {"group_name": "dp", "group_rank": 1, "global_ranks": [1, 5, 9]}}
 
 
 # ---- invariants ----------------------------------------------------------------------------------------------
