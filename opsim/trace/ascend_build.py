@@ -263,6 +263,8 @@ def build_profile(sim: Any, *, epoch_us: int = DEFAULT_EPOCH_US, device: int | N
     tasks.sort(key=lambda t: (t.start_ns, t.stream, t.task_id))
     _wait_times(tasks)
     busy = merge_intervals((t.start_ns, t.end_ns) for t in tasks if t.is_busy and t.end_ns > t.start_ns)
+    comm = merge_intervals((t.start_ns, t.end_ns) for t in tasks
+                           if step_breakdown.is_communication(t.task_type) and t.end_ns > t.start_ns)
     memory_events, op_memory = memory_profile(rec, dev_id, epoch_ns, host, host_ns, calls, op_calls)
     cost = getattr(sim, "cost", None)
     for t in tasks:
@@ -273,8 +275,8 @@ def build_profile(sim: Any, *, epoch_us: int = DEFAULT_EPOCH_US, device: int | N
         vector_core_count=int(soc.vector_core_count), aicpu_count=int(getattr(soc, "aicpu_count", 0)),
         clock_mhz=float(soc.clock_mhz), threads=tids, op_calls=op_calls,
         api_spans=_api_spans(calls, host, host_ns, tids), tasks=tasks, steps=steps, step_windows=timeline,
-        step_rows=step_breakdown.step_rows(timeline, tasks), busy=busy, memory_events=memory_events, op_memory=op_memory,
-        session_ns=_session(host_ns, tasks, steps, epoch_ns))
+        step_rows=step_breakdown.step_rows(timeline, tasks), busy=busy, comm=comm, memory_events=memory_events,
+        op_memory=op_memory, session_ns=_session(host_ns, tasks, steps, epoch_ns))
 
 
 def _session(host_ns: tuple[list[int], list[int]], tasks: list[DeviceTaskRow], steps: list[StepWindow],

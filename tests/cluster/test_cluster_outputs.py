@@ -125,3 +125,31 @@ def test_a_rerun_with_fewer_ranks_removes_the_old_rank_folders(tmp_path):
     write(job(3, count=1), tmp_path)
     write(job(2, count=1), tmp_path)
     assert sorted(p.name for p in tmp_path.glob("*_ascend_pt")) == [rank_dir(tmp_path, r).name for r in range(2)]
+
+
+def test_overlap_analysis_shows_each_ranks_communication(tmp_path):
+    """trace_view.json's Overlap Analysis gets the Communication and Communication(Not Overlapped) tracks,
+    whose totals are the run table's whole-run figures (a step's own figures leave out the next step's
+    compute, which may overlap its last allreduce), and Free leaves out the time the rank communicates."""
+    from opsim.trace.ascend_build import build_profile
+    from opsim.trace.ascend_trace_view import trace_events, trace_view_lines
+
+    res = write(job(2, ranks=[{}, {"slowdown": 1.5}]), tmp_path)
+    for r in range(2):
+        events = json.loads((rank_dir(tmp_path, r) / "ASCEND_PROFILER_OUTPUT" / "trace_view.json").read_text())
+        pid = next(e["pid"] for e in events if e["ph"] == "M" and e["args"].get("name") == "Overlap Analysis")
+        total: dict[str, float] = {}
+        for e in events:
+            if e["ph"] == "X" and e["pid"] == pid:
+                total[e["name"]] = total.get(e["name"], 0.0) + float(e["dur"])
+        summary = res.summary["ranks"][str(r)]
+        for track, key in (("Computing", "computing_us"), ("Communication", "communication_us"),
+                           ("Communication(Not Overlapped)", "communication_not_overlapped_us")):
+            assert total[track] == pytest.approx(summary[key], abs=1e-6)
+        ns = lambda text: int(text.replace(".", ""))  # noqa: E731  (3-decimal microseconds, exact)
+        spans = [(ns(e["ts"]), ns(e["ts"]) + ns(e["dur"])) for e in events if e["ph"] == "X" and e["pid"] == pid]
+        assert total["Computing"] + total["Communication(Not Overlapped)"] + total.get("Free", 0.0) == \
+            pytest.approx((max(e for _, e in spans) - min(s for s, _ in spans)) / 1000, abs=1e-6)
+        p = build_profile(res.ranks[r].sim, epoch_us=DEFAULT_EPOCH_US)
+        assert trace_view_lines(p)[-len(spans):] == [
+            json.dumps(e, sort_keys=True, separators=(",", ":")) for e in trace_events(p)[-len(spans):]]
