@@ -96,7 +96,9 @@ class CostModel:
                 raise InvalidArgumentError(f"cost override {key!r} must be in (0, 1], got {value!r}")
             target[key] = float(value)
             self.provenance[key] = "assumed (override)"
-        self._host = host
+        self.host_us: dict[str, float] = host
+        """Host phase -> microseconds after overrides (read-only outside the model: `ThreadLocalContext.charge`
+        reads it directly on the hot path; `host` names an unknown phase)."""
         self.params = MappingProxyType(params)
         soc = self.soc
         # Pre-computed rates (per microsecond) so kernel_time is a few float operations.
@@ -117,14 +119,14 @@ class CostModel:
     def host(self, phase: str) -> float:
         """Microseconds the host spends in ``phase`` (one of ``HOST_PHASES``)."""
         try:
-            return self._host[phase]
+            return self.host_us[phase]
         except KeyError:
             raise InvalidArgumentError(
-                f"unknown host phase {phase!r}; known phases: {', '.join(self._host)}") from None
+                f"unknown host phase {phase!r}; known phases: {', '.join(self.host_us)}") from None
 
     def host_phases(self) -> dict[str, float]:
         """Phase name -> microseconds, after overrides."""
-        return dict(self._host)
+        return dict(self.host_us)
 
     def host_api(self, api: str) -> HostApiTiming | None:
         """Measured host timing of ``api``: the calibration's, else the built-in defaults' (None: neither has it)."""
@@ -211,7 +213,7 @@ class CostModel:
 
     def table(self) -> list[tuple[str, float, str]]:
         """(name, value, provenance) for every host phase and device parameter, after overrides."""
-        rows = [(k, v, self.provenance[k]) for k, v in self._host.items()]
+        rows = [(k, v, self.provenance[k]) for k, v in self.host_us.items()]
         rows += [(k, v, self.provenance[k]) for k, v in self.params.items()]
         return rows
 

@@ -70,7 +70,7 @@ def _fingerprint(ctx: Any) -> tuple:
     outputs, warnings and the recorder's correlation counter."""
     p = ctx.process
     m = ctx.op_cache_manager
-    mgr = None if m is None else (m, len(m.container), len(m._slots), m._next_slot, m.evictions, len(m.hash_map),
+    mgr = None if m is None else (m, len(m.container), *m.slot_state(), m.evictions, len(m.hash_map),
                                   next(reversed(m.container), None))
     spaces = tuple((s, s.task_count, s.live_launchers, s.has_init, len(s.hash_map))
                    for s in p.aicpu_spaces.values())
@@ -172,7 +172,7 @@ def capture(thread: HostThread, pre: Pending, gws: Any, run: Any, args: tuple, s
         return
     key = ctx.key
     m = ctx.op_cache_manager
-    if not key or m is None or key in m._slots or not acts or acts[0][0] != A_SPAN or acts[0][1] != _PHASE_1:
+    if not key or m is None or m.has_key(key) or not acts or acts[0][0] != A_SPAN or acts[0][1] != _PHASE_1:
         return
     if not memoised_key(p, key):
         return
@@ -250,7 +250,7 @@ def find(thread: HostThread, gws: Any, run: Any, args: tuple, stream: Any, api: 
     ctx = thread.ctx
     p = ctx.process
     m = ctx.op_cache_manager
-    if m is not tpl.manager or tpl.key in m._slots or ctx.cache_has_full is not tpl.full or ctx.pool_index != tpl.pool:
+    if m is not tpl.manager or m.has_key(tpl.key) or ctx.cache_has_full is not tpl.full or ctx.pool_index != tpl.pool:
         return None
     if tpl.tasks:
         if p.ge_profiling:
@@ -313,7 +313,7 @@ def replay(thread: HostThread, tpl: CallTemplate, start: float) -> float:
                 task.stream = stream
             task.host_input_placement = list(placement)
             task.launches += 1
-            task._shapes = None
+            task.forget_shapes()
     replay_workspace(p, tpl, start)
     record_infos(rec, corr, tpl.infos)
     thread.calls += 1

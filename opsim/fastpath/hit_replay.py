@@ -266,7 +266,7 @@ def find(thread: HostThread, gws: Any, run: Any, args: tuple, stream: Any, api: 
     p = ctx.process
     cache = tpl.cache
     m = ctx.op_cache_manager
-    slot = m._slots.get(tpl.key) if m is not None else None
+    slot = m.slot_of(tpl.key) if m is not None else None
     if (slot is None or m.container[slot][1] is not cache or cache.key != tpl.key or not cache.can_use(tpl.api_1)
             or cache.tasks is not tpl.tasks):
         return None

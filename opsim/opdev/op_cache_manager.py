@@ -44,6 +44,19 @@ class OpExecCacheManager:
         self.container.move_to_end(slot)
         return cache
 
+    def slot_of(self, key: bytes) -> int | None:
+        """The key container's slot recorded for `key` (None when absent), without the LRU move or the dead-entry
+        check of `find` (the fast path checks the entry itself)."""
+        return self._slots.get(key)
+
+    def has_key(self, key: bytes) -> bool:
+        """`key` has a slot (a live or dead entry)."""
+        return key in self._slots
+
+    def slot_state(self) -> tuple[int, int]:
+        """(keys with a slot, the next slot number): what a call that adds no entry leaves unchanged."""
+        return len(self._slots), self._next_slot
+
     def _insert(self, cache: OpExecCache) -> None:
         slot = self._next_slot
         self._next_slot += 1

@@ -102,7 +102,7 @@ class ThreadLocalContext:
         """Charge a named host phase (cost from the cost model unless `us` is given) to this thread."""
         if us is None:
             try:
-                us = self.process.cost._host[phase]  # CostModel.host without the call
+                us = self.process.cost.host_us[phase]  # CostModel.host without the call
             except (AttributeError, KeyError):
                 us = self.process.cost.host(phase)  # raises the explanatory error for an unknown phase
         self.actions.append((A_SPAN, phase, self.current_op if op is None else op, us, self.current_corr))

@@ -182,6 +182,11 @@ class Result:
         return dict((self._summary or {}).get("device_timing") or {})
 
     @property
+    def scenario_summary(self) -> dict[str, Any] | None:
+        """The scenario runner's summary as written (a copy), None for a run without one (a bare Simulation)."""
+        return dict(self._summary) if self._summary is not None else None
+
+    @property
     def summary(self) -> dict[str, Any]:
         """The scenario runner's summary figures; for a run without one, the trace-derived ``figures``."""
         return dict(self._summary) if self._summary is not None else dict(self.figures)

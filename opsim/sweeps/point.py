@@ -65,7 +65,7 @@ def collect(result: Any, figures: tuple[str, ...]) -> dict[str, Any]:
     """The requested figures of one `Result`: `summary.<path>` fields (a mapping is flattened), `*` for every
     trace figure, or a trace figure by name. Raises `InvalidArgumentError` naming what is missing."""
     out: dict[str, Any] = {}
-    summary = result._summary
+    summary = result.scenario_summary
     for name in figures:
         if name == "summary" and summary is None:
             continue  # a Simulation wrapped directly has no scenario summary
@@ -120,8 +120,9 @@ def run_point(task: PointTask, keep: list | None = None) -> Outcome:
     try:
         result = _result_of(task)
         figures = collect(result, task.figures)
-        source = timing_source_label(result._summary) or ""
-        errors = (result._summary.get("errors") or []) if result._summary is not None else []
+        summary = result.scenario_summary
+        source = timing_source_label(summary) or ""
+        errors = (summary.get("errors") or []) if summary is not None else []
         status, error = (SIM_ERRORS, f"{len(errors)} failed call(s); first: {errors[0].get('message', '')}") \
             if errors else (OK, "")
         if keep is not None:

@@ -26,16 +26,6 @@ ALLOWED: dict[tuple[str, str], str] = {
 }
 """Deliberate exceptions: (module, attribute) -> the owner and the reason."""
 
-PENDING: dict[tuple[str, str], str] = {
-    ("opsim.fastpath.call_replay", "_slots"): "OpCacheManager's key slots: to become a method of its own",
-    ("opsim.fastpath.call_replay", "_next_slot"): "OpCacheManager's next slot: to become a method of its own",
-    ("opsim.fastpath.call_replay", "_shapes"): "AicpuTask's shape memo, reset on replay: to become a method",
-    ("opsim.fastpath.hit_replay", "_slots"): "OpCacheManager's key slots: to become a method of its own",
-    ("opsim.opdev.thread_local", "_host"): "CostModel's host phase table: to become a public lookup",
-    ("opsim.sweeps.point", "_summary"): "Result's summary as loaded: to become a public property",
-}
-"""Accesses still to be moved behind their owner's methods (this list only shrinks)."""
-
 
 def _private_defined(tree: ast.AST) -> set[str]:
     """The private names a module defines: its functions and classes, `self._x` / `cls._x` attributes, module
@@ -70,21 +60,21 @@ def _foreign_private(module: str, tree: ast.AST) -> list[tuple[str, int, str]]:
 
 
 def test_no_private_access_outside_the_owner():
-    """Every `obj._name` on another object (or SimPy's private state anywhere) is allowed by name, or pending."""
+    """Every `obj._name` on another object (or SimPy's private state anywhere) is allowed by name, with its owner."""
     wrong = []
     used = set()
     for module, path in module_files().items():
         tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
         for attr, line, receiver in _foreign_private(module, tree):
             key = (module, attr)
-            if key in ALLOWED or key in PENDING:
+            if key in ALLOWED:
                 used.add(key)
                 continue
             wrong.append(f"{module}:{line}: {receiver}.{attr}")
     assert not wrong, ("private attributes used outside their owner (add a method to the owner):\n"
                        + "\n".join(wrong))
-    stale = sorted((set(ALLOWED) | set(PENDING)) - used)
-    assert not stale, f"no longer needed, remove from ALLOWED / PENDING: {stale}"
+    stale = sorted(set(ALLOWED) - used)
+    assert not stale, f"no longer needed, remove from ALLOWED: {stale}"
 
 
 def test_the_scan_sees_foreign_and_simpy_privates():

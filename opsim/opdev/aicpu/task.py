@@ -291,6 +291,10 @@ class AicpuTask(ABC):
         rt.record_tensor_info(ctx, op, info)
         return S.ACLNN_SUCCESS
 
+    def forget_shapes(self) -> None:
+        """Drop the output shapes of the last launch's numerics (a launch replayed without numerics starts so)."""
+        self._shapes = None
+
     def _update_output_shapes(self, ctx: Any, stream: Any) -> AclnnStatus:
         """UpdateOutputShapeFromExtInfo: synchronise the stream, copy the output shapes device -> host
         (blocking), then overwrite every output's view, storage and original shapes."""
