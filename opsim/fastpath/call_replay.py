@@ -31,7 +31,7 @@ from opsim.opdev.aicpu.launcher import AiCpuKernelLauncher
 from opsim.opdev.aicpu.task import AicpuCCTask
 from opsim.opdev.launchers import AiCoreKernelLauncher
 from opsim.opdev.op_exec_cache import args_snapshot
-from opsim.opdev.thread_local import A_CALL, A_SPAN, A_SUBMIT, OpConfigInfo, OpLogInfo
+from opsim.opdev.thread_local import A_CALL, A_SPAN, A_SUBMIT, CacheEventAt, OpConfigInfo, OpLogInfo
 from opsim.fastpath.hit_replay import (captured_settings, host_replay, library_fn, lookup, memoised_key, plain,
                                       plain_task, record_infos, replay_workspace, store, workspace_fits)
 
@@ -45,9 +45,9 @@ _tensor_fields = attrgetter("view_shape", "strides", "storage_shape", "dtype", "
 description, AI CPU shapes), in one C call."""
 
 _KERNEL_KINDS = frozenset((TaskKind.AI_CORE, TaskKind.AI_VECTOR, TaskKind.AI_CPU))
-_EXEC_CALLBACK = "l2_dfx_phase_1.<locals>.<lambda>"
-_AICPU_CALLBACK = "_cache_event.<locals>.<lambda>"
 _PHASE_1 = "L2 phase1 entry"
+_REPLAYED_EVENTS = frozenset((("exec", "miss"), ("aicpu", "hit")))
+"""The (cache, kind) of the cache records a full call's template replays."""
 
 
 class Pending:
@@ -108,18 +108,10 @@ def launchers_of(pre: Pending, executor: Any) -> None:
 
 def _event(fn: Any) -> tuple | None:
     """(cache, kind, op, seed, detail) of a recorded-cache-event callback of a full call: the exec-cache miss
-    of phase 1 or an AI CPU task-cache hit; None for any other callback."""
-    qual = getattr(fn, "__qualname__", "")
-    if qual != _EXEC_CALLBACK and qual != _AICPU_CALLBACK:
+    of phase 1 or an AI CPU task-cache hit (each a `CacheEventAt`); None for any other callback."""
+    if type(fn) is not CacheEventAt or (fn.cache, fn.kind) not in _REPLAYED_EVENTS:
         return None
-    code = fn.__code__
-    cells = dict(zip(code.co_freevars, (c.cell_contents for c in fn.__closure__ or ())))
-    if qual == _EXEC_CALLBACK:
-        api = cells.get("api_name")
-        return ("exec", "miss", api, 0, "") if "miss" in code.co_consts and type(api) is str else None
-    if cells.get("kind") != "hit" or not {"op", "seed", "detail"} <= cells.keys():
-        return None
-    return "aicpu", "hit", cells["op"], cells["seed"], cells["detail"]
+    return fn.cache, fn.kind, fn.op, fn.seed, fn.detail
 
 
 def _aicpu_task(launcher: Any, inputs: tuple, args: tuple, owned: tuple, stream: Any) -> tuple | None:

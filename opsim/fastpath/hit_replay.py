@@ -17,12 +17,12 @@ from __future__ import annotations
 
 from itertools import accumulate
 from operator import attrgetter
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from opsim.device.task import DeviceTask
 from opsim.opdev import dfx
 from opsim.opdev.op_exec_cache import args_snapshot, fields_unchanged
-from opsim.opdev.thread_local import A_CALL, A_SPAN, A_SUBMIT, OpLogInfo
+from opsim.opdev.thread_local import A_CALL, A_SPAN, A_SUBMIT, CacheEventAt, OpLogInfo
 from opsim.ops.profiled import PROFILED_HOST
 
 if TYPE_CHECKING:
@@ -33,7 +33,6 @@ TEMPLATES_MAX = 4096
 
 _PHASE_1 = ("L2 phase1 entry", "make key", "match cache")
 _PHASE_2 = "L2 phase2 entry"
-_HIT_CALLBACK = "l2_dfx_phase_1.<locals>.<lambda>"
 
 
 class HitTemplate:
@@ -42,6 +41,11 @@ class HitTemplate:
     __slots__ = ("run", "args", "snapshot", "stream", "api", "api_1", "cache", "tasks", "key", "storages",
                  "tensors", "aic", "aiv", "level", "settings", "phases", "ops", "durs", "busy", "hit_at", "submits",
                  "infos", "profiling", "pre_call", "size", "clocks", "rows")
+
+
+def exec_hit_record(fn: Any) -> bool:
+    """`fn` is phase 1's record of an exec-cache hit (l2_dfx_phase_1's `CacheEventAt`)."""
+    return type(fn) is CacheEventAt and fn.cache == "exec" and fn.kind == "hit"
 
 
 def library_fn(fn: Any) -> bool:
@@ -73,26 +77,50 @@ SETTINGS = ("aic_num", "aiv_num", "deterministic_level", "strong_consistency", "
 """The process settings a hit (or a repeated phase 2) reads (`record_op_args` and `level2_profiling` are
 properties reading the two profiling flags): equal to a template's captured ones (taken while `plain` held)
 and with no per-call switch on, the path is the template's."""
+
+
+class CapturedSettings(NamedTuple):
+    """SETTINGS and PROCESS_SWITCHES of a process as a template keeps them (taken while `plain` held: the switches
+    all off, the faults table as a copy), each under its attribute's name (a test holds the names together)."""
+
+    aic_num: Any
+    aiv_num: Any
+    deterministic_level: Any
+    strong_consistency: Any
+    cost: Any
+    op_dump: Any
+    numerics: Any
+    exception_dump: Any
+    overflow_dump: Any
+    record_op_arg_flag: Any
+    level2_profiling_flag: Any
+    disable_l2_cache: Any
+    faults: Any
+    report_flag: Any
+    kernel_launch_flag: Any
+
+
 process_settings = attrgetter(*SETTINGS, *PROCESS_SWITCHES)
-"""The settings and the process's switches in one C call: a template keeps them as captured while `plain`
-held (the switches all off; the faults table as a copy), and a call whose values differ in any way is not
-the template's (stricter than `switched_on`)."""
+"""The settings and the process's switches in one C call, in CapturedSettings' order."""
 
 
-def settings_unchanged(p: Any, s: tuple) -> bool:
-    """`process_settings(p) == s`, attribute by attribute and stopping at the first difference (quicker than
-    building the tuple): in the order of SETTINGS, then PROCESS_SWITCHES (a test holds them together)."""
+def settings_unchanged(p: Any, s: CapturedSettings) -> bool:
+    """Every setting and switch of `p` equals the captured one of the same name, stopping at the first difference
+    (quicker than building a CapturedSettings and comparing); a call whose values differ in any way is not the
+    template's (stricter than `switched_on`)."""
     prof = p.profiling
-    return (p.aic_num == s[0] and p.aiv_num == s[1] and p.deterministic_level == s[2] and p.strong_consistency == s[3]
-            and p.cost == s[4] and p.op_dump == s[5] and p.numerics == s[6] and p.exception_dump == s[7]
-            and p.overflow_dump == s[8] and prof.record_op_arg_flag == s[9] and prof.level2_profiling_flag == s[10]
-            and p.disable_l2_cache == s[11] and p.faults == s[12] and prof.report_flag == s[13]
-            and prof.kernel_launch_flag == s[14])
+    return (p.aic_num == s.aic_num and p.aiv_num == s.aiv_num and p.deterministic_level == s.deterministic_level
+            and p.strong_consistency == s.strong_consistency and p.cost == s.cost and p.op_dump == s.op_dump
+            and p.numerics == s.numerics and p.exception_dump == s.exception_dump
+            and p.overflow_dump == s.overflow_dump and prof.record_op_arg_flag == s.record_op_arg_flag
+            and prof.level2_profiling_flag == s.level2_profiling_flag and p.disable_l2_cache == s.disable_l2_cache
+            and p.faults == s.faults and prof.report_flag == s.report_flag
+            and prof.kernel_launch_flag == s.kernel_launch_flag)
 
 
-def captured_settings(p: Any) -> tuple:
-    """`process_settings` of `p` as a template keeps them: a table (the faults) as a copy of its items."""
-    return tuple(v.copy() if type(v) is dict else v for v in process_settings(p))
+def captured_settings(p: Any) -> CapturedSettings:
+    """The settings and switches of `p` as a template keeps them: a table (the faults) as a copy of its items."""
+    return CapturedSettings._make(v.copy() if type(v) is dict else v for v in process_settings(p))
 
 
 def plain(ctx: Any) -> bool:
@@ -177,7 +205,7 @@ def capture(thread: HostThread, gws: Any, run: Any, args: tuple, stream: Any, ap
         i += 1
     hit_at = len(durs)
     if rec.enabled:
-        if i >= n or acts[i][0] != A_CALL or getattr(acts[i][1], "__qualname__", "") != _HIT_CALLBACK:
+        if i >= n or acts[i][0] != A_CALL or not exec_hit_record(acts[i][1]):
             return
         i += 1
     spans = [("rt malloc", p1), (_PHASE_2, api)] if size else [(_PHASE_2, api)]

@@ -9,7 +9,7 @@ from collections import OrderedDict
 from typing import TYPE_CHECKING
 
 from opsim.acl.status import AclnnStatus
-from opsim.opdev.thread_local import ThreadLocalContext, current
+from opsim.opdev.thread_local import CacheEventAt, ThreadLocalContext, current
 
 if TYPE_CHECKING:  # the manager holds caches; op_exec_cache imports this module
     from opsim.opdev.op_exec_cache import OpExecCache
@@ -89,7 +89,7 @@ class OpExecCacheManager:
             if evicted:
                 rec = ctx.process.recorder
                 op = ctx.log_info.l2_api_name or ""
-                ctx.at(lambda t, n=evicted: rec.cache_event(t, ctx.name, "exec", "evict", op, 0, str(n)))
+                ctx.at(CacheEventAt(rec, ctx.name, "exec", "evict", op, 0, str(evicted)))
         if cache.key and self.find(cache.key) is None:
             self._insert(cache)
             return True

@@ -19,7 +19,7 @@ from opsim.opdev.op_cache_key import (_HEADS, _TENSOR_KEYS, K_HASH_BUF_SIZE, KEY
                                       args_snapshot, args_unchanged, build_l2_key, fields_unchanged)
 from opsim.opdev.op_cache_manager import (K_CACHE_SHRINK_NUM, OpExecCacheManager, add_cache,  # noqa: F401
                                           get_manager, reselect_static_kernel, set_cached_tensor_list)
-from opsim.opdev.thread_local import OpLogInfo, ThreadLocalContext, current
+from opsim.opdev.thread_local import CacheEventAt, OpLogInfo, ThreadLocalContext, current
 
 log = logging.getLogger("opsim.opdev")
 S = AclnnStatus
@@ -332,12 +332,10 @@ def l2_dfx_phase_1(api_name: str, dfx_in: tuple, dfx_out: tuple, *, with_cache: 
         return None
     if cache is not None and cache.can_use(api_name):
         if rec.enabled:
-            name = ctx.name
-            ctx.at(lambda t: rec.cache_event(t, name, "exec", "hit", api_name, 0, ""))
+            ctx.at(CacheEventAt(rec, ctx.name, "exec", "hit", api_name))
         return OpExecCacheWrap(cache, tensors, li.copy(), ctx)
     if rec.enabled:
-        name = ctx.name
-        ctx.at(lambda t: rec.cache_event(t, name, "exec", "miss", api_name, 0, ""))
+        ctx.at(CacheEventAt(rec, ctx.name, "exec", "miss", api_name))
     return None
 
 

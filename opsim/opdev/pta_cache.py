@@ -13,7 +13,7 @@ import logging
 from opsim.acl.status import AclnnStatus
 from opsim.opdev.op_exec_cache import (OpExecCache, OpExecCacheWrap, check_cacheable, get_manager,
                                        reselect_static_kernel)
-from opsim.opdev.thread_local import ThreadLocalContext, current
+from opsim.opdev.thread_local import CacheEventAt, ThreadLocalContext, current
 
 log = logging.getLogger("opsim.opdev")
 S = AclnnStatus
@@ -93,8 +93,7 @@ def _wrap(ctx: ThreadLocalContext, cache: OpExecCache | None, lookup: str, key_h
         log.info("%s: cached executor belongs to %s, may be hash conflict", api, cache.l2_name)
     rec = ctx.process.recorder
     if rec.enabled:
-        name, kind = ctx.name, "hit" if usable else "miss"
-        ctx.at(lambda t: rec.cache_event(t, name, "pta", kind, api or "", key_hash, lookup))
+        ctx.at(CacheEventAt(rec, ctx.name, "pta", "hit" if usable else "miss", api or "", key_hash, lookup))
     if not usable:
         return None
     addresses = ctx.cached_tensor_list[:ctx.cached_tensor_list_size]

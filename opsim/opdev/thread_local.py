@@ -24,6 +24,22 @@ A_SYNC = 2      # (A_SYNC, stream or None for the whole device)
 A_CALL = 3      # (A_CALL, fn) -> fn(t) at replay time
 
 
+class CacheEventAt:
+    """A cache lookup's record, written when the replay reaches its point: `fn(t)` of an A_CALL action that the fast
+    path recognises by its type and reads by field (the exec-cache hit or miss of phase 1, an AI CPU task-cache
+    hit), where a lambda would hide them in its closure."""
+
+    __slots__ = ("rec", "thread", "cache", "kind", "op", "seed", "detail")
+
+    def __init__(self, rec: Any, thread: Any, cache: str, kind: str, op: str, seed: int = 0,
+                 detail: str = "") -> None:
+        self.rec, self.thread, self.cache, self.kind, self.op, self.seed, self.detail = (
+            rec, thread, cache, kind, op, seed, detail)
+
+    def __call__(self, t: float) -> None:
+        self.rec.cache_event(t, self.thread, self.cache, self.kind, self.op, self.seed, self.detail)
+
+
 @dataclass(slots=True)
 class OpLogInfo:
     """{l2ApiName, l0Name, l2SequenceCounter}: naming and attribution of the current call."""
