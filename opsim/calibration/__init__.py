@@ -69,7 +69,7 @@ class Calibration:
     @classmethod
     def load(cls, path: str | Path) -> "Calibration":
         """Read a calibration YAML; a bad file raises CalibrationError naming the file and the field."""
-        from opsim.scenario.source import read_yaml_file  # the one bounded YAML reader (scenario limits)
+        from opsim.yamlio.files import read_yaml_file  # the one bounded YAML reader
         p = Path(path)
         data = read_yaml_file(path, "a calibration YAML", "calibration", CalibrationError,
                               missing=f"no such calibration file; create one with `opsim calibrate PROFILE -o "

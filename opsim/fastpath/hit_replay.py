@@ -120,7 +120,7 @@ def settings_unchanged(p: Any, s: CapturedSettings) -> bool:
 
 def captured_settings(p: Any) -> CapturedSettings:
     """The settings and switches of `p` as a template keeps them: a table (the faults) as a copy of its items."""
-    return CapturedSettings._make(v.copy() if type(v) is dict else v for v in process_settings(p))
+    return CapturedSettings(*(v.copy() if type(v) is dict else v for v in process_settings(p)))
 
 
 def plain(ctx: Any) -> bool:

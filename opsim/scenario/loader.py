@@ -1,7 +1,7 @@
 """Reading and validating a scenario: YAML (safe loading only) -> checked data -> `ScenarioConfig`.
 
 Every error names the file, the line, the field path and what is allowed, and all errors are collected before
-one `ScenarioError` is raised. The text is read by one pass over libyaml's events (opsim.scenario.yaml_reader)
+one `ScenarioError` is raised. The text is read by one pass over libyaml's events (opsim.yamlio.reader)
 that enforces the YAML limits, builds the data as `yaml.safe_load` would and notes the line of every field;
 it also rejects tags other than YAML's standard ones (a `!!python/...` tag is refused by name, nothing is
 constructed) and duplicate keys. The only user code a scenario can cause to run is the module it names in
@@ -19,11 +19,13 @@ from opsim.errors import InvalidArgumentError, OpsimError, ScenarioError, shown
 from opsim.scenario import config as C
 from opsim.scenario.builder import DEFAULT_STREAM, _Builder
 from opsim.scenario.environment import resolve_env, shell_values
-from opsim.scenario.limits import Limits, non_finite, non_string_keys
+from opsim.scenario.limits import Limits
+from opsim.yamlio.limits import non_finite, non_string_keys
 from opsim.scenario.messages import _describe, _Errors, _schema_errors, _suggest, format_path
 from opsim.scenario.overrides import apply_overrides, parse_key, parse_override
 from opsim.scenario.schema import DEFAULT_EPOCH_US, PROFILER_FORMATS
-from opsim.scenario.source import read_source, read_yaml
+from opsim.scenario.source import read_source
+from opsim.yamlio.files import read_yaml
 
 
 def _load_extra_ops(module: str, errors: _Errors) -> dict[str, Any]:

@@ -192,7 +192,7 @@ def load_sweep(source: str | Path | Mapping[str, Any], *, check_points: bool = T
     else:
         data, lines, label, path = read_source(source)
         base_dir = Path(path).parent
-        from opsim.scenario.source import read_text_file
+        from opsim.yamlio.files import read_text_file
         text = read_text_file(path, "a sweep .yaml file", "sweep")  # bounded, as read_source read it
     errors = _Errors(label, lines)
     if not isinstance(data, dict):
@@ -295,7 +295,7 @@ def one_parameter(scenario: Any, param: str, values: list[Any], *, overrides: Ma
 
 def _check_names(data: dict[str, Any], errors: _Errors) -> None:
     """Field and parameter names must be strings (`grid: {5: [a, b]}`); a named axis's labels may be numbers."""
-    from opsim.scenario.limits import non_string_keys
+    from opsim.yamlio.limits import non_string_keys
     sections = [((), data, 1)] + [((k,), data.get(k), 1) for k in ("grid", "zip", "overrides")] + \
         [(("random",), data.get("random"), 2)]
     for where, section, depth in sections:
@@ -318,9 +318,9 @@ def _base_scenario(value: Any, base_dir: Path, errors: _Errors) -> tuple[str, st
     import yaml
     if isinstance(value, Mapping):
         return yaml.safe_dump(dict(value), sort_keys=False, allow_unicode=True), "<inline scenario>", None
-    from opsim.scenario.limits import LimitError
-    from opsim.scenario.source import read_text_file
-    from opsim.scenario.yaml_reader import check_yaml_events
+    from opsim.yamlio.limits import LimitError
+    from opsim.yamlio.files import read_text_file
+    from opsim.yamlio.reader import check_yaml_events
     path = Path(value)
     full = path if path.is_absolute() else base_dir / path
     from opsim.safe_io import path_problem
