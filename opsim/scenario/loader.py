@@ -72,15 +72,34 @@ def load_scenario(source: str | Path | Mapping[str, Any], overrides: Mapping[str
     """Read, override and validate a scenario; raise `ScenarioError` listing every problem found.
 
     The documented opbase variables set in `environ` (default: this process's environment) apply under the
-    scenario's `env` and the overrides (see opsim.scenario.environment). `limits` holds the call and numerics budgets (defaults: `opsim.scenario.limits`). With
-    `import_modules=False` (validation) `direct_invoke_module` is only looked up, never imported, and the ops
-    it may define are checked when a run imports it."""
+    scenario's `env` and the overrides (see opsim.scenario.environment). `limits` holds the call and
+    numerics budgets (defaults: `opsim.scenario.limits`). With `import_modules=False` (validation)
+    `direct_invoke_module` is only looked up, never imported, and the ops it may define are checked when a run
+    imports it."""
     data, lines, label, path = read_source(source)
     if not isinstance(data, dict):
         raise ScenarioError(f"{label}:1: the scenario must be a mapping of fields (name, threads, ...), got "
                             f"{_describe(data)}")
     overridden = apply_overrides(data, dict(overrides or {}))
     errors = _Errors(label, lines, overridden)
+    _check_values(data, errors)
+    extra_ops, deferred = _extra_ops(data, errors, import_modules)
+    builder = _Builder(data, errors, extra_ops, label, deferred)
+    threads, names = _threads(data, builder, errors)
+    in_force = _env_in_force(data, overridden, environ)
+    _check_task_queue(data, names, errors)
+    if not errors.items:
+        from opsim.scenario.checks import check_scenario
+        check_scenario(data, threads, errors.add, limits or Limits(), deferred_ops=bool(builder.deferred),
+                       calibration=_relative(data.get("calibration"), path))
+    errors.raise_if_any()
+    return _config(data, threads, path, extra_ops, {k: src for k, (_, src) in in_force.items()},
+                   shell_values(environ))
+
+
+def _check_values(data: dict[str, Any], errors: _Errors) -> None:
+    """Keys that are not names (raised at once: every later step expects names), non-finite numbers, then the
+    schema (which skips the non-finite values already reported)."""
     for where, key in non_string_keys(data):  # `env: {5: x}`: every later step expects names
         errors.add(where, f"the key {shown(key)} is read as {type(key).__name__}; mapping keys are names: quote it")
     errors.raise_if_any()
@@ -89,6 +108,11 @@ def load_scenario(source: str | Path | Mapping[str, Any], overrides: Mapping[str
         errors.add(where, f"{value!r} is not a finite number; give a finite value")
         bad_numbers.add(where)
     _schema_errors(data, errors, bad_numbers)
+
+
+def _extra_ops(data: dict[str, Any], errors: _Errors, import_modules: bool) -> tuple[dict[str, Any], str | None]:
+    """(the ops `direct_invoke_module` and `profiled_ops` add, the module whose ops are checked only when a run
+    imports it): the module is imported for a run, only looked up for validation."""
     extra_ops: dict[str, Any] = {}
     deferred = None
     module = data.get("direct_invoke_module")
@@ -103,8 +127,13 @@ def load_scenario(source: str | Path | Mapping[str, Any], overrides: Mapping[str
     if isinstance(data.get("profiled_ops"), dict) and not errors.items:
         from opsim.ops.profiled import profiled_specs
         extra_ops.update(profiled_specs(data["profiled_ops"]))
+    return extra_ops, deferred
+
+
+def _threads(data: dict[str, Any], builder: _Builder, errors: _Errors) -> tuple[list[C.ThreadConfig], dict[str, int]]:
+    """(each thread's config, thread name -> its first index): duplicate names and an unknown
+    `outputs.step_thread` reported; a malformed thread is skipped (the schema has reported it)."""
     threads: list[C.ThreadConfig] = []
-    builder = _Builder(data, errors, extra_ops, label, deferred)
     raw_threads = data.get("threads") if isinstance(data.get("threads"), list) else []
     names: dict[str, int] = {}
     for i, th in enumerate(raw_threads):
@@ -124,6 +153,12 @@ def load_scenario(source: str | Path | Mapping[str, Any], overrides: Mapping[str
     if isinstance(step_thread, str) and names and step_thread not in names:
         errors.add(("outputs", "step_thread"), f"no thread is named {step_thread!r}{_suggest(step_thread, names)}; "
                                                f"use one of: {', '.join(names)}")
+    return threads, names
+
+
+def _env_in_force(data: dict[str, Any], overridden: set, environ: Mapping[str, str] | None) -> dict:
+    """The opbase variables in force (name -> (value, source)): the shell's under the scenario's `env` and the
+    `--set` ones; `data["env"]` becomes them, so the copy written next to the outputs reproduces the run."""
     in_force: dict = {}
     if isinstance(data.get("env") or {}, dict):
         set_names = {p[1] for p in overridden if len(p) == 2 and p[0] == "env"}
@@ -131,14 +166,7 @@ def load_scenario(source: str | Path | Mapping[str, Any], overrides: Mapping[str
         in_force = resolve_env(data.get("env") or {}, set_names, environ)
         if in_force:  # the copy written next to the outputs reproduces the run without the shell
             data["env"] = {k: v for k, (v, _) in in_force.items()}
-    _check_task_queue(data, names, errors)
-    if not errors.items:
-        from opsim.scenario.checks import check_scenario
-        check_scenario(data, threads, errors.add, limits or Limits(), deferred_ops=bool(builder.deferred),
-                       calibration=_relative(data.get("calibration"), path))
-    errors.raise_if_any()
-    return _config(data, threads, path, extra_ops, {k: src for k, (_, src) in in_force.items()},
-                   shell_values(environ))
+    return in_force
 
 
 def _check_task_queue(data: dict[str, Any], thread_names: Mapping[str, int], errors: _Errors) -> None:

@@ -311,32 +311,10 @@ def run_sweep(sweep: Sweep, *, out: str | os.PathLike | None = None, workers: in
     points = sweep.points()
     if not points:
         raise InvalidArgumentError(f"sweep {sweep.name!r} has no points (an axis with no values?)")
-    auto = workers is None and scheduler is None
-    if auto and (on_result is not None or callable(sweep.scenario)):
-        workers = 0  # only this process can hand back a Result or call a Python scenario
-    inline = workers == 0
-    if not inline and (on_result is not None or callable(sweep.scenario)):
-        raise InvalidArgumentError("on_result and a scenario given as a Python callable need workers=0 (in this "
-                                   "process); a Dask sweep takes a scenario file or dict")
-    if workers is not None and workers < 0:
-        raise InvalidArgumentError(f"workers must be >= 0 (0: in this process), got {workers}")
-    if inline and scheduler is not None:
-        raise InvalidArgumentError("workers=0 runs in this process; drop it to use the scheduler")
+    workers, inline, auto = _executor(sweep, workers, scheduler, on_result)
     store = ResultsDir(out, sweep) if out is not None else None
-    done = store.finished(resume) if store is not None else {}
-    rows: dict[int, dict[str, Any]] = {}
-    tasks = []
-    calibrations: dict[Any, Any] = {}
+    rows, tasks = _plan(sweep, points, store.finished(resume) if store is not None else {})
     sources: dict[int, str] = {}  # point -> the timing sources of its device time (points run now)
-    for p in points:
-        key = sweep.point_key(p)
-        if key in done:
-            old = done[key]
-            rows[p.index] = make_row(p, Outcome(p.index, key, old.get("figures") or {}, old["status"],
-                                                old.get("error") or "", float(old.get("wall_seconds") or 0.0)))
-        else:
-            tasks.append(PointTask(p.index, key, sweep.scenario, sweep.label, p.overrides, sweep.figures,
-                                   _calibration(sweep, p, calibrations)))
     bar = None
     close = lambda: None  # noqa: E731
     info = "in this process"
@@ -399,6 +377,39 @@ def run_sweep(sweep: Sweep, *, out: str | os.PathLike | None = None, workers: in
         if log is not None:
             log(f"warning: {warning}")
     return df
+
+
+def _executor(sweep: Sweep, workers: int | None, scheduler: Any, on_result: Any) -> tuple[int | None, bool, bool]:
+    """(workers, in this process?, chosen automatically?): the executor the arguments ask for, checked."""
+    auto = workers is None and scheduler is None
+    if auto and (on_result is not None or callable(sweep.scenario)):
+        workers = 0  # only this process can hand back a Result or call a Python scenario
+    inline = workers == 0
+    if not inline and (on_result is not None or callable(sweep.scenario)):
+        raise InvalidArgumentError("on_result and a scenario given as a Python callable need workers=0 (in this "
+                                   "process); a Dask sweep takes a scenario file or dict")
+    if workers is not None and workers < 0:
+        raise InvalidArgumentError(f"workers must be >= 0 (0: in this process), got {workers}")
+    if inline and scheduler is not None:
+        raise InvalidArgumentError("workers=0 runs in this process; drop it to use the scheduler")
+    return workers, inline, auto
+
+
+def _plan(sweep: Sweep, points: list, done: dict) -> tuple[dict[int, dict[str, Any]], list[PointTask]]:
+    """(point index -> its row, for the points already `done`; the tasks of the others)."""
+    rows: dict[int, dict[str, Any]] = {}
+    tasks = []
+    calibrations: dict[Any, Any] = {}
+    for p in points:
+        key = sweep.point_key(p)
+        if key in done:
+            old = done[key]
+            rows[p.index] = make_row(p, Outcome(p.index, key, old.get("figures") or {}, old["status"],
+                                                old.get("error") or "", float(old.get("wall_seconds") or 0.0)))
+        else:
+            tasks.append(PointTask(p.index, key, sweep.scenario, sweep.label, p.overrides, sweep.figures,
+                                   _calibration(sweep, p, calibrations)))
+    return rows, tasks
 
 
 def mixed_sources_warning(labels: Any) -> str | None:
