@@ -16,7 +16,8 @@ import numpy as np
 from opsim.scenario import batch
 from opsim.scenario.batch import LoopState
 from opsim.scenario.config import (ChooseStep, DeterministicStep, EventStep, LoopStep, OpStep, ProfilingStep,
-                                   SleepStep, Step, SyncDeviceStep, SyncStep, TaskStep, ThreadConfig)
+                                   SleepStep, Step, SyncDeviceStep, SyncStep, TaskStep, ThreadConfig,
+                                   CollectiveStep)
 
 _BATCH = 4096
 
@@ -162,6 +163,11 @@ class ThreadWorkload:
             stream = self.streams[step.stream]
             return lambda th: th.call(acl_rt.launch_task, stream, step.kind, step.name, step.task_type,
                                       step.duration_us)
+        if isinstance(step, CollectiveStep):
+            from opsim.cluster.hccl import launch_collective  # a job's step: single-rank runs never load it
+            stream = self.streams[step.stream]
+            call = self.run.collective_call(step.spec)
+            return lambda th: th.call(launch_collective, stream, call)
         if isinstance(step, ProfilingStep):
             return lambda th: th.call(_profiling_command, step.start, step.mask)
         if isinstance(step, DeterministicStep):
