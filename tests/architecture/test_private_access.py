@@ -26,6 +26,9 @@ ALLOWED: dict[tuple[str, str], str] = {
 }
 """Deliberate exceptions: (module, attribute) -> the owner and the reason."""
 
+NAMEDTUPLE_API = {"_fields", "_field_defaults", "_make", "_replace", "_asdict"}
+"""typing.NamedTuple's public methods and attributes (underscored only so as not to clash with field names)."""
+
 
 def _private_defined(tree: ast.AST) -> set[str]:
     """The private names a module defines: its functions and classes, `self._x` / `cls._x` attributes, module
@@ -53,6 +56,8 @@ def _foreign_private(module: str, tree: ast.AST) -> list[tuple[str, int, str]]:
         if node.attr.startswith("__") and node.attr.endswith("__"):
             continue
         if isinstance(node.value, ast.Name) and node.value.id in ("self", "cls"):
+            continue
+        if node.attr in NAMEDTUPLE_API:
             continue
         if node.attr in SIMPY_PRIVATE or node.attr not in mine:
             found.append((node.attr, node.lineno, ast.unparse(node.value)))

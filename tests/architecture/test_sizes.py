@@ -17,13 +17,14 @@ LONG_FUNCTIONS: dict[str, str] = {
 """Functions allowed over MAX_FUNCTION_LINES, each with its reason."""
 
 OVER_AIM: set[str] = {
-    "opsim.opdev.planner:plan_max", "opsim.analysis.plots:timeline", "opsim.scenario.schema:build_schema",
+    "opsim.opdev.planner:plan_max", "opsim.analysis.plots:timeline",
     "opsim.fastpath.batch_kernel:_call", "opsim.fastpath.call_replay:capture", "opsim.fastpath.hit_replay:capture",
     "opsim.sweeps.engine:run_sweep", "opsim.opdev.process:ProcessContext.__init__",
     "opsim.ingest.trace_view:read_trace_view", "opsim.trace.columns:expand_groups",
     "opsim.fastpath.phase2_replay:capture", "opsim.fastpath.batch_kernel:_advance", "opsim.runtime.host_thread:run_op",
     "opsim.trace.chrome_device:device_slices", "opsim.scenario.runner:run_scenario",
     "opsim.device.memory:DeviceMemory.malloc", "opsim.device.soc:_build_presets", "opsim.scenario.batch:batched_loop",
+    "opsim.trace.summary:render_table",
 }
 """Functions between AIM_FUNCTION_LINES and MAX_FUNCTION_LINES today (split one, then drop it from here)."""
 
