@@ -7,6 +7,7 @@ where they wait for it.
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
@@ -92,10 +93,12 @@ class Cluster:
     """Ranks on one clock; `call` makes a rank's collective, `run` runs them all."""
 
     def __init__(self, spec: ClusterSpec, *, fast_path: bool = True, source: str = "scenario",
-                 calibrated_links: Mapping[str, Any] | None = None) -> None:
+                 calibrated_links: Mapping[str, Any] | None = None, horizon_us: float = math.inf) -> None:
         self.spec = spec
         self.source = source
         """The scenario's name or file, for messages."""
+        self.horizon_us = horizon_us
+        """The longest simulated time the outputs can express: a collective ending later is refused."""
         self.env = FastEnvironment() if fast_path else simpy.Environment()
         self.ranks: list[Rank] = []
         self.groups = {g.name: g for g in spec.groups}
@@ -129,6 +132,12 @@ class Cluster:
         transit = float(spec.transit_us) if recorded else model_us
         last_ready = max(m.ready for m in gathering.members.values())
         end = last_ready + transit
+        if not end <= self.horizon_us:  # also NaN and inf: a link of almost no bandwidth
+            raise ScenarioError(
+                f"{self.source}: {gathering.describe()} would end at {end:.4g} us, beyond the longest simulated "
+                f"time of {self.horizon_us:.4g} us (transfer {transit:.4g} us over {self.intra.name} at "
+                f"{self.intra.bandwidth_gbps:g} GB/s); fix: raise cluster.link.bandwidth_gbps or lower the "
+                "collective's bytes")
         scale = transit / model_us if model_us > 0.0 else 0.0
         for r in ranks:
             m = gathering.members[r]

@@ -451,8 +451,9 @@ def _start(config: ScenarioConfig, progress: Callable[[int], None] | None, calib
     from opsim.cluster.cluster import Cluster
     from opsim.calibration import load_calibration
     cal = load_calibration(calibration or config.calibration)
+    from opsim.scenario.limits import MAX_HORIZON_US
     cluster = Cluster(config.cluster, fast_path=config.fast_path, source=str(config.source or config.name),
-                      calibrated_links=getattr(cal, "links", None))
+                      calibrated_links=getattr(cal, "links", None), horizon_us=MAX_HORIZON_US)
     ranks = []
     for r in range(config.cluster.size):
         own = replace(config, threads=config.rank_threads(r), cluster=None, ranks=())

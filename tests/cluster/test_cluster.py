@@ -235,3 +235,10 @@ def test_trace_off_keeps_only_the_collectives_totals():
     for key in ("collectives", "wait_us", "transit_us", "idle_us", "device_end_us"):
         assert off.summary["ranks"]["0"][key] == on.summary["ranks"]["0"][key]
     assert "computing_us" not in off.summary["ranks"]["0"]
+
+
+def test_a_transfer_beyond_the_simulated_horizon_is_refused_naming_the_fix():
+    data = job(2, count=1)
+    data["cluster"]["link"] = {"bandwidth_gbps": 1e-300}
+    with pytest.raises(ScenarioError, match="beyond the longest simulated time.*raise cluster.link.bandwidth_gbps"):
+        run(data)
