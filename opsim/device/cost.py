@@ -27,10 +27,12 @@ from typing import Mapping
 from opsim.device.fitted import FittedTiming, HostApiTiming
 from opsim.device.family import FamilyModel
 from opsim.device.host_phases import HOST_PHASES
-from opsim.device.predictor import Prediction
+from opsim.device.predictor import Prediction, predict
 from opsim.device.soc import SocSpec, get_soc
 from opsim.device.task import MEMCPY_KINDS, TaskKind
 from opsim.errors import InvalidArgumentError
+from importlib import resources
+from opsim.device.fitted_io import family_from_dict, fitted_from_dict
 
 _A = "assumed"
 
@@ -153,7 +155,6 @@ class CostModel:
         key = (op_type, core, flops, nbytes, block_dim, signature, itemsize)
         hit = self._memo.get(key)
         if hit is None:
-            from opsim.device.predictor import predict
             if len(self._memo) >= _MEMO_LIMIT:
                 self._memo.clear()
             hit = self._memo[key] = predict(self, op_type, core, flops, nbytes, block_dim, signature, itemsize)
@@ -226,11 +227,9 @@ FAMILY_DEFAULTS_FILE = "family_defaults.yaml"
 def default_family() -> "FamilyModel | None":
     """The built-in family model (opsim/device/family_defaults.yaml, fitted by docs/refit_family.py), loaded once."""
     if not _DEFAULT_FAMILY:
-        from importlib import resources
 
-        import yaml
+        import yaml  # lazy: keeps PyYAML out of importing opsim.device.cost
 
-        from opsim.device.fitted_io import family_from_dict
         ref = resources.files("opsim.device").joinpath(FAMILY_DEFAULTS_FILE)
         model = None
         if ref.is_file():
@@ -251,11 +250,9 @@ def default_fits(soc_name: str) -> FittedTiming | None:
     if soc_name not in DEFAULT_FITS_SOCS:
         return None
     if soc_name not in _DEFAULT_FITS:
-        from importlib import resources
 
-        import yaml
+        import yaml  # lazy: keeps PyYAML out of importing opsim.device.cost
 
-        from opsim.device.fitted_io import fitted_from_dict
         ref = resources.files("opsim.device").joinpath(DEFAULT_FITS_FILE)
         if not ref.is_file():
             _DEFAULT_FITS[soc_name] = None

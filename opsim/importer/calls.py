@@ -28,6 +28,7 @@ from typing import Any
 from opsim.importer.device_tasks import collect
 from opsim.importer.report import ImportReport
 from opsim.ingest import TraceEvent, TraceView
+from opsim.ingest.trace_view import innermost_at
 
 ACLOP_CALL = "aclopCompileAndExecute"
 SYNC_APIS = {"aclrtSynchronizeStream": "stream", "aclrtSynchronizeStreamWithTimeout": "stream",
@@ -66,6 +67,7 @@ def join_kernel_details(pc: "ProfileCalls", table: Any, report: ImportReport) ->
             r = rows.pop((k.start_ns, k.name), None)
             if r is None:
                 continue
+            # lazy: keeps opsim.opdev, opsim.ops out of importing opsim.importer.calls
             from opsim.ops.profiled import TASK_TYPES
             k.op_type, k.block_dim = r.op_type, max(1, int(r.block_dim or 1))
             k.task_type = r.core if r.core in TASK_TYPES else k.task_type
@@ -296,7 +298,6 @@ def _profile_calls(view: TraceView, calls: list[Call], syncs: list[Sync], consum
 def _owners(links: list, p2_by_thread: dict[Any, list[TraceEvent]]) -> list[tuple[Any, TraceEvent | None]]:
     """Each launch link with the phase-2 event of its thread that holds its host event (None: outside every
     call), in the links' order; one sweep per thread over both lists sorted by start."""
-    from opsim.ingest.trace_view import innermost_at
     by_thread: dict[Any, list[int]] = {}
     for i, link in enumerate(links):
         by_thread.setdefault(link.host.tid, []).append(i)

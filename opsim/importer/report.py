@@ -5,6 +5,7 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+from opsim.outputs import write_text_atomic
 
 
 @dataclass
@@ -35,7 +36,6 @@ class ImportReport:
                 "notes": [{"reason": r, "count": n} for r, n in sorted(self.notes.items())]}
 
     def write(self, path: str | Path) -> Path:
-        from opsim.outputs import write_text_atomic
         return Path(write_text_atomic(path, json.dumps(self.as_dict(), indent=2, sort_keys=False) + "\n"))
 
     def summary_lines(self) -> list[str]:

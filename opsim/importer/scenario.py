@@ -135,7 +135,7 @@ def _kernel(k: Any, dur_ns: float) -> dict[str, Any]:
 
 
 def _dtype(dtypes: tuple) -> str:
-    from opsim.ops.profiled import DTYPES
+    from opsim.ops.profiled import DTYPES  # lazy: keeps opsim.opdev, opsim.ops out of importing opsim.importer.scenario
     return next((d for d in dtypes if d in DTYPES), "float")
 
 
@@ -145,6 +145,7 @@ def _signature(call: Call) -> tuple:
 
 def build_scenario(pc: ProfileCalls, report: ImportReport, *, view: Any, name: str, source: str) -> dict[str, Any]:
     """The scenario (plain data, ready for YAML) replaying `pc` (read from the trace `view`)."""
+    # lazy: keeps SimPy out of importing opsim.importer.scenario
     from opsim.calibration.host import host_table, queue_phases
     queued = any(c.queued for c in pc.calls)
     pta = queued or any(c.kind == "aclnn" and c.phase1 is None for c in pc.calls)

@@ -15,6 +15,7 @@ from opsim.opdev.profiles import BehaviourProfile, get_profile
 from opsim.opdev.profiling import OpProfilingSwitch, start_profiling
 from opsim.opdev.settings import DEFAULT, SimulationSettings
 from opsim.opdev.thread_local import ThreadLocalContext
+from opsim.trace.recorder import Recorder
 
 FIRST_THREAD_ID = 10001
 
@@ -35,11 +36,11 @@ class ProcessContext:
         self.env: dict[str, str] = dict(env or {})
         self.profile = profile if isinstance(profile, BehaviourProfile) else get_profile(profile)
         if cost is None:
+            # lazy: keeps numpy, SimPy out of importing opsim.opdev.process
             from opsim.device.cost import CostModel  # lazy: framework tests without a device never load it
             cost = CostModel()
         self.cost = cost
         if recorder is None:
-            from opsim.trace.recorder import Recorder  # lazy: as the cost model above
             recorder = Recorder(enabled=False)
         self.recorder = recorder
         self.device = device

@@ -41,7 +41,7 @@ MAX_DIMS = 8
 
 
 def _K():
-    from opsim.kernels import numerics
+    from opsim.kernels import numerics  # lazy: keeps Numba out of importing opsim.ops.aicpu_ops
     return numerics
 
 

@@ -46,7 +46,7 @@ BIAS_RELU = "FusedBiasRelu"
 
 
 def _K():
-    from opsim.kernels import numerics
+    from opsim.kernels import numerics  # lazy: keeps Numba out of importing opsim.ops.fused
     return numerics
 
 

@@ -24,7 +24,7 @@ CUBE_TILE = 128  # output tile edge one cube core computes per block (assumed)
 
 
 def _K():
-    from opsim.kernels import numerics
+    from opsim.kernels import numerics  # lazy: keeps Numba out of importing opsim.ops.matmul
     return numerics
 
 

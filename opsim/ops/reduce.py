@@ -16,7 +16,7 @@ from opsim.ops._common import S
 
 
 def _K():
-    from opsim.kernels import numerics
+    from opsim.kernels import numerics  # lazy: keeps Numba out of importing opsim.ops.reduce
     return numerics
 
 

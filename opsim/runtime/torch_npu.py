@@ -18,10 +18,11 @@ from opsim.acl.dtypes import DataType
 from opsim.acl.tensor import BoolArray, FloatArray, Fp16Array, IntArray, Scalar, ScalarList, Tensor, TensorList
 from opsim.errors import InvalidArgumentError
 from opsim.kernels.hashing import murmur_hash3_x64_h2
-from opsim.opdev import huge_mem
-from opsim.opdev import pta_cache as pta
+from opsim.opdev import huge_mem, pta_cache as pta
 from opsim.opdev.op_args import Null
 from opsim.opdev.thread_local import ThreadLocalContext, current, set_current
+import simpy
+from opsim.runtime import acl_rt
 
 G_HASH_BUF_MAX_SIZE = 8192
 """torch_npu's g_hash_buf size (op_api_common.cpp kHashBufSize)."""
@@ -233,7 +234,6 @@ class TaskQueue:
     """torch_npu's task queue: one consumer host thread running queued jobs in order."""
 
     def __init__(self, sim: Any, name: str):
-        import simpy
         self.sim = sim
         self.store = simpy.Store(sim.env)
         self.pending: dict[str, int] = {}
@@ -331,8 +331,8 @@ class TorchNpu:
     def _whole_call(self, ctx: ThreadLocalContext, gws: Callable, run: Callable, args: tuple, stream: Any,
                     api: str, form: str, v2: bool, queue_phase_2: bool) -> tuple[CallOutcome, Callable | None]:
         """One call up to (queue_phase_2) or through phase 2; returns the outcome and the phase-2 job if queued."""
+        # lazy: keeps opsim.opdev out of importing opsim.runtime.torch_npu
         from opsim.opdev.executor import destroy_executor
-        from opsim.runtime import acl_rt
         out = CallOutcome()
         executor = None
         if form == "cmd":
@@ -413,7 +413,6 @@ class TorchNpu:
                 out = CallOutcome(status=None)
 
                 def job(out: CallOutcome = out) -> int | None:
-                    from opsim.opdev.thread_local import current
                     done, _ = self._whole_call(current(), gws, run, args, stream, api, form, True, False)
                     out.status, out.workspace_size, out.hit = done.status, done.workspace_size, done.hit
                     return out.status

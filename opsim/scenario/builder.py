@@ -8,6 +8,9 @@ from opsim.errors import InvalidArgumentError
 from opsim.scenario import config as C
 from opsim.scenario.limits import INT64_MAX
 from opsim.scenario.messages import Path_, _describe, _Errors, _suggest
+from opsim.acl.dtypes import DataType
+from opsim.opdev.profiling import MASK_NAMES, mask_of
+from opsim.ops.registry import get_op, op_names
 
 DEFAULT_STREAM = "default"
 
@@ -15,7 +18,6 @@ DEFAULT_STREAM = "default"
 def _dtype_name(name: str) -> str | None:
     if name.__class__ is str and name in _DTYPE_NAMES:
         return _DTYPE_NAMES[name]
-    from opsim.acl.dtypes import DataType
     try:
         short = DataType.parse(name).short_name
     except InvalidArgumentError:
@@ -117,6 +119,7 @@ class _Builder:
 
     def collective_step(self, step: dict[str, Any], path: Path_, streams: tuple[str, ...]) -> C.CollectiveStep | None:
         """A collective: its group (declared in `groups`) or its send/recv `peer`, its dtype and stream."""
+        # lazy: keeps opsim.cluster out of importing opsim.scenario.builder
         from opsim.cluster.collective import CollectiveSpec
         op = step.get("collective")
         stream = self.stream(step.get("stream", streams[0]), path + ("stream",), streams)
@@ -167,7 +170,6 @@ class _Builder:
         return built
 
     def _op_step(self, step: dict[str, Any], path: Path_, streams: tuple[str, ...]) -> C.OpStep | None:
-        from opsim.ops.registry import get_op, op_names
         name = step.get("op")
         try:
             spec = get_op(str(name), self.extra_ops)
@@ -321,7 +323,6 @@ def _tuple(t: Any) -> tuple:
 
 def _profiling_step(spec: dict) -> C.ProfilingStep | None:
     """{start: mask} or {stop: true}; a malformed value is reported by the schema."""
-    from opsim.opdev.profiling import MASK_NAMES, mask_of
     if "start" in spec:
         mask = spec["start"]
         if isinstance(mask, list) and all(m in MASK_NAMES for m in mask):

@@ -11,9 +11,11 @@ from __future__ import annotations
 import os
 from typing import Any, Callable, Mapping
 
-from opsim.errors import InvalidArgumentError
+from opsim.errors import InvalidArgumentError, CalibrationError
 from opsim.scenario import config as C
 from opsim.scenario.limits import MAX_HORIZON_US, Limits
+from opsim.acl.dtypes import DataType
+from opsim.outputs import output_dir_problem
 
 Add = Callable[[tuple, str], None]
 
@@ -39,8 +41,8 @@ def check_scenario(data: Mapping[str, Any], threads: list[C.ThreadConfig], add: 
 
 
 def _check_calibration(path: str, add: Add) -> None:
+    # lazy: keeps ijson, sqlite3, SimPy, decimal out of importing opsim.scenario.checks
     from opsim.calibration import load_calibration
-    from opsim.errors import CalibrationError
     try:
         load_calibration(path)
     except CalibrationError as exc:
@@ -48,7 +50,7 @@ def _check_calibration(path: str, add: Add) -> None:
 
 
 def _check_soc(data: Mapping[str, Any], add: Add) -> Any:
-    from opsim.device.soc import get_soc
+    from opsim.device.soc import get_soc  # lazy: keeps SimPy out of importing opsim.scenario.checks
     name = data.get("soc", "Ascend910B2")
     overrides = dict(data.get("soc_overrides") or {})
     ok = True
@@ -68,7 +70,7 @@ def _check_soc(data: Mapping[str, Any], add: Add) -> Any:
 
 
 def _check_cost(data: Mapping[str, Any], soc: Any, add: Add) -> None:
-    from opsim.device.cost import CostModel
+    from opsim.device.cost import CostModel  # lazy: keeps SimPy out of importing opsim.scenario.checks
     for k, v in dict(data.get("cost_overrides") or {}).items():
         try:
             CostModel(soc, {k: v})
@@ -94,7 +96,6 @@ def _check_streams(data: Mapping[str, Any], threads: list[C.ThreadConfig], soc: 
 
 
 def _check_paths(data: Mapping[str, Any], add: Add) -> None:
-    from opsim.outputs import output_dir_problem
     dump_dir = (data.get("dump") or {}).get("dir")
     if isinstance(dump_dir, str) and not os.path.isabs(dump_dir):
         norm = os.path.normpath(dump_dir)
@@ -141,7 +142,7 @@ def _check_horizon(data: Mapping[str, Any], threads: list[C.ThreadConfig], add: 
     """Sleeps, and each call's time-valued cost overrides, must fit the times the outputs can express: a run
     refuses them only after simulating, when it writes them."""
     bound, why = _horizon(data)
-    from opsim.device.cost import HOST_PHASES
+    from opsim.device.cost import HOST_PHASES  # lazy: keeps SimPy out of importing opsim.scenario.checks
     per_call = 0.0
     for k, v in dict(data.get("cost_overrides") or {}).items():
         if (k in HOST_PHASES or k.endswith("_us")) and isinstance(v, (int, float)) and not isinstance(v, bool):
@@ -162,7 +163,6 @@ def _check_horizon(data: Mapping[str, Any], threads: list[C.ThreadConfig], add: 
 def numerics_bytes(threads: list[C.ThreadConfig]) -> int:
     """Host bytes `numerics: true` needs for tensor data: every variant's inputs and outputs of every thread
     (each is created once and kept), plus the largest input's random-number scratch (float64 + float32)."""
-    from opsim.acl.dtypes import DataType
     total = 0
     scratch = 0
     for th in threads:

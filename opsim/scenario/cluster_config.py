@@ -12,6 +12,7 @@ from opsim.cluster.groups import CommGroup
 from opsim.errors import InvalidArgumentError
 from opsim.scenario import config as C
 from opsim.scenario.messages import Path_
+from opsim.cluster.links import get_link
 
 CLUSTER_KEYS = ("cluster", "groups", "ranks")
 """A scenario with any of these is a multi-rank job."""
@@ -91,7 +92,6 @@ def _groups(raw: Any, size: int, add: Add) -> tuple[CommGroup, ...]:
 
 
 def _check_link(link: Mapping[str, Any], default: str, path: Path_, add: Add) -> None:
-    from opsim.cluster.links import get_link
     try:
         get_link(str(link.get("preset", default)), **{k: v for k, v in link.items() if k != "preset"})
     except (InvalidArgumentError, ValueError, TypeError) as exc:

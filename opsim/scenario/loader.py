@@ -28,10 +28,14 @@ from opsim.scenario.schema import DEFAULT_EPOCH_US, PROFILER_FORMATS
 from opsim.scenario.source import read_source
 from opsim.yamlio.files import read_yaml
 from opsim.yamlio.limits import non_finite, non_string_keys
+import importlib.util
+import sys
+from opsim.ops.profiled import profiled_specs
+from opsim.ops.registry import catalogue_from_module
+from opsim.scenario.checks import check_scenario
 
 
 def _load_extra_ops(module: str, errors: _Errors) -> dict[str, Any]:
-    from opsim.ops.registry import catalogue_from_module
     try:
         return catalogue_from_module(module, "DIRECT_INVOKE_OPS", "DIRECT_INVOKE")
     except ImportError as exc:
@@ -47,8 +51,6 @@ def _load_extra_ops(module: str, errors: _Errors) -> dict[str, Any]:
 def module_findable(name: str) -> bool:
     """True when `import name` would find the module, decided without running it or its parent packages
     (importlib.util.find_spec of a dotted name would import the parents)."""
-    import importlib.util
-    import sys
     parts = name.split(".")
     try:
         spec = importlib.util.find_spec(parts[0])  # a top-level name: found, not executed
@@ -92,7 +94,6 @@ def load_scenario(source: str | Path | Mapping[str, Any], overrides: Mapping[str
     _check_task_queue(data, names, errors)
     cluster, ranks = build_cluster(data, tuple(threads), lambda where, th: _built(builder, where, th), errors.add)
     if not errors.items:
-        from opsim.scenario.checks import check_scenario
         every = [th for r in range(cluster.size) for th in C.ScenarioConfig(
             name="-", threads=tuple(threads), cluster=cluster, ranks=ranks).rank_threads(r)] if cluster else None
         check_scenario(data, threads, errors.add, limits or Limits(), deferred_ops=bool(builder.deferred),
@@ -131,7 +132,6 @@ def _extra_ops(data: dict[str, Any], errors: _Errors, import_modules: bool) -> t
             errors.add(("direct_invoke_module",), f"module {module!r} not found; it must be importable "
                                                   "(installed or on PYTHONPATH)")
     if isinstance(data.get("profiled_ops"), dict) and not errors.items:
-        from opsim.ops.profiled import profiled_specs
         extra_ops.update(profiled_specs(data["profiled_ops"]))
     return extra_ops, deferred
 

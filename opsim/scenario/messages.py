@@ -21,7 +21,7 @@ def _suggest(word: Any, choices: Iterable[str]) -> str:
 
 def _schema_errors(data: Any, errors: _Errors, skip: set[Path_] = frozenset()) -> None:
     """Report schema violations, except at `skip` (paths already reported)."""
-    from jsonschema.exceptions import best_match
+    from jsonschema.exceptions import best_match  # lazy: keeps jsonschema out of importing opsim.scenario.messages
     for err in validator().iter_errors(data):
         if tuple(err.absolute_path) not in skip:
             _report(err, errors, best_match)

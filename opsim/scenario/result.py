@@ -29,6 +29,7 @@ def _pandas_frames(result: "Result | None" = None):
             "this run kept no trace (the scenario sets `trace: false`), so it has no tables or trace figures; "
             "read result.summary, or run with trace on (`--set trace=true`, overrides={'trace': True})")
     try:
+        # lazy: an optional dependency, looked for where it is used
         from opsim.trace import frames  # lazy: pandas is imported only when a table is asked for
     except ImportError as exc:  # pandas missing
         raise OpsimError(
@@ -104,6 +105,7 @@ class Result:
             meta["scenario"] = name
         ranks = list(getattr(run, "ranks", None) or ())
         if ranks:  # a job: every rank's collectives travel with the records
+            # lazy: keeps opsim.cluster out of importing opsim.scenario.result
             from opsim.cluster.records import CollectiveRecord
             meta["collectives"] = {"fields": list(CollectiveRecord._fields),
                                    "rows": [list(c) for r in ranks for c in r.rank.collectives]}
@@ -236,7 +238,7 @@ class Result:
     def save(self, out_dir: str | os.PathLike) -> Path:
         """Write the trace columns, summary and metadata to ``out_dir/records.json.gz`` (deterministic bytes:
         the same run gives the same file) and list it in the directory's output manifest. Returns the path."""
-        from opsim.outputs import record_output
+        from opsim.outputs import record_output  # lazy: keeps opsim.outputs out of importing opsim.scenario.result
         out = Path(out_dir)
         out.mkdir(parents=True, exist_ok=True)
         path = self.write_records(out / RECORDS_FILE, relative_to=out)
@@ -263,7 +265,7 @@ class Result:
         doc = {"format": _FORMAT, "version": _VERSION, "meta": self.meta, "summary": summary,
                "outputs": outputs, "stdout_text": self.stdout_text, "records": self._columns}
         text = json.dumps(doc, separators=(",", ":"), default=_json_default, allow_nan=True)
-        from opsim.outputs import atomic_file
+        from opsim.outputs import atomic_file  # lazy: keeps opsim.outputs out of importing opsim.scenario.result
         # level 6: nearly level 9's size, several times faster to write for a large traced run
         with atomic_file(path, "wb") as fh, gzip.GzipFile(fileobj=fh, mode="wb", mtime=0, filename="",
                                                           compresslevel=6) as gz:
@@ -278,6 +280,7 @@ class Result:
 
 def _table(rows: list, columns: list):
     try:
+        # lazy: an optional dependency, looked for where it is used
         import pandas as pd  # lazy: pandas is imported only when a table is asked for
     except ImportError as exc:
         raise OpsimError(f"Result tables need pandas ({exc}); install it with `pip install opsim[analysis]`") from None
@@ -306,8 +309,9 @@ def load_result(out_dir: str | os.PathLike) -> Result:
         raise InvalidArgumentError(
             f"{str(out)!r} holds no {RECORDS_FILE}; give the output directory of `opsim run` or "
             "opsim.run(..., out_dir=...), or call Result.save(out_dir) on a result")
+    # lazy: keeps opsim.safe_io, opsim.trace out of importing opsim.scenario.result
     from opsim.trace.result_files import read_gzip_json, read_json_file, records_problem
-    from opsim.trace.summary import summary_problem
+    from opsim.trace.summary import summary_problem  # lazy: keeps opsim.trace out of importing opsim.scenario.result
     doc = read_gzip_json(path)  # bounded: a regular file, its decompressed size, its nesting
     if not isinstance(doc, dict) or doc.get("format") != _FORMAT:
         raise InvalidArgumentError(f"{str(path)!r} is not an opsim records file")

@@ -211,7 +211,7 @@ def validator():
     """A cached `jsonschema` validator of the scenario schema."""
     global _VALIDATOR
     if _VALIDATOR is None:
-        import jsonschema
+        import jsonschema  # lazy: keeps jsonschema out of importing opsim.scenario.schema
         schema = build_schema()
         base = jsonschema.validators.validator_for(schema)
         base.check_schema(schema)

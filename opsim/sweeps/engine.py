@@ -65,7 +65,7 @@ def choose_workers(cores: int, points: int, point_seconds: float | None = None) 
 
 def _distributed():
     try:
-        import distributed
+        import distributed  # lazy: an optional dependency, looked for where it is used
     except ImportError:
         raise OpsimError(f"running a sweep on Dask needs dask[distributed]; {EXTRA_HINT} (or run in this process "
                          "with workers=0)") from None
@@ -140,7 +140,7 @@ def _unguarded_script() -> bool:
 
 def _bootstrapping() -> bool:
     """True while a new process is importing the parent's main script (multiprocessing's own test)."""
-    import multiprocessing
+    import multiprocessing  # lazy: keeps multiprocessing out of importing opsim.sweeps.engine
     return bool(getattr(multiprocessing.current_process(), "_inheriting", False))
 
 
@@ -234,7 +234,7 @@ def _workers(client: Any) -> int:
 def _on_dask(client: Any, tasks: list[PointTask]) -> Iterator[Outcome]:
     """Submit one point per worker, then the rest in batches sized by how long the first point took (see
     `batch_size`); yield outcomes as they finish; on any exit (Ctrl-C included) cancel what is left."""
-    from distributed import as_completed
+    from distributed import as_completed  # lazy: keeps Dask out of importing opsim.sweeps.engine
     token = uuid.uuid4().hex[:8]
     n = _workers(client)
     futures: dict[Any, list[PointTask]] = {}
@@ -292,6 +292,7 @@ def _auto(tasks: list[PointTask], chosen: dict[str, str]) -> Iterator[Outcome]:
 
 def _have_distributed() -> bool:
     try:
+        # lazy: an optional dependency, looked for where it is used
         import distributed  # noqa: F401
     except ImportError:
         return False
@@ -433,6 +434,7 @@ def _calibration(sweep: Sweep, point: Any, cache: dict[Any, Any]) -> Any:
     if path is None:
         return None
     if path not in cache:
+        # lazy: keeps numpy, ijson, sqlite3, SimPy, decimal out of importing opsim.sweeps.engine
         from opsim.calibration import load_calibration
         cache[path] = load_calibration(path)
     return cache[path]
@@ -441,7 +443,7 @@ def _calibration(sweep: Sweep, point: Any, cache: dict[Any, Any]) -> Any:
 def _bar(total: int, initial: int, enabled: bool, file: TextIO | None):
     if not enabled:
         return None
-    from tqdm import tqdm
+    from tqdm import tqdm  # lazy: keeps tqdm out of importing opsim.sweeps.engine
     return tqdm(total=total, initial=initial, unit="point", file=file or sys.stderr, dynamic_ncols=True,
                 mininterval=0.5, desc="sweep")
 

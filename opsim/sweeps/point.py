@@ -95,6 +95,7 @@ def collect(result: Any, figures: tuple[str, ...]) -> dict[str, Any]:
 
 
 def _result_of(task: PointTask) -> Any:
+    # lazy: keeps opsim.api, opsim.scenario, opsim.trace out of importing opsim.sweeps.point
     from opsim.api import Result, run
     if callable(task.scenario):
         out = task.scenario(dict(task.overrides))
@@ -104,7 +105,7 @@ def _result_of(task: PointTask) -> Any:
             return Result.from_simulation(out)
         raise InvalidArgumentError(f"the scenario callable returned {type(out).__name__}; return an opsim Result "
                                    "or a Simulation that has run")
-    from opsim.scenario.loader import read_yaml
+    from opsim.scenario.loader import read_yaml  # lazy: keeps numpy, SimPy, PyYAML out of importing opsim.sweeps.point
     data, _ = read_yaml(task.scenario, task.label)
     if task.calibration is None:
         return run(data, task.overrides, write=False)

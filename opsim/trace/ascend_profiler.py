@@ -65,6 +65,7 @@ from opsim.trace.ascend_profiler_db import write_profiler_db
 from opsim.trace.ascend_tables import (csv_text, prof_id, device_info, kernel_detail_rows, op_statistic_rows,
                                        profiler_info, step_trace_rows)
 from opsim.trace.ascend_trace_view import trace_view_json
+from opsim.outputs import atomic_file
 
 __all__ = ["write_profiler_output", "build_profile", "AscendProfile", "profiler_dir_name", "torch_op_name",
            "KERNEL_DETAILS_HEADER", "STEP_TRACE_TIME_HEADER", "OP_STATISTIC_HEADER", "DEFAULT_EPOCH_US",
@@ -80,7 +81,6 @@ def _mkdir(path: str) -> None:
 
 
 def _write(path: str, text: str) -> None:
-    from opsim.outputs import atomic_file
     with atomic_file(path, encoding="utf-8", newline="") as f:
         f.write(text)
     os.chmod(path, FILE_MODE)

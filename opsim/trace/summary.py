@@ -13,6 +13,7 @@ from collections import defaultdict
 from typing import Any, Mapping
 
 from opsim.trace.timing_sources import describe_sources, timing_sources
+from opsim.errors import shown
 
 
 class SummaryStats:
@@ -97,7 +98,7 @@ class SummaryStats:
     def _feed_device_columns(self, recorder: Any) -> bool:
         """`device_task` over every device record at once; False (nothing added) when a numeric column holds a
         value of an unusual type."""
-        import numpy as np
+        import numpy as np  # lazy: keeps numpy out of importing opsim.trace.summary
         recorder.compact()  # typed columns: numpy reads them without a Python step per record
         cols = {}
         for name, typecode in (("stream", "q"), ("units", "q"), ("start", "d"), ("end", "d")):
@@ -126,14 +127,14 @@ class SummaryStats:
 
 def _sum_in_order(x: Any) -> float:
     """0.0 + x[0] + x[1] + ..., added left to right (numpy's accumulate, unlike its sum, adds in order)."""
-    import numpy as np
+    import numpy as np  # lazy: keeps numpy out of importing opsim.trace.summary
     return float(np.add.accumulate(x)[-1]) if len(x) else 0.0
 
 
 def _first_seen_groups(codes: Any, values: list | None) -> list[tuple[Any, Any]]:
     """(value, record indices) per distinct code in order of first appearance (`values[code]`, or the code
     itself as a Python int when `values` is None)."""
-    import numpy as np
+    import numpy as np  # lazy: keeps numpy out of importing opsim.trace.summary
     if not len(codes):
         return []
     distinct, first, which = np.unique(codes, return_index=True, return_inverse=True)
@@ -147,7 +148,7 @@ def _first_seen_groups(codes: Any, values: list | None) -> list[tuple[Any, Any]]
 def _first_seen_counts(codes: Any, values: list | None) -> list[tuple[Any, int]]:
     """(value, count) per distinct code in order of first appearance (`values[code]`, or the code itself as a
     Python int when `values` is None)."""
-    import numpy as np
+    import numpy as np  # lazy: keeps numpy out of importing opsim.trace.summary
     if not len(codes):
         return []
     distinct, first, counts = np.unique(codes, return_index=True, return_counts=True)
@@ -157,7 +158,7 @@ def _first_seen_counts(codes: Any, values: list | None) -> list[tuple[Any, int]]
 
 def _counts(recorder: Any, kind: str, names: tuple[str, ...]) -> list[tuple[Any, int]]:
     """Records of `kind` counted per value of the coded column(s) `names` (a tuple of values for two)."""
-    import numpy as np
+    import numpy as np  # lazy: keeps numpy out of importing opsim.trace.summary
     parts = [recorder.coded(kind, name) for name in names]
     values = parts[0][1]
     if len(parts) == 1:
@@ -444,9 +445,8 @@ SUMMARY_SCHEMA: dict[str, Any] = {
 
 def summary_problem(summary: Any) -> str | None:
     """Why `summary` (parsed JSON) cannot be rendered as a run summary, or None."""
-    import jsonschema
-    from jsonschema.exceptions import best_match
-    from opsim.errors import shown
+    import jsonschema  # lazy: keeps jsonschema out of importing opsim.trace.summary
+    from jsonschema.exceptions import best_match  # lazy: keeps jsonschema out of importing opsim.trace.summary
     err = best_match(jsonschema.Draft202012Validator(SUMMARY_SCHEMA).iter_errors(summary))
     if err is None:
         return None
@@ -481,6 +481,7 @@ def render_table(summary: Mapping[str, Any]) -> str:
     for name, u in (summary.get("units") or {}).items():
         rows.append((f"unit pool {name}", f"{u['utilization_pct']:.1f}% of {u['capacity']} units, {u['tasks']} tasks"))
     if summary.get("ranks"):
+        # lazy: keeps numpy out of importing opsim.trace.summary
         from opsim.trace.rank_table import rank_lines  # a job's table only
         rows += rank_lines(list(summary["ranks"].values()))
     ec = summary.get("exec_cache") or {}
