@@ -69,3 +69,22 @@ def test_phase_1_leaves_its_cache_record_as_a_cache_event_at(monkeypatch):
     sim.run()
     assert [(fn.cache, fn.kind, fn.op) for fn in seen if type(fn) is CacheEventAt] == [
         ("exec", "miss", "aclnnMul"), ("exec", "hit", "aclnnMul")]
+
+
+def test_the_compiled_loop_takes_its_state_as_named_tuples():
+    """The batch kernel's entry point and its wide steps take the state as the layout's NamedTuples of arrays
+    (not some twenty positional arrays each), and no compiled function takes more than 12 parameters."""
+    from opsim.fastpath import batch_kernel, batch_layout
+
+    path = module_files()["opsim.fastpath.batch_kernel"]
+    functions = {n.name: [a.arg for a in n.args.args] for n in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+                 if isinstance(n, ast.FunctionDef)}
+    assert functions["run"] == ["ev", "dev", "rows", "calls", "max_calls"]
+    for name in ("_call", "_peek"):
+        assert functions[name][:4] == ["ev", "dev", "rows", "calls"], name
+    for name in ("_finish", "_advance", "_workspace"):
+        assert functions[name][:3] == ["ev", "dev", "rows"], name
+    assert max(len(args) for args in functions.values()) <= 12, functions
+    for cls in (batch_layout.EventArrays, batch_layout.DeviceArrays, batch_layout.RowArrays, batch_layout.CallArrays):
+        assert issubclass(cls, tuple) and cls._fields, cls
+    assert callable(batch_kernel.run)
