@@ -130,11 +130,11 @@ class ProfiledOp:
         if self.kind == "aclop":
             return S.ACLNN_SUCCESS, 0, ("aclop", variant)
         from opsim.opdev.op_exec_cache import OpExecCacheWrap  # lazy: keeps SimPy out of importing opsim.ops.profiled
-        from opsim.ops import _common as C  # lazy: keeps SimPy out of importing opsim.ops.profiled
+        from opsim.ops import _common as common  # lazy: keeps SimPy out of importing opsim.ops.profiled
         ctx = current()
         start = len(ctx.actions)
         ins, outs = tensors[:self.n_inputs], tensors[self.n_inputs:]
-        status, size, executor = C.l2_phase_1(self.phase1_api, (*ins, variant), tuple(outs), lambda: S.ACLNN_SUCCESS,
+        status, size, executor = common.l2_phase_1(self.phase1_api, (*ins, variant), tuple(outs), lambda: S.ACLNN_SUCCESS,
                                               lambda ex: self._launchers(ex, variant, ins, outs))
         if status == S.ACLNN_SUCCESS and not isinstance(executor, OpExecCacheWrap):
             _charge_rest(ctx, start, self.phase1_us)
@@ -168,8 +168,8 @@ class ProfiledOp:
             own = (self.variants[executor[1]].get("host_us") or {}).get("phase2")
             target = target if own is None else float(own)
         else:
-            from opsim.ops import _common as C  # lazy: keeps SimPy out of importing opsim.ops.profiled
-            status = C.l2_phase_2(self.api, workspace, workspace_size, executor, stream)
+            from opsim.ops import _common as common  # lazy: keeps SimPy out of importing opsim.ops.profiled
+            status = common.l2_phase_2(self.api, workspace, workspace_size, executor, stream)
         _charge_rest(ctx, start, target)
         return status
 

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from opsim.errors import InvalidArgumentError, OpsimError, ScenarioError, shown
-from opsim.scenario import config as C
+from opsim.scenario import config
 from opsim.scenario.builder import DEFAULT_STREAM, _Builder
 from opsim.scenario.cluster_config import build_cluster
 from opsim.scenario.environment import resolve_env, shell_values
@@ -72,7 +72,7 @@ def module_findable(name: str) -> bool:
 
 def load_scenario(source: str | Path | Mapping[str, Any], overrides: Mapping[str, Any] | None = None, *,
                   environ: Mapping[str, str] | None = None, limits: Limits | None = None,
-                  import_modules: bool = True) -> C.ScenarioConfig:
+                  import_modules: bool = True) -> config.ScenarioConfig:
     """Read, override and validate a scenario; raise `ScenarioError` listing every problem found.
 
     The documented opbase variables set in `environ` (default: this process's environment) apply under the
@@ -94,14 +94,14 @@ def load_scenario(source: str | Path | Mapping[str, Any], overrides: Mapping[str
     _check_task_queue(data, names, errors)
     cluster, ranks = build_cluster(data, tuple(threads), lambda where, th: _built(builder, where, th), errors.add)
     if not errors.items:
-        every = [th for r in range(cluster.size) for th in C.ScenarioConfig(
+        every = [th for r in range(cluster.size) for th in config.ScenarioConfig(
             name="-", threads=tuple(threads), cluster=cluster, ranks=ranks).rank_threads(r)] if cluster else None
         check_scenario(data, threads, errors.add, limits or Limits(), deferred_ops=bool(builder.deferred),
                        calibration=_relative(data.get("calibration"), path), every_rank=every)
     errors.raise_if_any()
-    config = _config(data, threads, path, extra_ops, {k: src for k, (_, src) in in_force.items()},
-                     shell_values(environ))
-    return replace(config, cluster=cluster, ranks=ranks) if cluster is not None else config
+    scenario = _config(data, threads, path, extra_ops, {k: src for k, (_, src) in in_force.items()},
+                       shell_values(environ))
+    return replace(scenario, cluster=cluster, ranks=ranks) if cluster is not None else scenario
 
 
 def _check_values(data: dict[str, Any], errors: _Errors) -> None:
@@ -136,10 +136,10 @@ def _extra_ops(data: dict[str, Any], errors: _Errors, import_modules: bool) -> t
     return extra_ops, deferred
 
 
-def _threads(data: dict[str, Any], builder: _Builder, errors: _Errors) -> tuple[list[C.ThreadConfig], dict[str, int]]:
+def _threads(data: dict[str, Any], builder: _Builder, errors: _Errors) -> tuple[list[config.ThreadConfig], dict[str, int]]:
     """(each thread's config, thread name -> its first index): duplicate names and an unknown
     `outputs.step_thread` reported; a malformed thread is skipped (the schema has reported it)."""
-    threads: list[C.ThreadConfig] = []
+    threads: list[config.ThreadConfig] = []
     raw_threads = data.get("threads") if isinstance(data.get("threads"), list) else []
     names: dict[str, int] = {}
     for i, th in enumerate(raw_threads):
@@ -175,7 +175,7 @@ def _env_in_force(data: dict[str, Any], overridden: set, environ: Mapping[str, s
     return in_force
 
 
-def _built(builder: _Builder, where: Path_, th: Any) -> C.ThreadConfig | None:
+def _built(builder: _Builder, where: Path_, th: Any) -> config.ThreadConfig | None:
     """A rank's own thread, built like the scenario's (None when malformed: the schema reported it)."""
     if not isinstance(th, dict):
         return None
@@ -197,12 +197,12 @@ def _check_task_queue(data: dict[str, Any], thread_names: Mapping[str, int], err
                                            f"threads[{thread_names[consumer]}]; give the task-queue thread another name")
 
 
-def _config(data: dict[str, Any], threads: list[C.ThreadConfig], path: Path | None,
+def _config(data: dict[str, Any], threads: list[config.ThreadConfig], path: Path | None,
             extra_ops: Mapping[str, Any], env_sources: Mapping[str, str],
-            env_shell: Mapping[str, str]) -> C.ScenarioConfig:
+            env_shell: Mapping[str, str]) -> config.ScenarioConfig:
     out = data.get("outputs") or {}
     dump = data.get("dump") or {}
-    return C.ScenarioConfig(
+    return config.ScenarioConfig(
         name=data["name"], threads=tuple(threads), description=str(data.get("description", "")),
         seed=int(data.get("seed", 0)), soc=str(data.get("soc", "Ascend910B2")),
         soc_overrides=dict(data.get("soc_overrides") or {}), profile=data.get("profile"),
@@ -214,13 +214,13 @@ def _config(data: dict[str, Any], threads: list[C.ThreadConfig], path: Path | No
         strong_consistency=bool((data.get("deterministic") or {}).get("strong_consistency", False)),
         trace=bool(data.get("trace", True)), memory_strategy=str(data.get("memory_strategy", "first_fit")),
         epoch_us=int(data.get("epoch_us", DEFAULT_EPOCH_US)), on_error=str(data.get("on_error", "stop")),
-        dump=C.DumpConfig(op_dump=bool(dump.get("op_dump", False)), overflow_dump=bool(dump.get("overflow_dump", False)),
+        dump=config.DumpConfig(op_dump=bool(dump.get("op_dump", False)), overflow_dump=bool(dump.get("overflow_dump", False)),
                           dir=dump.get("dir")),
         direct_invoke_module=data.get("direct_invoke_module"), events=tuple(data.get("events") or ()),
         shared_streams=tuple(data.get("streams") or ()),
         task_queue_thread=str(data.get("task_queue_thread", "task_queue")),
         fast_path=bool(data.get("fast_path", True)),
-        outputs=C.OutputsConfig(dir=out.get("dir"), trace=bool(out.get("trace", True)), csv=bool(out.get("csv", True)),
+        outputs=config.OutputsConfig(dir=out.get("dir"), trace=bool(out.get("trace", True)), csv=bool(out.get("csv", True)),
                                 timestamps=bool(out.get("timestamps", True)), summary=bool(out.get("summary", True)),
                                 records=bool(out.get("records", True)),
                                 profiler=profiler_format(out.get("profiler", False)),
@@ -248,7 +248,7 @@ def profiler_format(value: bool | str | None) -> str:
 
 
 def validate(source: str | Path | Mapping[str, Any], overrides: Mapping[str, Any] | None = None, *,
-             environ: Mapping[str, str] | None = None, limits: Limits | None = None) -> C.ScenarioConfig:
+             environ: Mapping[str, str] | None = None, limits: Limits | None = None) -> config.ScenarioConfig:
     """`load_scenario` without running any user code (`direct_invoke_module` is looked up, not imported)."""
     return load_scenario(source, overrides, environ=environ, limits=limits, import_modules=False)
 
