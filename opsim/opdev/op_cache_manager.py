@@ -1,4 +1,5 @@
-"""OpExecCacheManager: a thread's OpExecCache container (op-exec-cache.md §8; pta-cache-mode.md §5).
+"""OpExecCacheManager: a thread's OpExecCache container (opbase `include/nnopbase/opdev/op_cache_container.h`,
+`common/utils/op_cache.cpp`).
 
 Capacity comes from ACLNN_CACHE_LIMIT (read once per thread); eviction drops 30 LRU entries at a time and
 happens before the duplicate check; the PTA hash map never evicts.
@@ -65,7 +66,7 @@ class OpExecCacheManager:
         cache.manager = self
 
     def add(self, ctx: ThreadLocalContext, cache: OpExecCache) -> bool:
-        """AddOpExecCache (§8; pta-cache-mode.md §5 step 8): returns whether the cache was accepted."""
+        """AddOpExecCache (opbase `common/utils/op_cache.cpp`): returns whether the cache was accepted."""
         if not cache.valid:
             return False
         if len(self.hash_map) >= self.capacity:

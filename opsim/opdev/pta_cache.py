@@ -1,6 +1,7 @@
 """opbase's PTA entry points: a framework adapter (torch_npu) keys the OpExecCache with its own hash or bytes.
 
-All are `extern "C"` in opbase and act on the calling thread only (pta-cache-mode.md §4). The V1 store is the
+All are `extern "C"` in opbase and act on the calling thread only (opbase `common/utils/op_cache.cpp`). The V1 store
+is the
 manager's hash map (`cache_`: no eviction, a full map sets the sticky cacheHasFull_, an entry invalidated after
 insertion stays as a poisoned hash); the V2 store is the ordinary LRU key container (`cache2_`). A hit returns
 a cache wrapper whose phase 2 replays the recorded launches with the addresses the adapter pushed, by index.

@@ -87,7 +87,8 @@ class ThreadLocalContext:
     executor: Any = None  # executor currently running (phase 2)
     l2_io_tensors: tuple = ((), ())  # DFX_IN / DFX_OUT of the last phase 1, kept only while dump is on
     l2_guard: Any = None  # the open L2 phase guard's profiler (dfx.open_l2_guard), reported when the phase ends
-    # op-exec-cache state (op-exec-cache.md): manager, key of the last phase-1, storages and addresses
+    # op-exec-cache state (opbase `common/inc/thread_local_context.h`): manager, key of the last phase-1, storages
+    # and addresses
     op_cache_manager: Any = None
     cache_has_full: bool = False
     key: bytes = b""
@@ -96,7 +97,7 @@ class ThreadLocalContext:
     op_cache_context: Any = None
     # huge host-memory pool index of this thread (-1: none active; opsim.opdev.huge_mem)
     pool_index: int = -1
-    # PTA mode (pta-cache-mode.md §4): usePTAHash_, hashKey_, cacheApi_ and the L2 tensor address list (a
+    # PTA mode (opbase `common/utils/op_cache.cpp`): usePTAHash_, hashKey_, cacheApi_ and the L2 tensor address list (a
     # vector reused across calls: `cached_tensor_list_size` is its logical size)
     use_pta_hash: bool = False
     hash_key: int = 0

@@ -1,12 +1,10 @@
 """torch_npu's side of an ACLNN call: op-plugin's EXEC_NPU_CMD, its argument hash, and the task queue.
 
-torch_npu serialises a call's arguments into a thread-local 8192-byte buffer and asks opbase for a cached
-executor by that key (pta-cache-mode.md): V1 hashes the bytes (gen_hash, the MurmurHash3 variant opbase uses
-for its buckets) and looks up on the calling thread, queueing only phase 2; V2 hands opbase the bytes and
-runs the whole call on the task-queue consumer thread. TASK_QUEUE_ENABLE picks the variant and the queue.
-A hit skips phase 1 (no aclnnXxxGetWorkspaceSize); a miss runs phase 1 in PTA mode.
-"""
-from __future__ import annotations
+torch_npu serialises a call's arguments into a thread-local 8192-byte buffer and asks opbase for a cached executor
+by that key (op-plugin `op_plugin/utils/op_api_common.h`): V1 hashes the bytes (gen_hash, the MurmurHash3 variant
+opbase uses for its buckets) and looks up on the calling thread, queueing only phase 2; V2 hands opbase the bytes
+and runs the whole call on the task-queue consumer thread. TASK_QUEUE_ENABLE picks the variant and the queue. A hit
+skips phase 1 (no aclnnXxxGetWorkspaceSize); a miss runs phase 1 in PTA mode. """ from __future__ import annotations
 
 import struct
 from dataclasses import dataclass, field
@@ -345,7 +343,7 @@ class TorchNpu:
             if form == "sync" or v2:
                 pta.set_pta_cache_hash_key(None, 0, ctx)
         miss = executor is None
-        if miss:  # a miss runs phase 1 with a huge-memory pool active (pta-cache-mode.md §2.1 step 4)
+        if miss:  # a miss runs phase 1 with a huge-memory pool active (op-plugin `op_api_common.h`, EXEC_NPU_CMD_V1)
             huge_mem.init_huge_mem_thread_local(ctx)
             status, size, executor = gws(*args)
             if status != 0:

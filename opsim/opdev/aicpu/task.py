@@ -145,7 +145,7 @@ class AicpuTask(ABC):
 
     @abstractmethod
     def init(self, ctx: Any, inputs: list, outputs: list, attrs: dict) -> AclnnStatus:
-        """Init: the TF or CC step sequence (aicpu-tasks.md §9)."""
+        """Init: the TF or CC step sequence (opbase `aicpu/task_handler/aicpu_task.cpp`)."""
 
     def _use_selection(self, status: AclnnStatus, sel: Any) -> AclnnStatus:
         """Keep what kernel-library selection chose (the last Init step of both task kinds)."""
