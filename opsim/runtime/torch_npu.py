@@ -4,7 +4,9 @@ torch_npu serialises a call's arguments into a thread-local 8192-byte buffer and
 by that key (op-plugin `op_plugin/utils/op_api_common.h`): V1 hashes the bytes (gen_hash, the MurmurHash3 variant
 opbase uses for its buckets) and looks up on the calling thread, queueing only phase 2; V2 hands opbase the bytes
 and runs the whole call on the task-queue consumer thread. TASK_QUEUE_ENABLE picks the variant and the queue. A hit
-skips phase 1 (no aclnnXxxGetWorkspaceSize); a miss runs phase 1 in PTA mode. """ from __future__ import annotations
+skips phase 1 (no aclnnXxxGetWorkspaceSize); a miss runs phase 1 in PTA mode.
+"""
+from __future__ import annotations
 
 import struct
 from dataclasses import dataclass, field
