@@ -38,7 +38,6 @@ def _jit() -> Any:
     """opsim.kernels.hashing_jit, imported (and its cached kernels loaded) on first use."""
     global _JIT
     if _JIT is None:
-        # lazy: keeps Numba out of importing opsim.kernels.hashing
         from opsim.kernels import hashing_jit  # lazy: a run whose keys are all short never loads Numba
         _JIT = hashing_jit
     return _JIT

@@ -36,7 +36,6 @@ class ProcessContext:
         self.env: dict[str, str] = dict(env or {})
         self.profile = profile if isinstance(profile, BehaviourProfile) else get_profile(profile)
         if cost is None:
-            # lazy: keeps numpy, SimPy out of importing opsim.opdev.process
             from opsim.device.cost import CostModel  # lazy: framework tests without a device never load it
             cost = CostModel()
         self.cost = cost

@@ -53,7 +53,6 @@ class LoopState:
 def run_batch(wl: Any) -> tuple[int, Any]:
     """A batch of every parked batched loop and `wl`'s (opsim.fastpath.batch.run_batch) with this module's
     array sizes; returns (calls made, the event `wl`'s thread waits on next or None to carry on at once)."""
-    # lazy: keeps Numba out of importing opsim.scenario.batch
     from opsim.fastpath import batch as fast_batch  # lazy: runs that batch nothing never load Numba
     return fast_batch.run_batch(wl, fast_batch.BatchLimits(QUEUE_SLOTS, TASK_SLOTS, ALLOC_SLOTS, CALLS_PER_ENTRY,
                                                            ROWS))

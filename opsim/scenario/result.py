@@ -29,7 +29,6 @@ def _pandas_frames(result: "Result | None" = None):
             "this run kept no trace (the scenario sets `trace: false`), so it has no tables or trace figures; "
             "read result.summary, or run with trace on (`--set trace=true`, overrides={'trace': True})")
     try:
-        # lazy: an optional dependency, looked for where it is used
         from opsim.trace import frames  # lazy: pandas is imported only when a table is asked for
     except ImportError as exc:  # pandas missing
         raise OpsimError(
@@ -280,7 +279,6 @@ class Result:
 
 def _table(rows: list, columns: list):
     try:
-        # lazy: an optional dependency, looked for where it is used
         import pandas as pd  # lazy: pandas is imported only when a table is asked for
     except ImportError as exc:
         raise OpsimError(f"Result tables need pandas ({exc}); install it with `pip install opsim[analysis]`") from None

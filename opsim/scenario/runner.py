@@ -120,7 +120,7 @@ class _Run:
         self.current_variant: tuple[OpStep, int] | None = None
         # lazy: keeps opsim.kernels, opsim.opdev, opsim.runtime out of importing opsim.scenario.runner
         from opsim.runtime.torch_npu import task_queue_setting
-        # lazy: keeps opsim.fastpath, opsim.kernels, opsim.opdev, more out of importing opsim.scenario.runner
+        # lazy: keeps opsim.fastpath, opsim.kernels, opsim.opdev and more out of importing opsim.scenario.runner
         from opsim.scenario.workload import ThreadWorkload
         self.pta_queue = config.uses_pta() and task_queue_setting(config.env)[1]
         self.workloads = [ThreadWorkload(self, th, i) for i, th in enumerate(config.threads)]
@@ -199,7 +199,7 @@ class _Run:
         """One call through torch_npu's EXEC_NPU_CMD (EXEC_NPU_CMD_SYNC for ops whose output shape the device
         computes). Counted, and checked for failure, when its queued part has run."""
         if th.name in self.pta_stopped:
-            # lazy: keeps opsim.fastpath, opsim.kernels, opsim.opdev, more out of importing opsim.scenario.runner
+            # lazy: keeps opsim.fastpath, opsim.kernels, opsim.opdev and more out of importing opsim.scenario.runner
             from opsim.scenario.workload import StopThread
             raise StopThread()
         variant = self.current_variant
@@ -209,12 +209,12 @@ class _Run:
         if self.capture_calls:
             self.corr_variant[out.corr] = variant
         if th.name in self.pta_stopped:
-            # lazy: keeps opsim.fastpath, opsim.kernels, opsim.opdev, more out of importing opsim.scenario.runner
+            # lazy: keeps opsim.fastpath, opsim.kernels, opsim.opdev and more out of importing opsim.scenario.runner
             from opsim.scenario.workload import StopThread
             raise StopThread()
 
     def _pta_done(self, th: Any, step: OpStep, out: Any) -> None:
-        # lazy: keeps opsim.fastpath, opsim.kernels, opsim.opdev, more out of importing opsim.scenario.runner
+        # lazy: keeps opsim.fastpath, opsim.kernels, opsim.opdev and more out of importing opsim.scenario.runner
         from opsim.scenario.workload import StopThread
         self.count_call(th, out.workspace_size)
         if out.status:
@@ -302,7 +302,7 @@ class _Run:
 
     def fail(self, th: Any, step: OpStep, status: int, message: str | None = None) -> None:
         """Record a failed call; with `on_error: stop` the thread stops (it still drains and frees)."""
-        # lazy: keeps opsim.fastpath, opsim.kernels, opsim.opdev, more out of importing opsim.scenario.runner
+        # lazy: keeps opsim.fastpath, opsim.kernels, opsim.opdev and more out of importing opsim.scenario.runner
         from opsim.scenario.workload import StopThread
         try:
             code = AclnnStatus(int(status)).name
@@ -324,7 +324,7 @@ class _Run:
 def _run_op(*args: Any) -> Generator:
     """opsim.runtime.host_thread.run_op, imported on the first call (then bound here directly)."""
     global _run_op
-    # lazy: keeps opsim.fastpath, opsim.kernels, opsim.opdev, more out of importing opsim.scenario.runner
+    # lazy: keeps opsim.fastpath, opsim.kernels, opsim.opdev and more out of importing opsim.scenario.runner
     from opsim.runtime.host_thread import run_op
     _run_op = run_op
     return run_op(*args)
@@ -441,7 +441,6 @@ def run_scenario(source: str | Path | Mapping[str, Any] | ScenarioConfig, *, out
             stage = _writing_bar(config, want_profiler, progress)
             write_outputs(run, summary, stdout_text, staged, profiler=want_profiler, stage=stage)
             if config.outputs.records:
-                # lazy: keeps opsim.scenario out of importing opsim.scenario.runner
                 from opsim.scenario.result import Result  # lazy: only a run that writes its records needs it
                 stage("records")
                 result.outputs = _keyed(staged.planned())
