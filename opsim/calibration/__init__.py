@@ -32,6 +32,7 @@ from opsim.errors import CalibrationError, ProfileFormatError
 from opsim.ingest import KernelRecord, iter_api_statistic, iter_db_api_events, iter_db_kernels, locate_profiles, \
     read_kernels, read_trace_view
 from opsim.ingest.sources import is_db
+from opsim.calibration.comm_fit import calibrate_links, links_from_yaml
 from opsim.calibration.family_fit import WorkSample, fit_factors
 from opsim.device.cost import default_family
 from opsim.device.soc import get_soc
@@ -106,7 +107,6 @@ class Calibration:
         sources = data.get("sources") or []
         if not isinstance(sources, list):
             raise CalibrationError(f"{p}: field sources: must be a list")
-        from opsim.calibration.comm_fit import links_from_yaml
         return cls(timing=fitted_from_dict(data, str(p)), soc=soc, sources=sources,
                    links=links_from_yaml(data.get("links"), str(p)))
 
@@ -203,7 +203,6 @@ def calibrate(paths: "Iterable[str | Path] | str | Path", soc: str | None = None
         raise ProfileFormatError("calibrate needs at least one profile (a *_ascend_pt directory or a file)")
     if soc is not None:
         soc = get_soc(soc).name
-    from opsim.calibration.comm_fit import calibrate_links
     name = ", ".join(str(p) for p in paths)
     kernel_paths, links, comm_sources = calibrate_links(paths)
     records, traces, sources = read_profiles(kernel_paths)
