@@ -36,6 +36,8 @@ from opsim.fastpath.hit_replay import (captured_settings, host_replay, library_f
                                       plain_task, record_infos, replay_workspace, store, workspace_fits)
 
 if TYPE_CHECKING:
+    from opsim.opdev.process import ProcessContext
+    from opsim.opdev.thread_local import ThreadLocalContext
     from opsim.runtime.host_thread import HostThread  # (the layer above: a type-only back-reference)
 
 _tensor_fields = attrgetter("view_shape", "strides", "storage_shape", "dtype", "view_offset", "view_format",
@@ -64,7 +66,7 @@ class CallTemplate:
                  "ops", "durs", "busy", "submits", "events", "infos", "pre_call", "size", "clocks")
 
 
-def _fingerprint(ctx: Any) -> tuple:
+def _fingerprint(ctx: ThreadLocalContext) -> tuple:
     """The opbase state a plain full call leaves as it found it (compared by value, objects by identity): the
     thread's cache state, its PTA / overflow / pool fields, the process's AI CPU spaces and globals, DFX
     outputs, warnings and the recorder's correlation counter."""

@@ -26,6 +26,8 @@ from opsim.opdev.thread_local import A_CALL, A_SPAN, A_SUBMIT, CacheEventAt, OpL
 from opsim.ops.profiled import PROFILED_HOST
 
 if TYPE_CHECKING:
+    from opsim.opdev.process import ProcessContext
+    from opsim.opdev.thread_local import ThreadLocalContext
     from opsim.runtime.host_thread import HostThread  # (the layer above: a type-only back-reference)
 
 TEMPLATES_MAX = 4096
@@ -66,7 +68,7 @@ switches = attrgetter(*THREAD_SWITCHES, *(f"process.{name}" for name in PROCESS_
 """The switches of a thread's context and its process, in one C call."""
 
 
-def switched_on(ctx: Any) -> bool:
+def switched_on(ctx: ThreadLocalContext) -> bool:
     """One of `switches` is on."""
     return any(switches(ctx))
 
@@ -104,7 +106,7 @@ process_settings = attrgetter(*SETTINGS, *PROCESS_SWITCHES)
 """The settings and the process's switches in one C call, in CapturedSettings' order."""
 
 
-def settings_unchanged(p: Any, s: CapturedSettings) -> bool:
+def settings_unchanged(p: ProcessContext, s: CapturedSettings) -> bool:
     """Every setting and switch of `p` equals the captured one of the same name, stopping at the first difference
     (quicker than building a CapturedSettings and comparing); a call whose values differ in any way is not the
     template's (stricter than `switched_on`)."""
@@ -118,12 +120,12 @@ def settings_unchanged(p: Any, s: CapturedSettings) -> bool:
             and prof.kernel_launch_flag == s.kernel_launch_flag)
 
 
-def captured_settings(p: Any) -> CapturedSettings:
+def captured_settings(p: ProcessContext) -> CapturedSettings:
     """The settings and switches of `p` as a template keeps them: a table (the faults) as a copy of its items."""
     return CapturedSettings(*(v.copy() if type(v) is dict else v for v in process_settings(p)))
 
 
-def plain(ctx: Any) -> bool:
+def plain(ctx: ThreadLocalContext) -> bool:
     """Nothing makes the hit path do more than the template records (checked once, at capture)."""
     p = ctx.process
     return not (switched_on(ctx) or p.op_dump or (p.numerics and p.device is not None) or p.exception_dump
@@ -138,19 +140,19 @@ def plain_task(dt: DeviceTask) -> tuple | None:
     return dt.kind, dt.duration, dt.block_dim, dt.op_name, dt.task_type
 
 
-def memoised_key(p: Any, key: bytes) -> bool:
+def memoised_key(p: ProcessContext, key: bytes) -> bool:
     """`key` came from the process's phase-1 key memo, i.e. from arguments whose key bytes are fully known
     (what makes a template's argument checks cover its key)."""
     return any(v[1][0] is key for v in p.key_memo.values())
 
 
-def workspace_fits(p: Any, tpl: Any) -> bool:
+def workspace_fits(p: ProcessContext, tpl: Any) -> bool:
     """A template's workspace (none, or `tpl.size` bytes) can be allocated now (else the framework path runs
     and records the failed allocation)."""
     return not tpl.size or p.device.memory.can_malloc(tpl.size)
 
 
-def replay_workspace(p: Any, tpl: Any, start: float) -> None:
+def replay_workspace(p: ProcessContext, tpl: Any, start: float) -> None:
     """run_op's aclrtMalloc of a template's workspace and its stream-ordered free, at the times the framework's
     clock gave them (`tpl.clocks`, from the call's start)."""
     if tpl.size:
@@ -336,7 +338,7 @@ def keep_rows(rec: Any, thread: HostThread, tpl: HitTemplate) -> None:
     tpl.rows = rec.hit_rows(thread.name, tpl.phases, tpl.ops, tpl.durs, tpl.api, tpl.api_1, tpl.infos) or False
 
 
-def enter_phase_1(ctx: Any, tpl: HitTemplate, seq: int) -> None:
+def enter_phase_1(ctx: ThreadLocalContext, tpl: HitTemplate, seq: int) -> None:
     """Phase 1's TLS writes on a hit: log info and config, key and L2 lists (the current op is phase 1's API
     name until phase 2 names its own, which nothing here reads in between)."""
     ctx.current_op = tpl.api
@@ -355,7 +357,7 @@ def enter_phase_1(ctx: Any, tpl: HitTemplate, seq: int) -> None:
     ctx.l2_tensor_list = tpl.tensors
 
 
-def enter_phase_2(ctx: Any, tpl: HitTemplate, seq: int) -> None:
+def enter_phase_2(ctx: ThreadLocalContext, tpl: HitTemplate, seq: int) -> None:
     """Phase 2's TLS writes: the log info restored from the wrapper's copy, the profiling ids of the last
     recorded task."""
     ctx.log_info = OpLogInfo(tpl.api_1, None, seq)
@@ -368,13 +370,14 @@ def cache_run_effects(tasks: list) -> tuple[tuple, tuple | None]:
     return tuple((t.op_name, t.info) for t in tasks if t.info is not None), tasks[-1].profiling if tasks else None
 
 
-def apply_cache_run(ctx: Any, rec: Any, corr: int, infos: tuple, profiling: tuple | None) -> None:
+def apply_cache_run(ctx: ThreadLocalContext, rec: Any, corr: int, infos: tuple,
+                    profiling: tuple | None) -> None:
     """Those effects again."""
     set_profiling_ids(ctx, profiling)
     record_infos(rec, corr, infos)
 
 
-def set_profiling_ids(ctx: Any, profiling: tuple | None) -> None:
+def set_profiling_ids(ctx: ThreadLocalContext, profiling: tuple | None) -> None:
     """What `report_replayed_task` leaves with profiling reports off: the two TLS ids of the last recorded
     task (none: unchanged)."""
     if profiling is not None:
