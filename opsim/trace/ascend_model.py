@@ -7,6 +7,7 @@ nanoseconds (see ascend_profiler.py for the conventions).
 from __future__ import annotations
 
 import datetime as _dt
+import functools
 import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Iterable
@@ -91,6 +92,7 @@ def profiler_dir_name(name: str, epoch_us: int) -> str:
     return f"{name}_{timestamp_17(epoch_us)}_ascend_pt"
 
 
+@functools.lru_cache(maxsize=4096)
 def torch_op_name(api: str) -> str:
     """The torch-style name of an ACLNN API: ``aclnnAddmm`` -> ``aten::addmm``, ``aclnnInplaceAdd`` -> ``aten::add_``.
 
