@@ -69,13 +69,22 @@ def _tensor_infos(inst: dict[str, list],
     """Per-launch tensor descriptions grouped by (corr, op), in launch order: the recorder's `tensor_infos`
     (what the framework records at every kernel launch) and any ``tensor_info`` instants."""
     out: dict[tuple[int, str], list[dict[str, str]]] = {}
+    shared: dict[tuple[str, ...], dict[str, str]] = {}  # equal descriptions are one dict (read only)
+
+    def described(info: Any) -> dict[str, str]:
+        values = tuple(str(info.get(f, "")) for f in _TENSOR_FIELDS)
+        d = shared.get(values)
+        if d is None:
+            d = shared[values] = dict(zip(_TENSOR_FIELDS, values))
+        return d
+
     for corr, op, info in launches:
-        out.setdefault((int(corr), str(op)), []).append({f: str(info.get(f, "")) for f in _TENSOR_FIELDS})
+        out.setdefault((int(corr), str(op)), []).append(described(info))
     for name, args in zip(inst["name"], inst["args"]):
         if name != "tensor_info" or not isinstance(args, dict):
             continue
         key = (int(args.get("corr", -1)), str(args.get("op", "")))
-        out.setdefault(key, []).append({f: str(args.get(f, "")) for f in _TENSOR_FIELDS})
+        out.setdefault(key, []).append(described(args))
     return out
 
 
@@ -253,9 +262,14 @@ def build_profile(sim: Any, *, epoch_us: int = DEFAULT_EPOCH_US, device: int | N
     busy = merge_intervals((t.start_ns, t.end_ns) for t in tasks if t.is_busy and t.end_ns > t.start_ns)
     memory_events, op_memory = memory_profile(rec, dev_id, epoch_ns, host, host_ns, calls, op_calls)
     cost = getattr(sim, "cost", None)
+    pmus: dict[tuple[int, str, str], Any] = {}  # the split depends on these only (shared: the splits are frozen)
     for t in tasks:
         if t.is_kernel:
-            t.pmu = kernel_pmu(t, cost, float(soc.clock_mhz))
+            key = (t.end_ns - t.start_ns, t.task_type, t.unit_kind)
+            pmu = pmus.get(key, pmus)
+            if pmu is pmus:
+                pmu = pmus[key] = kernel_pmu(t, cost, float(soc.clock_mhz))
+            t.pmu = pmu
     return AscendProfile(
         epoch_us=int(epoch_us), device_id=dev_id, soc_name=soc.name, aicore_count=int(soc.aicore_count),
         vector_core_count=int(soc.vector_core_count), aicpu_count=int(getattr(soc, "aicpu_count", 0)),

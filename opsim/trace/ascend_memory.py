@@ -45,7 +45,7 @@ NPU_MEM_TYPE = "app"
 _MALLOC_NAME = "aclrtMalloc"
 
 
-@dataclass
+@dataclass(slots=True)
 class MemoryEvent:
     """An alloc or free of the device, in epoch ns, with the device's total in use after it (bytes)."""
 
@@ -56,7 +56,7 @@ class MemoryEvent:
     total: int
 
 
-@dataclass
+@dataclass(slots=True)
 class OpMemory:
     """One allocation's lifetime (release fields None while it is still held at the end of the run)."""
 

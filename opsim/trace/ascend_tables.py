@@ -17,6 +17,7 @@ def quoted_shape(text: str) -> str:
 
 def kernel_detail_rows(p: AscendProfile) -> list[list[str]]:
     rows = []
+    pmu_cells: dict[int, list[str]] = {}  # by id of the (shared, frozen) split
     for t in p.kernels:
         ti = t.tensors
         mix = t.block_dim if t.task_type in MIX_TYPES else 0
@@ -28,7 +29,10 @@ def kernel_detail_rows(p: AscendProfile) -> list[list[str]]:
             quoted_shape(ti.get("output_shapes", "")), ti.get("output_data_types", ""), ti.get("output_formats", ""),
             "N/A",
         ]
-        rows.append(row + pmu_csv_values(t.pmu))
+        cells = pmu_cells.get(id(t.pmu))
+        if cells is None:
+            cells = pmu_cells[id(t.pmu)] = pmu_csv_values(t.pmu)
+        rows.append(row + cells)
     return rows
 
 
