@@ -11,7 +11,7 @@ import json
 import os
 from functools import cached_property
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Iterator, Mapping
 
 from opsim.errors import InvalidArgumentError, OpsimError, shown
 from opsim.trace.recorder import COLUMNS
@@ -257,12 +257,12 @@ class Result:
         summary = {k: v for k, v in self._summary.items() if k != "wall"} if self._summary is not None else None
         doc = {"format": _FORMAT, "version": _VERSION, "meta": self.meta, "summary": summary,
                "outputs": outputs, "stdout_text": self.stdout_text, "records": self._columns}
-        text = json.dumps(doc, separators=(",", ":"), default=_json_default, allow_nan=True)
         from opsim.outputs import atomic_file
         # level 6: nearly level 9's size, several times faster to write for a large traced run
         with atomic_file(path, "wb") as fh, gzip.GzipFile(fileobj=fh, mode="wb", mtime=0, filename="",
                                                           compresslevel=6) as gz:
-            gz.write(text.encode("utf-8"))
+            for text in _json_pieces(doc, depth=2):
+                gz.write(text.encode("utf-8"))
         return Path(path)
 
     def __repr__(self) -> str:
@@ -277,6 +277,26 @@ def _table(rows: list, columns: list):
     except ImportError as exc:
         raise OpsimError(f"Result tables need pandas ({exc}); install it with `pip install opsim[analysis]`") from None
     return pd.DataFrame(rows) if rows else pd.DataFrame(columns=columns)
+
+
+def _json_pieces(obj: Any, depth: int) -> Iterator[str]:
+    """``json.dumps(obj, separators=(",", ":"), default=_json_default)`` in pieces: the dicts of the top
+    `depth` levels opened here, each value below them dumped on its own (a record column at a time, so the
+    whole file's text is never held at once). Joined, the pieces are exactly that text."""
+    if depth <= 0 or not isinstance(obj, dict):
+        yield json.dumps(obj, separators=(",", ":"), default=_json_default, allow_nan=True)
+        return
+    sep = "{"
+    for k, v in obj.items():
+        yield sep + json.dumps(k if isinstance(k, str) else _key_text(k)) + ":"
+        yield from _json_pieces(v, depth - 1)
+        sep = ","
+    yield "}" if sep == "," else "{}"
+
+
+def _key_text(key: Any) -> str:
+    """A dict key as `json.dumps` writes it (its text: numbers, booleans and None are converted)."""
+    return next(iter(json.loads(json.dumps({key: 0}))))
 
 
 def _json_default(obj: Any) -> Any:
