@@ -5,13 +5,14 @@ See ascend_profiler.py for how opsim's records map onto torch_npu's (calls, CANN
 from __future__ import annotations
 
 import bisect
+import operator
 from typing import Any, Iterable, Mapping
 
 import numpy as np
 
 from opsim.errors import InvalidArgumentError
 from opsim.trace.ascend_model import (DEFAULT_EPOCH_US, HIDDEN_TASK_TYPES, ApiSpan, AscendProfile, DeviceTaskRow,
-                                      OpCall, StepWindow, merge_intervals, to_epoch_ns)
+                                      OpCall, StepWindow, is_kernel_type, merge_intervals, to_epoch_ns)
 from opsim.trace.ascend_memory import memory_profile
 from opsim.trace.ascend_pmu import kernel_pmu
 from opsim.trace import step_breakdown
@@ -91,56 +92,80 @@ def _tensor_infos(inst: dict[str, list],
 def _api_spans(calls: dict[int, OpCall], host: dict[str, list], host_ns: tuple[list[int], list[int]],
                tids: dict[str, int]) -> list[ApiSpan]:
     """CANN-level spans: the two ACLNN phases of each call, kernel launches and runtime calls. Each span is on
-    the thread that ran it (a call's phase 2 may run on torch_npu's task-queue thread)."""
+    the thread that ran it (a call's phase 2 may run on torch_npu's task-queue thread). The spans a call's
+    host rows give depend only on their phases, ops and threads: worked out once per distinct call
+    (`_span_program`), then filled with each call's times."""
     spans: list[ApiSpan] = []
-    by_corr: dict[int, list[tuple[int, int, str, str, int]]] = {}
-    rows = zip(host["thread"], host["phase"], host["op"], host_ns[0], host_ns[1], host["corr"])
-    for thread, phase, op, s_ns, e_ns, corr in rows:
+    by_corr: dict[int, list[int]] = {}
+    starts, ends = host_ns
+    threads, phases, ops = host["thread"], host["phase"], host["op"]
+    for i, (phase, corr) in enumerate(zip(phases, host["corr"])):
         if phase == _OP_CALL:
             continue
-        tid = tids[thread]
         if corr in calls:
-            by_corr.setdefault(corr, []).append((s_ns, e_ns, phase, op, tid))
-            continue
-        api = _runtime_api(phase, op)
-        if api is not None:
-            spans.append(ApiSpan("acl", api, tid, s_ns, e_ns, corr))
-    for corr, rows_ in by_corr.items():
-        call = calls[corr]
-        group: list[Any] | None = None  # [kind name, start, end, tid]
-        for s_ns, e_ns, phase, op, tid in rows_:
-            if group is not None and group[3] != tid:
-                spans.append(ApiSpan("acl", group[0], group[3], group[1], group[2], corr))
-                group = None
-            if phase == _PHASE1_ENTRY or phase == _PHASE2_ENTRY:
-                if group is not None:
-                    spans.append(ApiSpan("acl", group[0], group[3], group[1], group[2], corr))
-                # the span's op is the API its DFX entry named (a profiled op may name phase 1 differently)
-                name = (op or call.api) + ("GetWorkspaceSize" if phase == _PHASE1_ENTRY else "")
-                group = [name, s_ns, e_ns, tid]
-                continue
-            if phase in _QUEUE_PHASES:
-                if group is not None:
-                    spans.append(ApiSpan("acl", group[0], group[3], group[1], group[2], corr))
-                    group = None
-                continue
-            if phase in ("rt malloc", "rt free"):  # the application's calls between the two phases
-                if group is not None:
-                    spans.append(ApiSpan("acl", group[0], group[3], group[1], group[2], corr))
-                    group = None
-                spans.append(ApiSpan("acl", _RUNTIME_API[phase], tid, s_ns, e_ns, corr))
-                continue
-            if group is not None:
-                group[2] = e_ns
-            if phase in _LAUNCH_PHASES and op not in _EVENT_LAUNCH_API:
-                spans.append(ApiSpan("node", "launch", tid, s_ns, e_ns, corr))
+            rows = by_corr.get(corr)
+            if rows is None:
+                by_corr[corr] = [i]
             else:
-                api = _runtime_api(phase, op)
-                if api is not None:
-                    spans.append(ApiSpan("acl", api, tid, s_ns, e_ns, corr))
-        if group is not None:
-            spans.append(ApiSpan("acl", group[0], group[3], group[1], group[2], corr))
+                rows.append(i)
+            continue
+        api = _runtime_api(phase, ops[i])
+        if api is not None:
+            spans.append(ApiSpan("acl", api, tids[threads[i]], starts[i], ends[i], corr))
+    programs: dict[tuple, list[tuple[str, str, int, int, int]]] = {}
+    for corr, rows in by_corr.items():
+        api = calls[corr].api
+        if len(rows) == 1:
+            i = rows[0]
+            key: tuple = (api, phases[i], ops[i], threads[i])
+        else:
+            get = operator.itemgetter(*rows)
+            key = (api, get(phases), get(ops), get(threads))
+        program = programs.get(key)
+        if program is None:
+            program = programs[key] = _span_program(api, [(phases[i], ops[i], tids[threads[i]]) for i in rows])
+        for kind, name, tid, a, b in program:
+            spans.append(ApiSpan(kind, name, tid, starts[rows[a]], ends[rows[b]], corr))
     return _sorted_spans(spans)
+
+
+def _span_program(api: str, rows: list[tuple[str, str, int]]) -> list[tuple[str, str, int, int, int]]:
+    """The spans of one call's host rows (phase, op, tid) as (kind, name, tid, row of the start, row of the end)."""
+    out: list[tuple[str, str, int, int, int]] = []
+    group: list[Any] | None = None  # [name, start row, end row, tid]
+    for j, (phase, op, tid) in enumerate(rows):
+        if group is not None and group[3] != tid:
+            out.append(("acl", group[0], group[3], group[1], group[2]))
+            group = None
+        if phase == _PHASE1_ENTRY or phase == _PHASE2_ENTRY:
+            if group is not None:
+                out.append(("acl", group[0], group[3], group[1], group[2]))
+            # the span's op is the API its DFX entry named (a profiled op may name phase 1 differently)
+            name = (op or api) + ("GetWorkspaceSize" if phase == _PHASE1_ENTRY else "")
+            group = [name, j, j, tid]
+            continue
+        if phase in _QUEUE_PHASES:
+            if group is not None:
+                out.append(("acl", group[0], group[3], group[1], group[2]))
+                group = None
+            continue
+        if phase in ("rt malloc", "rt free"):  # the application's calls between the two phases
+            if group is not None:
+                out.append(("acl", group[0], group[3], group[1], group[2]))
+                group = None
+            out.append(("acl", _RUNTIME_API[phase], tid, j, j))
+            continue
+        if group is not None:
+            group[2] = j
+        if phase in _LAUNCH_PHASES and op not in _EVENT_LAUNCH_API:
+            out.append(("node", "launch", tid, j, j))
+        else:
+            runtime = _runtime_api(phase, op)
+            if runtime is not None:
+                out.append(("acl", runtime, tid, j, j))
+    if group is not None:
+        out.append(("acl", group[0], group[3], group[1], group[2]))
+    return out
 
 
 def _sorted_spans(spans: list[ApiSpan]) -> list[ApiSpan]:
@@ -362,19 +387,36 @@ def _device_tasks(dev: dict[str, list], dev_id: int, calls: dict[int, OpCall], e
     """The shown tasks of device `dev_id` in record order (streams renumbered by `stream_ids`); a task's step is
     that of the call that launched it."""
     tasks: list[DeviceTaskRow] = []
-    cols = ("device", "stream", "task_id", "op", "task_type", "unit_kind", "block_dim", "start", "end", "corr")
-    for i, (d, stream, task_id, op, tt, unit, bd, start, end, corr) in enumerate(zip(*(dev[c] for c in cols))):
+    cols = ("device", "stream", "task_id", "op", "task_type", "unit_kind", "block_dim", "corr")
+    starts, ends = _epoch_ns(dev["start"], epoch_ns), _epoch_ns(dev["end"], epoch_ns)
+    names: dict[tuple[str, str | None], str] = {}
+    for i, (d, stream, task_id, op, tt, unit, bd, corr, s_ns, e_ns) in enumerate(
+            zip(*(dev[c] for c in cols), starts, ends)):
         if d != dev_id or tt in HIDDEN_TASK_TYPES:
             continue
         call = calls.get(corr) if corr >= 0 else None
-        t = DeviceTaskRow(i, d, stream_ids.get(stream, stream), task_id, op, tt, unit, int(bd),
-                          to_epoch_ns(epoch_ns, start),
-                          to_epoch_ns(epoch_ns, end), corr, op, call)
-        if t.is_kernel:
-            t.name = _kernel_name(op, call.api if call is not None else None)
-        t.step = step_of(call.start_ns if call is not None else t.start_ns)
+        t = DeviceTaskRow(i, d, stream_ids.get(stream, stream), task_id, op, tt, unit, int(bd), s_ns, e_ns, corr,
+                          op, call)
+        if is_kernel_type(tt):
+            key = (op, call.api if call is not None else None)
+            name = names.get(key)
+            if name is None:
+                name = names[key] = _kernel_name(*key)
+            t.name = name
+        t.step = step_of(call.start_ns if call is not None else s_ns)
         tasks.append(t)
     return tasks
+
+
+def _epoch_ns(times: list, epoch_ns: int) -> list[int]:
+    """`to_epoch_ns` of a column of simulated microseconds, at once (exact in int64; else one by one)."""
+    try:
+        x = np.asarray(times, dtype=np.float64)
+    except (TypeError, ValueError):
+        x = None
+    if x is None or len(x) == 0 or not np.isfinite(x).all() or np.abs(x).max() * 1000.0 + epoch_ns >= 2.0**62:
+        return [to_epoch_ns(epoch_ns, t) for t in times]
+    return (to_ns_array(x) + epoch_ns).tolist()
 
 
 def _match_tensors(tasks: list[DeviceTaskRow], tensor_infos: dict[tuple[int, str], list[dict[str, str]]]) -> None:

@@ -1,0 +1,98 @@
+"""The writers' bulk forms agree with their one-value references: `us_texts` with `us_text`, the compiled
+``us_text`` template part, the records file written a column at a time with ``json.dumps`` of the whole
+document, the numpy nesting depths and span order with the plain Python ones, the column-at-a-time CSV times."""
+from __future__ import annotations
+
+import io
+import json
+from types import SimpleNamespace
+
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from opsim.scenario.result import _json_default, _json_pieces
+from opsim.trace.ascend_build import _sorted_spans
+from opsim.trace.ascend_model import ApiSpan
+from opsim.trace.ascend_profiler_db import with_depth
+from opsim.trace.json_rows import Pieces, Template
+from opsim.trace.msprof_csv import write_task_time
+from opsim.trace.timefmt import us_text, us_texts
+
+INT64 = st.integers(-(2**63) + 1, 2**63 - 1)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(INT64, max_size=40), st.sampled_from([3, 6]))
+def test_us_texts_is_us_text_of_each(values, decimals):
+    assert us_texts(np.array(values, dtype=np.int64), decimals) == [us_text(v, decimals) for v in values]
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.integers(-(10**17), 10**18), min_size=1, max_size=30))
+def test_the_us_text_template_part_writes_us_text(values):
+    out = Template(('"', ("us_text", "t"), '"')).render(len(values), {"t": np.array(values)}, Pieces())
+    assert out.tobytes().decode() == "".join(f',\n"{us_text(v)}"' for v in values)
+
+
+def test_pieces_may_hold_any_text_as_utf8():
+    pieces = Pieces(encoding="utf-8")
+    c = pieces.code('"näme"')
+    out = Template((("piece", "n", 0),)).render(1, {"n": np.array([c])}, pieces)
+    assert out.tobytes().decode("utf-8") == ',\n"näme"'
+
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=5),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=4), inner, max_size=3),
+    max_leaves=12)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.dictionaries(st.text(max_size=4) | st.integers(), json_values, max_size=4), st.integers(0, 3))
+def test_the_records_file_pieces_join_to_json_dumps(doc, depth):
+    want = json.dumps(doc, separators=(",", ":"), default=_json_default, allow_nan=True)
+    assert "".join(_json_pieces(doc, depth)) == want
+
+
+def _reference_depth(rows, track):
+    """with_depth as it was written before numpy: a sort by key and a stack per track."""
+    order = sorted(range(len(rows)), key=lambda i: (rows[i][track], rows[i][0], -rows[i][1], i))
+    depth, stack, key = [0] * len(rows), [], None
+    for i in order:
+        s, e, k = rows[i][0], rows[i][1], rows[i][track]
+        if k != key:
+            stack, key = [], k
+        while stack and stack[-1] <= s:
+            stack.pop()
+        depth[i] = len(stack)
+        stack.append(e)
+    return [r + (d,) for r, d in zip(rows, depth)]
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 30), st.integers(0, 10), st.integers(0, 2)), max_size=30))
+def test_with_depth_is_the_stack_reference(spec):
+    rows = [(s, s + d, "x", k) for s, d, k in spec]
+    assert with_depth(rows, track=3) == _reference_depth(rows, 3)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 9), st.integers(0, 4), st.integers(1, 3), st.sampled_from(["acl", "node"]),
+                          st.sampled_from(["b", "a", "launch", "aclnnAdd"])), max_size=25))
+def test_spans_are_ordered_as_the_stable_sort_orders_them(spec):
+    spans = [ApiSpan(kind, name, tid, s, s + d, i) for i, (s, d, tid, kind, name) in enumerate(spec)]
+    want = sorted(spans, key=lambda a: (a.start_ns, -a.end_ns, a.tid, a.kind, a.name))
+    assert [a.corr for a in _sorted_spans(list(spans))] == [a.corr for a in want]
+
+
+def test_task_time_past_int64_epochs_is_still_exact():
+    dev = {"stream": [1, 1], "task_id": [0, 1], "op": ["Add", "Mul"], "task_type": ["AI_CORE"] * 2,
+           "start": [1.25, 3.0], "end": [2.5, 4.0004], "device": [0, 0]}
+    rec = SimpleNamespace(records=lambda kind: dev)
+    for epoch_us in (1_700_000_000_000_000, 10**19):
+        fh = io.StringIO()
+        write_task_time(rec, fh, epoch_us=epoch_us)
+        rows = fh.getvalue().splitlines()[1:]
+        base = epoch_us * 1000
+        assert rows[1].split(",")[5:] == ["1.000", us_text(base + 3000), us_text(base + 4000)]
