@@ -113,13 +113,14 @@ def profiler_db_rows(p: AscendProfile, rank: int) -> dict[str, list[tuple]]:
     _task_rows(p, rows, sid, corr_ids)
     rows["CANN_API"] = with_depth(
         [(a.start_ns, a.end_ns, _API_TYPE_ID["acl" if a.kind == "acl" else "node"], a.tid,
-          a.corr if a.corr in corr_ids else None, sid(a.name)) for a in p.api_spans], track=3)
+          a.corr if a.corr in corr_ids else None, sid[a.name]) for a in p.api_spans], track=3)
     op_type = _API_TYPE_ID["op"]
-    api = [(w.start_ns, w.end_ns, w.tid, None, sid(f"ProfilerStep#{w.step}"), -1, 0, None, None, None, op_type)
+    api = [(w.start_ns, w.end_ns, w.tid, None, sid[f"ProfilerStep#{w.step}"], -1, 0, None, None, None, op_type)
            for w in p.steps]
+    chains = rows["PYTORCH_CALLCHAINS"]
     for chain, c in enumerate(p.op_calls):
-        api.append((c.start_ns, c.end_ns, c.tid, c.corr, sid(c.torch_name), -1, 0, sid(""), sid(""), chain, op_type))
-        rows["PYTORCH_CALLCHAINS"].append((chain, sid(c.call_stack), 0))
+        api.append((c.start_ns, c.end_ns, c.tid, c.corr, sid[c.torch_name], -1, 0, sid[""], sid[""], chain, op_type))
+        chains.append((chain, sid[c.call_stack], 0))
         rows["CONNECTION_IDS"].append((c.corr, c.corr))
     api.sort(key=lambda r: (r[0], -r[1], r[2]))
     rows["PYTORCH_API"] = with_depth(api, track=2)
@@ -190,17 +191,29 @@ def with_depth(rows: list[tuple], *, track: int) -> list[tuple]:
 
 def _depths(order, starts, ends, tracks):
     """The nesting depth of each row, visiting the rows in `order` (by track, start, longest first)."""
+    global _depth_loop
+    if _depth_loop is None:
+        from numba import njit
+        _depth_loop = njit(cache=True)(_depth_walk)
     depth = np.zeros(len(order), dtype=np.int64)
-    stack: list[int] = []  # end ns of the open enclosing rows of the current track
-    key = None
-    for i, s, e, k in zip(order.tolist(), starts[order].tolist(), ends[order].tolist(), tracks[order].tolist()):
-        if k != key:
-            stack, key = [], k
-        while stack and stack[-1] <= s:
-            stack.pop()
-        depth[i] = len(stack)
-        stack.append(e)
+    _depth_loop(order, starts[order], ends[order], tracks[order], depth)
     return depth
+
+
+def _depth_walk(order, s, e, k, depth):  # compiled by `_depths`
+    stack = np.empty(len(order) + 1, dtype=np.int64)  # end ns of the open enclosing rows of the current track
+    top = 0
+    for j in range(len(order)):
+        if j == 0 or k[j] != k[j - 1]:
+            top = 0
+        while top > 0 and stack[top - 1] <= s[j]:
+            top -= 1
+        depth[order[j]] = top
+        stack[top] = e[j]
+        top += 1
+
+
+_depth_loop = None
 
 
 def analysis_db_rows(p: AscendProfile) -> list[tuple]:

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import operator
 from typing import Any, BinaryIO, Iterator
 
 import numpy as np
@@ -138,28 +139,32 @@ def _sections(p: AscendProfile, pieces: Any) -> Iterator[tuple[tuple, int, dict]
     of each kind of event, in the file's order. Names are codes into `pieces` (their JSON text, each once)."""
     code = _coder(pieces)
     steps = p.steps
-    yield _STEP, len(steps), _lazy(steps, {
-        "dur": lambda w: w.end_ns - w.start_ns, "name": lambda w: code(f"ProfilerStep#{w.step}"),
-        "tid": lambda w: w.tid, "ts": lambda w: w.start_ns})
-    yield _CALL, len(p.op_calls), _lazy(p.op_calls, {
-        "stack": lambda c: code(c.call_stack), "dur": lambda c: c.end_ns - c.start_ns,
-        "name": lambda c: code(c.torch_name), "tid": lambda c: c.tid, "ts": lambda c: c.start_ns})
-    yield _API, len(p.api_spans), _lazy(p.api_spans, {
-        "corr": lambda a: a.corr, "dur": lambda a: a.end_ns - a.start_ns, "name": lambda a: code(a.trace_name),
-        "tid": lambda a: a.tid, "ts": lambda a: a.start_ns})
-    yield _TASK, len(p.tasks), _lazy(p.tasks, {
-        "stream": lambda t: t.stream, "task_id": lambda t: t.task_id, "type": lambda t: code(t.task_type),
-        "corr": lambda t: t.corr, "dur": lambda t: t.end_ns - t.start_ns, "name": lambda t: code(t.name),
-        "ts": lambda t: t.start_ns})
-    flows = [t for t in p.tasks if t.op_call is not None]
-    yield _FLOW, len(flows), _lazy(flows, {
-        "stream": lambda t: t.stream, "ts": lambda t: t.start_ns, "call_tid": lambda t: t.op_call.tid,
-        "call_ts": lambda t: t.op_call.start_ns})
-    for name, tid, spans in (("Computing", 0, p.busy), ("Free", 3, p.free)):
-        c = pieces.code(name)
-        yield _OVERLAP, len(spans), _lazy(spans, {
-            "dur": lambda se: se[1] - se[0], "name": lambda se, c=c: c, "tid": lambda se, tid=tid: tid,
-            "ts": lambda se: se[0]})
+    yield _STEP, len(steps), {
+        "dur": _span(steps), "name": _each(steps, lambda w: code(f"ProfilerStep#{w.step}")),
+        "tid": _attr(steps, "tid"), "ts": _attr(steps, "start_ns")}
+    calls = p.op_calls
+    yield _CALL, len(calls), {
+        "stack": _each(calls, lambda c: code(c.call_stack)), "dur": _span(calls),
+        "name": _each(calls, lambda c: code(c.torch_name)), "tid": _attr(calls, "tid"),
+        "ts": _attr(calls, "start_ns")}
+    spans = p.api_spans
+    yield _API, len(spans), {
+        "corr": _attr(spans, "corr"), "dur": _span(spans), "name": _each(spans, lambda a: code(a.trace_name)),
+        "tid": _attr(spans, "tid"), "ts": _attr(spans, "start_ns")}
+    tasks = p.tasks
+    yield _TASK, len(tasks), {
+        "stream": _attr(tasks, "stream"), "task_id": _attr(tasks, "task_id"),
+        "type": _each(tasks, lambda t: code(t.task_type)), "corr": _attr(tasks, "corr"), "dur": _span(tasks),
+        "name": _each(tasks, lambda t: code(t.name)), "ts": _attr(tasks, "start_ns")}
+    flows = [t for t in tasks if t.op_call is not None]
+    yield _FLOW, len(flows), {
+        "stream": _attr(flows, "stream"), "ts": _attr(flows, "start_ns"),
+        "call_tid": _each(flows, lambda t: t.op_call.tid), "call_ts": _each(flows, lambda t: t.op_call.start_ns)}
+    for name, tid, intervals in (("Computing", 0, p.busy), ("Free", 3, p.free)):
+        starts, ends = _each(intervals, operator.itemgetter(0)), _each(intervals, operator.itemgetter(1))
+        yield _OVERLAP, len(intervals), {
+            "dur": lambda lo, hi, s=starts, e=ends: e(lo, hi) - s(lo, hi), "ts": starts,
+            "name": _same(pieces.code(name)), "tid": _same(tid)}
 
 
 def _coder(pieces: Any):
@@ -174,8 +179,20 @@ def _coder(pieces: Any):
     return code
 
 
-def _lazy(items: list, getters: dict) -> dict:
-    """Column name -> a function of a row range (lo, hi) giving ``getter(item)`` of those items as int64."""
-    def column(get):
-        return lambda lo, hi: np.fromiter(map(get, items[lo:hi]), dtype=np.int64, count=hi - lo)
-    return {k: column(g) for k, g in getters.items()}
+def _each(items: list, get: Any):
+    """A column: ``get(item)`` of the items of a row range, as int64."""
+    return lambda lo, hi: np.fromiter(map(get, items[lo:hi]), dtype=np.int64, count=hi - lo)
+
+
+def _attr(items: list, name: str):
+    return _each(items, operator.attrgetter(name))
+
+
+def _span(items: list):
+    """The column ``end_ns - start_ns``."""
+    starts, ends = _attr(items, "start_ns"), _attr(items, "end_ns")
+    return lambda lo, hi: ends(lo, hi) - starts(lo, hi)
+
+
+def _same(value: int):
+    return lambda lo, hi: np.full(hi - lo, value, dtype=np.int64)
