@@ -96,3 +96,38 @@ def test_task_time_past_int64_epochs_is_still_exact():
         rows = fh.getvalue().splitlines()[1:]
         base = epoch_us * 1000
         assert rows[1].split(",")[5:] == ["1.000", us_text(base + 3000), us_text(base + 4000)]
+
+
+def _reference_kernel_rows(p):
+    """kernel_details.csv rows as they were built before the shared cells: one list of strings per kernel."""
+    from opsim.trace.ascend_model import MODEL_ID_NONE, us_str
+    from opsim.trace.ascend_pmu import MIX_TYPES, pmu_csv_values
+    from opsim.trace.ascend_tables import quoted_shape
+    rows = []
+    for t in p.kernels:
+        ti = t.tensors
+        mix = t.block_dim if t.task_type in MIX_TYPES else 0
+        rows.append([
+            "" if t.step is None else str(t.step), str(MODEL_ID_NONE), str(t.task_id), str(t.stream), t.name, t.op,
+            "static", t.task_type, us_str(t.start_ns), us_str(t.dur_ns), us_str(t.wait_ns), str(t.block_dim),
+            str(mix), "NO",
+            quoted_shape(ti.get("input_shapes", "")), ti.get("input_data_types", ""), ti.get("input_formats", ""),
+            quoted_shape(ti.get("output_shapes", "")), ti.get("output_data_types", ""), ti.get("output_formats", ""),
+            "N/A"] + pmu_csv_values(t.pmu))
+    return rows
+
+
+def test_kernel_details_blocks_are_the_csv_writer_rows():
+    from pathlib import Path
+
+    from opsim.scenario.runner import run_scenario
+    from opsim.trace.ascend_build import build_profile
+    from opsim.trace.ascend_model import KERNEL_DETAILS_HEADER
+    from opsim.trace.ascend_tables import csv_text, kernel_details_blocks
+    res = run_scenario(Path(__file__).resolve().parents[2] / "scenarios" / "quickstart.yaml", write=False)
+    p = build_profile(res.sim)
+    kernels = p.kernels
+    kernels[0].name = 'na,"me\nx'  # cells that need quoting
+    kernels[1].step = None
+    assert "".join(kernel_details_blocks(p, block_rows=2)) == csv_text(KERNEL_DETAILS_HEADER,
+                                                                       _reference_kernel_rows(p))
