@@ -71,12 +71,16 @@ def _tensor_infos(inst: dict[str, list],
     (what the framework records at every kernel launch) and any ``tensor_info`` instants."""
     out: dict[tuple[int, str], list[dict[str, str]]] = {}
     shared: dict[tuple[str, ...], dict[str, str]] = {}  # equal descriptions are one dict (read only)
+    seen: dict[int, dict[str, str]] = {}  # by id of the recorded dict (the recorder shares them; all stay alive)
 
     def described(info: Any) -> dict[str, str]:
-        values = tuple(str(info.get(f, "")) for f in _TENSOR_FIELDS)
-        d = shared.get(values)
+        d = seen.get(id(info))
         if d is None:
-            d = shared[values] = dict(zip(_TENSOR_FIELDS, values))
+            values = tuple(str(info.get(f, "")) for f in _TENSOR_FIELDS)
+            d = shared.get(values)
+            if d is None:
+                d = shared[values] = dict(zip(_TENSOR_FIELDS, values))
+            seen[id(info)] = d
         return d
 
     for corr, op, info in launches:
@@ -222,6 +226,7 @@ class StepFinder:
     def __init__(self, windows: list[StepWindow]) -> None:
         self.windows = windows
         self.starts = [w.start_ns for w in windows]
+        self.ends = [w.end_ns for w in windows]
         self.apart = all(a.start_ns <= a.end_ns <= b.start_ns for a, b in zip(windows, windows[1:]))
 
     def __call__(self, t: int) -> int | None:
@@ -229,6 +234,11 @@ class StepFinder:
         if not self.apart:
             return _scan_step(t, windows)
         j = bisect.bisect_right(self.starts, t)
+        if j == 0:
+            return None
+        if j == 1 or self.ends[j - 2] < t:  # one window may hold t: the last to start by t
+            w = windows[j - 1]
+            return w.step if w.start_ns <= t < w.end_ns or w.start_ns == w.end_ns == t else None
         lo = j
         while lo > 0 and windows[lo - 1].end_ns >= t:  # the windows that may hold t: they end at or after it
             lo -= 1
