@@ -131,3 +131,17 @@ def test_kernel_details_blocks_are_the_csv_writer_rows():
     kernels[1].step = None
     assert "".join(kernel_details_blocks(p, block_rows=2)) == csv_text(KERNEL_DETAILS_HEADER,
                                                                        _reference_kernel_rows(p))
+
+
+def test_records_written_from_the_recorder_chunks_are_the_same_bytes(tmp_path):
+    from pathlib import Path
+
+    from opsim.scenario.result import Result
+    from opsim.scenario.runner import run_scenario
+    scenario = Path(__file__).resolve().parents[2] / "scenarios" / "large.yaml"
+    res = run_scenario(scenario, write=False, overrides={"threads.0.program.0.loop.count": 40,
+                                                         "threads.1.program.0.loop.count": 40, "trace": True})
+    res.sim.recorder._fold(force=True)  # several chunks, as a large run has
+    eager = Result.from_run(res).write_records(tmp_path / "a.json.gz", relative_to=tmp_path)
+    lazy = Result.from_run(res, lazy=True).write_records(tmp_path / "b.json.gz", relative_to=tmp_path)
+    assert eager.read_bytes() == lazy.read_bytes()
