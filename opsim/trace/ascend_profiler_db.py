@@ -177,8 +177,9 @@ def _session_rows(p: AscendProfile, rows: dict[str, list[tuple]]) -> None:
 
 
 def with_depth(rows: list[tuple], *, track: int) -> list[tuple]:
-    """`rows` (start ns, end ns, ...) with a ``depth`` column appended: how many earlier rows of the same track
-    (column `track`) still enclose the row, as torch_npu numbers nested calls (0 at the top level)."""
+    """`rows` (start ns, end ns, ...) with a ``depth`` column appended (in place; the list is returned): how
+    many earlier rows of the same track (column `track`) still enclose the row, as torch_npu numbers nested
+    calls (0 at the top level)."""
     n = len(rows)
     col = operator.itemgetter
     starts = np.fromiter(map(col(0), rows), dtype=np.int64, count=n)
@@ -186,7 +187,9 @@ def with_depth(rows: list[tuple], *, track: int) -> list[tuple]:
     tracks = np.fromiter(map(col(track), rows), dtype=np.int64, count=n)
     order = np.lexsort((-ends, starts, tracks))  # stable: record order breaks ties
     depth = _depths(order, starts, ends, tracks).tolist()
-    return [r + (d,) for r, d in zip(rows, depth)]
+    for i, d in enumerate(depth):  # in place: one table's rows held once
+        rows[i] += (d,)
+    return rows
 
 
 def _depths(order, starts, ends, tracks):

@@ -74,7 +74,7 @@ def _reference_depth(rows, track):
 @given(st.lists(st.tuples(st.integers(0, 30), st.integers(0, 10), st.integers(0, 2)), max_size=30))
 def test_with_depth_is_the_stack_reference(spec):
     rows = [(s, s + d, "x", k) for s, d, k in spec]
-    assert with_depth(rows, track=3) == _reference_depth(rows, 3)
+    assert with_depth(list(rows), track=3) == _reference_depth(rows, 3)
 
 
 @settings(max_examples=200, deadline=None)
