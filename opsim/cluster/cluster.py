@@ -7,6 +7,7 @@ where they wait for it.
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
@@ -19,6 +20,7 @@ from opsim.cluster.groups import POINT_TO_POINT, CommGroup, pair_group
 from opsim.cluster.records import CollectiveRecord
 from opsim.errors import ScenarioError
 from opsim.fastpath.environment import FastEnvironment
+from opsim.trace.timefmt import to_ns
 
 DEFAULT_LINK = "hccs-910b"
 """The intra-server link preset (opsim.cluster.links) when a scenario names none."""
@@ -52,13 +54,36 @@ def resolve_link(spec: Mapping[str, Any], default: str, calibrated: Mapping[str,
     return links_mod.get_link(preset, **overrides)
 
 
+@dataclass
+class CollectiveTotals:
+    """A rank's collectives summed (integer nanoseconds, as every output rounds them)."""
+
+    count: int = 0
+    wait_ns: int = 0
+    transit_ns: int = 0
+    idle_ns: int = 0
+
+
 class Rank:
     """One rank: its index, its simulation (device, process, host threads) and its collectives."""
 
     def __init__(self, index: int, sim: Any) -> None:
         self.index = index
         self.sim = sim
+        self.keep = bool(sim.recorder.keeps_rows)
+        """Keep every CollectiveRecord (a traced run); else only the totals, so memory stays flat."""
         self.collectives: list[CollectiveRecord] = []
+        self.totals = CollectiveTotals()
+
+    def add(self, record: CollectiveRecord) -> None:
+        """One more collective of this rank: into the totals, and kept when the run keeps records."""
+        t = self.totals
+        t.count += 1
+        t.wait_ns += to_ns(record.wait_us)
+        t.transit_ns += to_ns(record.transit_us)
+        t.idle_ns += to_ns(record.idle_us)
+        if self.keep:
+            self.collectives.append(record)
 
     def __repr__(self) -> str:
         return f"Rank({self.index}, collectives={len(self.collectives)})"
@@ -68,10 +93,12 @@ class Cluster:
     """Ranks on one clock; `call` makes a rank's collective, `run` runs them all."""
 
     def __init__(self, spec: ClusterSpec, *, fast_path: bool = True, source: str = "scenario",
-                 calibrated_links: Mapping[str, Any] | None = None) -> None:
+                 calibrated_links: Mapping[str, Any] | None = None, horizon_us: float = math.inf) -> None:
         self.spec = spec
         self.source = source
         """The scenario's name or file, for messages."""
+        self.horizon_us = horizon_us
+        """The longest simulated time the outputs can express: a collective ending later is refused."""
         self.env = FastEnvironment() if fast_path else simpy.Environment()
         self.ranks: list[Rank] = []
         self.groups = {g.name: g for g in spec.groups}
@@ -105,6 +132,12 @@ class Cluster:
         transit = float(spec.transit_us) if recorded else model_us
         last_ready = max(m.ready for m in gathering.members.values())
         end = last_ready + transit
+        if not end <= self.horizon_us:  # also NaN and inf: a link of almost no bandwidth
+            raise ScenarioError(
+                f"{self.source}: {gathering.describe()} would end at {end:.4g} us, beyond the longest simulated "
+                f"time of {self.horizon_us:.4g} us (transfer {transit:.4g} us over {self.intra.name} at "
+                f"{self.intra.bandwidth_gbps:g} GB/s); fix: raise cluster.link.bandwidth_gbps or lower the "
+                "collective's bytes")
         scale = transit / model_us if model_us > 0.0 else 0.0
         for r in ranks:
             m = gathering.members[r]
@@ -113,7 +146,7 @@ class Cluster:
                                       ranks_per_server=self.spec.ranks_per_server, intra=self.intra,
                                       inter=self.inter)
             rows = tuple((s, d, t, b, us * scale) for s, d, t, b, us in plan)
-            self.ranks[r].collectives.append(member_record(
+            self.ranks[r].add(member_record(
                 gathering, r, end=end, last_ready=last_ready, transit=transit, algorithm=algorithm, links=rows,
                 transport=_main_transport(rows, self.intra.transport)))
 

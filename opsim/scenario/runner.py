@@ -452,8 +452,9 @@ def _start(config: ScenarioConfig, progress: Callable[[int], None] | None, calib
     from opsim.cluster.cluster import Cluster
     from opsim.calibration import load_calibration
     cal = load_calibration(calibration or config.calibration)
+    from opsim.scenario.limits import MAX_HORIZON_US
     cluster = Cluster(config.cluster, fast_path=config.fast_path, source=str(config.source or config.name),
-                      calibrated_links=getattr(cal, "links", None))
+                      calibrated_links=getattr(cal, "links", None), horizon_us=MAX_HORIZON_US)
     ranks = []
     for r in range(config.cluster.size):
         own = replace(config, threads=config.rank_threads(r), cluster=None, ranks=())
@@ -468,7 +469,7 @@ def _rank_row(run: _Run) -> dict[str, Any]:
     device_end = stats.device_end if stats is not None else max(run.sim.recorder.records("device")["end"],
                                                                 default=0.0)
     return rank_row(run.rank.index, slowdown=run.sim.settings.slowdown, calls=run.calls, device_end_us=device_end,
-                    collectives=run.rank.collectives,
+                    totals=run.rank.totals,
                     device_records=run.sim.recorder.records("device") if stats is None else None)
 
 

@@ -7,7 +7,7 @@ keeps the makespan and the collectives' sums.
 """
 from __future__ import annotations
 
-from typing import Any, Iterable, Mapping, NamedTuple
+from typing import Any, Mapping, NamedTuple
 
 from opsim.trace.step_breakdown import breakdown
 from opsim.trace.timefmt import to_ns
@@ -19,15 +19,14 @@ class _Task(NamedTuple):
     end_ns: int
 
 
-def rank_row(rank: int, *, slowdown: float, calls: int, device_end_us: float, collectives: Iterable[Any],
+def rank_row(rank: int, *, slowdown: float, calls: int, device_end_us: float, totals: Any,
              device_records: Mapping[str, list] | None) -> dict[str, Any]:
-    """One rank's row (times in microseconds, rounded to the nanosecond)."""
-    colls = list(collectives)
+    """One rank's row (times in microseconds, rounded to the nanosecond); `totals`: its collectives summed
+    (opsim.cluster.cluster.CollectiveTotals)."""
     row: dict[str, Any] = {"rank": rank, "slowdown": slowdown, "op_calls": calls,
-                           "device_end_us": _us(to_ns(device_end_us)), "collectives": len(colls),
-                           "wait_us": _us(sum(to_ns(c.wait_us) for c in colls)),
-                           "transit_us": _us(sum(to_ns(c.transit_us) for c in colls)),
-                           "idle_us": _us(sum(to_ns(c.idle_us) for c in colls))}
+                           "device_end_us": _us(to_ns(device_end_us)), "collectives": totals.count,
+                           "wait_us": _us(totals.wait_ns), "transit_us": _us(totals.transit_ns),
+                           "idle_us": _us(totals.idle_ns)}
     if device_records is not None:
         tasks = [_Task(t, to_ns(s), to_ns(e)) for t, s, e in zip(device_records["task_type"],
                                                                  device_records["start"], device_records["end"])]

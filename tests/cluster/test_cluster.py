@@ -223,3 +223,22 @@ def test_the_bundled_what_if_sweep_runs_a_slow_rank_and_faster_links(tmp_path):
     assert (base["summary.cluster.max_wait_us"] == 0).all() and (slow["summary.cluster.max_wait_us"] > 0).all()
     transit = base.sort_values("cluster.link.bandwidth_gbps")["summary.cluster.max_transit_us"].tolist()
     assert transit == sorted(transit, reverse=True) and transit[0] > 3 * transit[-1]
+
+
+def test_trace_off_keeps_only_the_collectives_totals():
+    data = job(2, ranks=[{}, {"slowdown": 1.5}])
+    data["trace"] = False
+    data["outputs"] = {"trace": False, "csv": False, "records": False}
+    off = run(data)
+    on = run(job(2, ranks=[{}, {"slowdown": 1.5}]))
+    assert all(r.rank.collectives == [] for r in off.ranks)
+    for key in ("collectives", "wait_us", "transit_us", "idle_us", "device_end_us"):
+        assert off.summary["ranks"]["0"][key] == on.summary["ranks"]["0"][key]
+    assert "computing_us" not in off.summary["ranks"]["0"]
+
+
+def test_a_transfer_beyond_the_simulated_horizon_is_refused_naming_the_fix():
+    data = job(2, count=1)
+    data["cluster"]["link"] = {"bandwidth_gbps": 1e-300}
+    with pytest.raises(ScenarioError, match="beyond the longest simulated time.*raise cluster.link.bandwidth_gbps"):
+        run(data)
