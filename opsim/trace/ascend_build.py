@@ -5,6 +5,7 @@ See ascend_profiler.py for how opsim's records map onto torch_npu's (calls, CANN
 from __future__ import annotations
 
 import bisect
+import itertools
 import operator
 from typing import Any, Iterable, Mapping
 
@@ -286,12 +287,12 @@ def build_profile(sim: Any, *, epoch_us: int = DEFAULT_EPOCH_US, device: int | N
     soc = sim.soc
     epoch_ns = int(epoch_us) * 1000
     dev_id = int(device if device is not None else getattr(sim.device, "device_id", 0))
-    host = rec.records("host")
+    host = _host_records(rec)
     dev = rec.records("device")
     inst = rec.records("instant")
 
-    names = list(dict.fromkeys(list(host["thread"]) + [str(t) for n, t in zip(inst["name"], inst["track"])
-                                                        if n == "step"]))
+    names = list(dict.fromkeys(itertools.chain(host["thread"], [str(t) for n, t in zip(inst["name"], inst["track"])
+                                                                 if n == "step"])))
     tids = _thread_ids(sim, names)
     host_ns = _host_ns(host, epoch_ns)
     calls, op_calls = _op_calls(host, host_ns, tids)
@@ -337,6 +338,20 @@ def _session(host_ns: tuple[list[int], list[int]], tasks: list[DeviceTaskRow], s
     starts = host_ns[0] + [t.start_ns for t in tasks] + [w.start_ns for w in steps]
     ends = host_ns[1] + [t.end_ns for t in tasks] + [w.end_ns for w in steps]
     return min(starts, default=epoch_ns), max(ends, default=epoch_ns)
+
+
+def _host_records(rec: Any) -> dict[str, Any]:
+    """The host columns the profile reads: the names and ids as lists, the times as float64 arrays when every
+    one is a float (no list of float objects: a million-call run has seven million spans)."""
+    numeric = getattr(rec, "numeric", None)
+    if numeric is None:
+        return rec.records("host")
+    out: dict[str, Any] = {c: list(itertools.chain.from_iterable(rec.column_chunks("host", c)))
+                           for c in ("thread", "phase", "op", "corr")}
+    for c in ("start", "dur"):
+        values, odd = numeric("host", c, "d")
+        out[c] = values if not odd else rec.records("host")[c]
+    return out
 
 
 def _host_ns(host: dict[str, list], epoch_ns: int) -> tuple[list[int], list[int]]:
