@@ -46,7 +46,8 @@ def run(calls: int, out: Path) -> dict:
     peak = usage.ru_maxrss  # the largest child so far (KiB)
     cpu = usage.ru_utime + usage.ru_stime - cpu0  # user + system: steadier than wall on a shared machine
     summary = json.loads((out / "summary.json").read_text())
-    return {"calls": summary["op_calls"], "wall_s": round(wall, 2), "cpu_s": round(cpu, 2), "simulate_s": summary["wall"]["wall_seconds"],
+    return {"calls": summary["op_calls"], "wall_s": round(wall, 2), "cpu_s": round(cpu, 2),
+            "simulate_s": summary["wall"]["wall_seconds"],
             "write_s": summary["wall"].get("write_seconds"),
             "peak_rss_mib": round(peak / 1024) if peak > before else None}
 

@@ -237,10 +237,11 @@ _COMPILED: SimpleNamespace | None = None
 
 
 def compiled() -> SimpleNamespace:
-    """The compiled forms of `put_json_us`, `put_digits` and the nesting loop (Numba is imported on first use
-    only, so that reading a scenario never loads it). `opsim.trace.json_rows` inlines the first two into its
-    cached row loop, and Numba's cache checks only that loop's own file: after changing them here, delete the
-    ``json_rows._render-*`` files in ``opsim/trace/__pycache__`` (a fresh install has none)."""
+    """The compiled forms of `put_json_us`, `put_digits`, `put_us_text`, `us_texts`' loop and the nesting loop
+    (Numba is imported on first use only, so that reading a scenario never loads it). `opsim.trace.json_rows`
+    inlines the three ``put_*`` into its cached row loop, and Numba's cache checks only that loop's own file:
+    after changing them here, delete the ``json_rows._render-*`` files in ``opsim/trace/__pycache__`` (a fresh
+    install has none)."""
     global _COMPILED, _dur_float_compiled, _put_digits_compiled, _put_us_text_compiled
     if _COMPILED is None:
         from numba import njit
@@ -271,5 +272,6 @@ def round3_ns(values):
     return np.where(ok, k, 0).astype(np.int64), ok
 
 
-__all__ = ["to_ns", "to_ns_array", "us_text", "us_texts", "put_us_text", "json_ts", "dur_float", "ts_float", "nest_durations",
+__all__ = ["to_ns", "to_ns_array", "us_text", "us_texts", "put_us_text", "json_ts", "dur_float", "ts_float",
+           "nest_durations",
            "put_json_us", "compiled", "round3_ns", "JSON_US_MAX", "NS_PER_US"]
