@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from opsim.errors import CalibrationError, shown
+from opsim.ingest.transports import MAX_BANDWIDTH_GBPS, MAX_LATENCY_US, TRANSPORTS
 from opsim.safe_io import read_bounded, shown_path
 
 MAX_COMM_BYTES = 64 << 20
@@ -31,12 +32,6 @@ MAX_NUMBER_CHARS = 40
 MAX_COUNT = 10 ** 12
 SKIPPED_TRANSPORTS = frozenset({"SDMA"})
 """Aggregates of other transports in msprof's output."""
-TRANSPORTS = ("HCCS", "RDMA", "PCIE", "SIO", "LOCAL")
-"""Transport types as msprof's communication files name them (the links a fit or a LinkSpec describes)."""
-MAX_BANDWIDTH_GBPS = 1e6
-"""Largest link bandwidth accepted (1 PB/s): a bigger figure is a unit mistake, not a link."""
-MAX_LATENCY_US = 1e9
-"""Largest per-step latency accepted (1000 s)."""
 
 
 @dataclass(frozen=True)
@@ -61,6 +56,8 @@ class CommOp:
     wait_us: float | None
     idle_us: float | None
     transports: dict[str, Transport]
+    group_hash: str = ""
+    """The group's hash after the "@" of the op's key (the job import groups its ranks by it)."""
 
 
 @dataclass(frozen=True)
@@ -176,8 +173,23 @@ def read_communication(path: str | Path) -> list[CommOp]:
         ops.append(CommOp(file=file, step=step, kind=kind, name=str(name).split("@")[0],
                           transit_us=_opt(times, "Transit Time(ms)", file, tf, 1000.0),
                           wait_us=_opt(times, "Wait Time(ms)", file, tf, 1000.0),
-                          idle_us=_opt(times, "Idle Time(ms)", file, tf, 1000.0), transports=transports))
+                          idle_us=_opt(times, "Idle Time(ms)", file, tf, 1000.0), transports=transports,
+                          group_hash=str(name).partition("@")[2]))
     return ops
+
+
+def read_groups(path: str | Path) -> dict[str, set[int]]:
+    """Group hash (after the "@" of a communication_matrix.json key) -> every rank its links name ("0-1" ..
+    "0-7"): the group's members as this rank saw them."""
+    file = shown_path(path)
+    out: dict[str, set[int]] = {}
+    for step, kind, group, links in _steps(load_json(path, "a communication_matrix.json"), file):
+        gfield = f"{step}.{kind}.{group}".lstrip(".")
+        members = out.setdefault(str(group).rpartition("@")[2], set())
+        for link in _obj(links, file, gfield):
+            src, _, dst = str(link).partition("-")
+            members.update((_rank(src, file, f"{gfield}.{link}"), _rank(dst, file, f"{gfield}.{link}")))
+    return out
 
 
 def _rank(text: str, file: str, field: str) -> int:
@@ -211,4 +223,4 @@ def read_matrix(path: str | Path) -> list[LinkRow]:
 
 
 __all__ = ["CommOp", "LinkRow", "Transport", "TRANSPORTS", "MAX_BANDWIDTH_GBPS", "MAX_LATENCY_US", "MAX_COMM_BYTES",
-           "load_json", "read_communication", "read_matrix"]
+           "load_json", "read_communication", "read_groups", "read_matrix"]

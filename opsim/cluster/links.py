@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any, Mapping
 
-from opsim.calibration.comm_read import MAX_BANDWIDTH_GBPS, MAX_LATENCY_US, TRANSPORTS
+from opsim.ingest.transports import MAX_BANDWIDTH_GBPS, MAX_LATENCY_US, TRANSPORTS
 
 OVERRIDABLE = ("bandwidth_gbps", "latency_us", "provenance")
 """The LinkSpec fields a scenario or calibration may replace."""

@@ -25,8 +25,9 @@ DEVICE_PROCESS = "Ascend Hardware"
 LAUNCH_FLOW = "HostToDevice"
 _STREAM_RE = re.compile(r"Stream\s+(\d+)", re.IGNORECASE)
 KEPT_ARGS = ("Task Type", "Stream Id", "Task Id", "Physic Stream Id", "correlation_id", "stream id", "task id",
-             "task type")
-"""The args an event keeps (task kind, stream, task id, queue correlation); the rest (call stacks, PMU) is
+             "task type", "data_type", "count", "alg_type")
+"""The args an event keeps (task kind, stream, task id, queue correlation, an HCCL op's dtype, element count and
+algorithm); the rest (call stacks, PMU) is
 dropped while reading, so memory grows with the events, not with what they carry."""
 _NO_ARGS: dict = {}
 

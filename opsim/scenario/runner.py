@@ -12,7 +12,7 @@ import sys
 import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Callable, Generator, Mapping
+from typing import Any, Callable, Generator, Mapping, Sequence
 
 from opsim.opdev.settings import SimulationSettings
 from opsim.outputs import OutputDir
@@ -91,7 +91,7 @@ class _Run:
         if cluster is not None:
             settings = settings.but(device_id=len(cluster.ranks), slowdown=slowdown)
         self.sim = Simulation(settings, stdout=self.capture, record_sink=None if config.trace else self.stats,
-                              env=cluster.env if cluster is not None else None)
+                              clock=cluster.env if cluster is not None else None)
         self.cluster = cluster
         self.rank = cluster.add_rank(self.sim) if cluster is not None else None
         """This run's opsim.cluster.Rank in a job (None: a single-rank run)."""
@@ -425,7 +425,8 @@ def run_scenario(source: str | Path | Mapping[str, Any] | ScenarioConfig, *, out
             result.out_dir = target
             t1 = time.perf_counter()
             stage = _writing_bar(config, want_profiler, progress)
-            write_outputs(run, summary, stdout_text, staged, profiler=want_profiler, stage=stage)
+            write_outputs(run, summary, stdout_text, staged, profiler=want_profiler, stage=stage,
+                          ranks=result.ranks)
             if config.outputs.records:
                 from opsim.scenario.result import Result  # lazy: only a run that writes its records needs it
                 stage("records")
@@ -482,8 +483,8 @@ def _output_names(config: ScenarioConfig, profiler: str) -> list[str]:
     """Every entry the run may write directly in its output directory (checked against user files first)."""
     names = list(OUTPUT_FILES.values())
     if profiler:
-        from opsim.trace.ascend_profiler import profiler_dir_name
-        names.append(profiler_dir_name(config.name, config.epoch_us))
+        from opsim.scenario.profiler_outputs import profiler_dir_names
+        names.extend(profiler_dir_names(config))
     if config.dump.dir and not os.path.isabs(config.dump.dir):
         names.append(_top(config.dump.dir))
     return names
@@ -517,9 +518,11 @@ def _stdout_text(run: _Run) -> str:
 
 
 def write_outputs(run: _Run, summary: dict[str, Any], stdout_text: str, out: OutputDir, *,
-                  profiler: str = "", stage: Callable[[str | None], None] | None = None) -> None:
+                  profiler: str = "", stage: Callable[[str | None], None] | None = None,
+                  ranks: Sequence[_Run] = ()) -> None:
     """Write every output the scenario asks for into the staged output directory `out`; `stage` is told the
-    name of each writer as it starts (the progress bar)."""
+    name of each writer as it starts (the progress bar). `ranks`: every rank's run of a job (each writes its
+    own profiler directory)."""
     stage = stage or (lambda name: None)
     import yaml
 
@@ -546,17 +549,9 @@ def write_outputs(run: _Run, summary: dict[str, Any], stdout_text: str, out: Out
         with out.open(OUTPUT_FILES["timestamps"], encoding="utf-8", newline="") as fh:
             fh.write(stdout_text)
     if profiler and cfg.trace:
-        from opsim.trace.ascend_profiler import (profile_stream_ids, profiled_kernel_types, profiler_dir_name,
-                                                 write_profiler_output)
+        from opsim.scenario.profiler_outputs import write_profiler_outputs
         stage("profiler output")
-        out.path(profiler_dir_name(cfg.name, cfg.epoch_us))
-        streams = dict(run.shared_streams)
-        for wl in run.workloads:
-            streams.update(wl.streams)
-        write_profiler_output(sim, str(out.staging), name=cfg.name, epoch_us=cfg.epoch_us, rank=0,
-                              text=profiler in ("text", "both"), db=profiler in ("db", "both"),
-                              step_thread=cfg.outputs.step_thread, stream_ids=profile_stream_ids(streams),
-                              kernel_types=profiled_kernel_types(cfg.data.get("profiled_ops")))
+        write_profiler_outputs(ranks or [run], out, profiler)
     if cfg.outputs.summary:
         with out.open(OUTPUT_FILES["summary"], encoding="utf-8") as fh:
             fh.write(summary_json(summary))
