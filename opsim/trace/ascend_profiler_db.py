@@ -196,7 +196,7 @@ def _depths(order, starts, ends, tracks):
     """The nesting depth of each row, visiting the rows in `order` (by track, start, longest first)."""
     global _depth_loop
     if _depth_loop is None:
-        from numba import njit
+        from numba import njit  # lazy: Numba loads only when a database with nested spans is written
         _depth_loop = njit(cache=True)(_depth_walk)
     depth = np.zeros(len(order), dtype=np.int64)
     _depth_loop(order, starts[order], ends[order], tracks[order], depth)
