@@ -127,7 +127,7 @@ _OVERLAP = ('{"dur":"', ("us_text", "dur"), '","name":"', ("piece", "name", 0), 
 def trace_view_blocks(p: AscendProfile) -> Iterator[bytes]:
     """trace_view.json as UTF-8 blocks: the metadata through ``json.dumps``, then every other event rendered
     from columns (`_sections`), `BLOCK_ROWS` rows at a time."""
-    from opsim.trace.json_rows import Pieces, Template  # lazy: the compiled row loop loads with the first trace_view.json
+    from opsim.trace.json_rows import Pieces, Template  # lazy: the compiled row loop loads with a trace_view
     meta = [json.dumps(e, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
             for e in trace_events_metadata(p)]
     yield ("[\n" + ",\n".join(meta)).encode("utf-8")
