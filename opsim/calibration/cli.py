@@ -7,7 +7,8 @@ from typing import TextIO
 
 
 def cmd_calibrate(args: argparse.Namespace, out: TextIO) -> int:
-    from opsim.calibration import calibrate, read_profiles
+    from opsim.calibration import calibrate, read_profiles  # lazy: each subcommand loads only what it runs
+    # lazy: each subcommand loads only what it runs
     from opsim.calibration.validate import cross_validate, error_table, render_error_table
     cal = calibrate(args.profiles, soc=args.soc)
     path = cal.save(args.output)
@@ -16,7 +17,8 @@ def cmd_calibrate(args: argparse.Namespace, out: TextIO) -> int:
               f"signature(s), {len(t.host_apis)} host API(s)"
               + (f", {len(cal.links)} link type(s) ({', '.join(cal.links)})" if cal.links else "") + "\n")
     if args.validate:
-        from opsim.calibration import socs_of
+        from opsim.calibration import socs_of  # lazy: each subcommand loads only what it runs
+        # lazy: each subcommand loads only what it runs
         from opsim.calibration.validate import held_out_table, leave_one_out, render_held_out
         records, _traces, sources = read_profiles(args.profiles)
         preds = cross_validate(records, k=5, soc=args.soc)
@@ -37,11 +39,12 @@ def cmd_calibrate(args: argparse.Namespace, out: TextIO) -> int:
 
 
 def cmd_predict(args: argparse.Namespace, out: TextIO) -> int:
-    from opsim.calibration import load_calibration
-    from opsim.calibration.predict import predict_file
-    from opsim.device.cost import CostModel
-    from opsim.device.soc import get_soc
+    from opsim.calibration import load_calibration  # lazy: each subcommand loads only what it runs
+    from opsim.calibration.predict import predict_file  # lazy: each subcommand loads only what it runs
+    from opsim.device.cost import CostModel  # lazy: each subcommand loads only what it runs
+    from opsim.device.soc import get_soc  # lazy: each subcommand loads only what it runs
     cal = load_calibration(args.calibration)
+    # lazy: each subcommand loads only what it runs
     from opsim.calibration.predict_host import is_api_statistic, predict_api_statistic
     if is_api_statistic(args.kernels):  # torch_npu's host API table: host predictions, not kernels
         path, n = predict_api_statistic(args.kernels, args.output, cal.timing if cal is not None else None)
@@ -49,6 +52,7 @@ def cmd_predict(args: argparse.Namespace, out: TextIO) -> int:
         return 0
     soc = args.soc or (cal.soc if cal is not None else None)
     if soc is None:  # the table's own PMU clock and block dims name its SoC (a first pass over the file)
+        # lazy: each subcommand loads only what it runs
         from opsim.calibration.soc_evidence import match_preset, table_evidence
         soc = match_preset(table_evidence(args.kernels))
     cost = CostModel(get_soc(soc), fitted=cal.timing if cal is not None else None)

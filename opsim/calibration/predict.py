@@ -11,7 +11,7 @@ from opsim.calibration.features import record_signature, record_work
 from opsim.device.cost import CostModel
 from opsim.device.predictor import Prediction
 from opsim.ingest.kernels import KernelRecord, KernelTable, iter_kernels
-
+from opsim.outputs import atomic_text_file, write_text_atomic
 
 PREDICTED_COLUMN = "Predicted Duration(us)"
 #: the columns `opsim predict` appends, in order.
@@ -68,7 +68,6 @@ def _appended(p: "Prediction | float | None") -> str:
 def predict_file(cost: CostModel, path: str | Path, out: str | Path) -> tuple[Path, int, dict[str, int]]:
     """`render_predictions` of the table at `path` written to `out` one row at a time, so memory stays that
     of one row whatever the table's length: (written file, kernels predicted, skipped rows by reason)."""
-    from opsim.outputs import atomic_text_file
     rows = iter_kernels(path)
     _line, raw, _cells, _rec, _reason = next(rows)
     nl = "\r\n" if raw.endswith("\r\n") else "\n"
@@ -87,5 +86,4 @@ def predict_file(cost: CostModel, path: str | Path, out: str | Path) -> tuple[Pa
 
 
 def write_predictions(table: KernelTable, predicted: "dict[int, Prediction | float]", out: str | Path) -> Path:
-    from opsim.outputs import write_text_atomic
     return write_text_atomic(out, render_predictions(table, predicted))

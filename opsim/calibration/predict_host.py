@@ -12,6 +12,9 @@ from pathlib import Path
 from opsim.device.fitted import FittedTiming
 from opsim.device.host_model import HostModel, default_host_model
 from opsim.ingest.api_statistic import ApiStatistic, read_api_statistic
+from opsim.outputs import write_text_atomic
+from opsim.errors import OpsimError
+from opsim.safe_io import open_regular
 
 PREDICTED_AVG_COLUMN = "Predicted Avg(us)"
 
@@ -21,8 +24,6 @@ def is_api_statistic(path: str | Path) -> bool:
     p = Path(path)
     if p.name.lower().startswith("api_statistic"):
         return True
-    from opsim.errors import OpsimError
-    from opsim.safe_io import open_regular
     try:  # a FIFO or device is not one; the kernel reader then names the problem
         with open_regular(p, "a kernel table or api_statistic.csv") as f:
             head = f.readline(4096)
@@ -56,12 +57,10 @@ def predict_api_statistic(path: str | Path, out: str | Path, fitted: FittedTimin
         value = predict_statistic(row, fitted) if row is not None else None
         n += value is not None
         lines.append(f"{rec.raw},{'' if value is None else f'{value:.3f}'}")
-    from opsim.outputs import write_text_atomic
     return write_text_atomic(out, newline.join(lines) + newline), n
 
 
 def _crlf(path: str | Path) -> bool:
-    from opsim.safe_io import open_regular
     with open_regular(path, "an api_statistic.csv") as f:
         return b"\r\n" in f.readline(1 << 20)
 

@@ -12,7 +12,8 @@ import statistics
 from dataclasses import dataclass
 from pathlib import Path
 
-from opsim.ingest.kernels import KernelRecord, KernelTable
+from opsim.device.soc import SOC_PRESETS
+from opsim.ingest.kernels import KernelRecord, KernelTable, iter_kernels
 
 #: the clock is the median over the first this many kernels (a long table says nothing more about it).
 _CLOCK_ROWS = 5000
@@ -78,7 +79,6 @@ def soc_evidence(table: KernelTable) -> SocEvidence:
 
 def table_evidence(path: "str | Path") -> SocEvidence:
     """`soc_evidence` of the kernel table at `path`, read as a stream (one row held at a time)."""
-    from opsim.ingest.kernels import iter_kernels
     reader = None
     for _line, _raw, cells, rec, _reason in iter_kernels(path):
         if reader is None:
@@ -91,7 +91,6 @@ def table_evidence(path: "str | Path") -> SocEvidence:
 
 def match_preset(ev: SocEvidence, default: str = "Ascend910B2") -> str:
     """The preset whose cube core count equals the evidence's and whose clock is nearest (else ``default``)."""
-    from opsim.device.soc import SOC_PRESETS
     cands = [s for s in SOC_PRESETS.values() if s.aicore_count == ev.cube_cores] if ev.cube_cores else []
     if not cands:
         return default

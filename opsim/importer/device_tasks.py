@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from opsim.ingest import TraceEvent, TraceView
+import bisect
 
 HCCL_TASK_TYPES = frozenset({"NOTIFY WAIT", "NOTIFY RECORD", "NOTIFY_WAIT", "NOTIFY_RECORD", "WRITE VALUE", "SDMA",
                              "RDMA", "REDUCE_INLINE", "REDUCE INLINE", "COMMUNICATION", "HCCL", "MEMCPY",
@@ -147,7 +148,6 @@ def _pair_events(out: DeviceTasks) -> None:
     for n, r in enumerate(records):
         r.event = f"ev_{n}"
     ends = [r.start_ns + r.dur_ns for r in records]
-    import bisect
     for w in (i for i in out.items if i.kind == "wait"):
         w_end = w.start_ns + w.dur_ns
         j = bisect.bisect_right(ends, w_end) - 1

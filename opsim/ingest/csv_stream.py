@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Iterator
 
 from opsim.errors import ProfileFormatError
+from opsim.safe_io import open_regular
 
 #: the longest physical line a profiler CSV may have (a real row is a few KB; PMU-rich rows stay below 64 KiB).
 MAX_LINE_BYTES = 1 << 20
@@ -31,7 +32,6 @@ class CsvRecord:
 
 def _lines(path: Path, expected: str, consumed: list[str]) -> Iterator[str]:
     """Decoded physical lines (line ends kept); every line read is also appended to `consumed`."""
-    from opsim.safe_io import open_regular
     with open_regular(path, f"a {expected}", ProfileFormatError) as f:  # a FIFO or device is refused
         number, offset = 0, 0
         while True:

@@ -16,6 +16,7 @@ from typing import Any
 import ijson
 
 from opsim.errors import ProfileFormatError
+from opsim.safe_io import open_regular
 
 MAX_DEPTH = 64
 """Deepest nesting accepted inside a trace (real events nest 3 levels: list, event, args)."""
@@ -121,7 +122,6 @@ def _object(parse: Iterator, depth: int, path: Path, args_key: str | None) -> di
 def iter_trace_events(path: Path, expected: str,
                       progress: Callable[[int, int], None] | None = None) -> Iterator[tuple[int, dict]]:
     """(index, event) for each event of a Chrome trace; errors name the file and the position."""
-    from opsim.safe_io import open_regular
     f = open_regular(path, f"a {expected}", ProfileFormatError)  # a FIFO, /dev/zero or a directory is refused
     with f:
         try:

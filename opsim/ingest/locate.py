@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from opsim.errors import ProfileFormatError
+from opsim.safe_io import open_regular
 
 _OUTPUT_DIR = "ASCEND_PROFILER_OUTPUT"
 _MSPROF_DIR = "mindstudio_profiler_output"
@@ -97,7 +98,6 @@ def check_regular_file(path: Path, expected: str) -> int:
     """The size of `path`, which must be a readable regular file (a directory, a device such as /dev/zero, a
     FIFO, a path with a NUL byte or too long are refused naming the file and what was expected): checked by
     opening it as opsim.safe_io does, so every profiler reader refuses the same files the same way."""
-    from opsim.safe_io import open_regular
     with open_regular(path, f"a {expected}", ProfileFormatError) as fh:
         return os.fstat(fh.fileno()).st_size
 

@@ -17,6 +17,7 @@ def profiler_names(name: str, ranks: int | None) -> list[str]:
 
 def profiler_dir_names(config: Any) -> list[str]:
     """The directories a run of `config` (the scenario's, with its `cluster`) writes."""
+    # lazy: keeps numpy, sqlite3 out of importing opsim.scenario.profiler_outputs
     from opsim.trace.ascend_profiler import profiler_dir_name
     size = config.cluster.size if config.cluster is not None else None
     return [profiler_dir_name(n, config.epoch_us) for n in profiler_names(config.name, size)]
@@ -25,6 +26,7 @@ def profiler_dir_names(config: Any) -> list[str]:
 def write_profiler_outputs(runs: Sequence[Any], out: Any, profiler: str) -> None:
     """Write each run's profiler directory into the staged output directory `out` (`runs`: the single run, or
     every rank's run of a job in rank order); `profiler` is "text", "db" or "both"."""
+    # lazy: keeps numpy, sqlite3 out of importing opsim.scenario.profiler_outputs
     from opsim.trace.ascend_profiler import (profile_stream_ids, profiled_kernel_types, profiler_dir_name,
                                              write_profiler_output)
     job = runs[0].cluster is not None

@@ -24,7 +24,8 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from opsim.acl.status import AclnnStatus
-from opsim.errors import InvalidArgumentError
+from opsim.errors import InvalidArgumentError, OpsimError
+from opsim.safe_io import read_bounded
 
 log = logging.getLogger("opsim.opdev.aicpu")
 S = AclnnStatus
@@ -223,8 +224,6 @@ MAX_CUSTOM_SO_BYTES = 256 << 20
 def _read_user_file(path: str, limit: int, what: str) -> bytes | None:
     """A file a scenario's environment names, read through opsim.safe_io (regular files only, bounded); None
     when it cannot be read (a FIFO, a device, a NUL byte, too large, missing), which opbase reports and skips."""
-    from opsim.errors import OpsimError
-    from opsim.safe_io import read_bounded
     try:
         return read_bounded(path, limit, what)
     except OpsimError:
