@@ -72,8 +72,8 @@ def _import(path: str | Path, name: str | None, progress: bool) -> ImportResult:
     if files.kernel_details is not None:
         from opsim.importer.calls import join_kernel_details
         from opsim.ingest import read_kernels
-        report.figures["kernel_details_joined"] = join_kernel_details(calls, read_kernels(files.kernel_details),
-                                                                      report)
+        report.figures["kernel_details_joined"] = join_kernel_details(
+            calls, read_kernels(files.kernel_details, keep_raw=False, shapeless=True), report)
     else:
         report.note("no kernel_details.csv: shapes, dtypes, block dims and cores are not known", 1)
     label = name or _default_name(files.trace_view)

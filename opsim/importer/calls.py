@@ -53,24 +53,35 @@ class Kernel:
     block_dim: int = 1
     input_shapes: tuple = ()
     input_dtypes: tuple = ()
+    task_id: int | None = None
+    """The device row's `Task Id` (with the stream and start, the key of its kernel_details.csv row)."""
 
 
 def join_kernel_details(pc: "ProfileCalls", table: Any, report: ImportReport) -> int:
-    """Fill each kernel's op type, core, block dim, shapes and dtypes from the kernel_details.csv row with the same
-    start time and name; rows matching no replayed kernel are counted. Returns the number joined."""
-    rows = {(r.start_ns, r.name): r for r in table.rows if r.start_ns is not None}
+    """Fill each kernel's op type, core, block dim, shapes and dtypes from its kernel_details.csv row: the row
+    with the same stream id, task id and start time (what identifies a task), else (a table without those
+    columns) the row with the same start time and name. Rows matching no replayed kernel are counted. Returns the
+    number joined."""
+    from opsim.ops.profiled import TASK_TYPES
+    by_task = {(r.stream_id, r.task_id, r.start_ns): r for r in table.rows
+               if r.start_ns is not None and r.stream_id is not None and r.task_id is not None}
+    by_name = {(r.start_ns, r.name): r for r in table.rows if r.start_ns is not None}
+    used: set[int] = set()
     joined = 0
     for c in pc.calls:
         for k in c.kernels:
-            r = rows.pop((k.start_ns, k.name), None)
+            r = by_task.get((k.stream, k.task_id, k.start_ns)) if k.task_id is not None else None
             if r is None:
+                r = by_name.get((k.start_ns, k.name))
+            if r is None or id(r) in used:
                 continue
-            from opsim.ops.profiled import TASK_TYPES
+            used.add(id(r))
             k.op_type, k.block_dim = r.op_type, max(1, int(r.block_dim or 1))
             k.task_type = r.core if r.core in TASK_TYPES else k.task_type
             k.input_shapes, k.input_dtypes = tuple(tuple(s) for s in r.input_shapes), tuple(r.input_dtypes)
             joined += 1
-    report.warn("kernel_details.csv row matching no replayed kernel (start time and name)", len(rows))
+    report.warn("kernel_details.csv row matching no replayed kernel (stream, task id and start time)",
+                len(table.rows) - joined)
     unjoined = sum(len(c.kernels) for c in pc.calls) - joined
     report.note("kernel without a kernel_details.csv row (task type from the trace, block dim 1)", unjoined)
     return joined
@@ -129,14 +140,22 @@ def _contains(outer: TraceEvent, inner: TraceEvent) -> bool:
 
 
 def _task_type(e: TraceEvent) -> str:
+    """The replay's task type of a call's device row: its core, or DSA_SQE / PCIE_DMA_SQE / SDMA_SQE kept as
+    they are (a DSA kernel, a MEMCPY_ASYNC copy: neither runs on an AI Core, and torch_npu counts no copy in
+    Computing); anything else is an AI Core kernel."""
     t = str(e.args.get("Task Type", "")).upper()
     if t in ("AI_CPU", "AICPU"):
         return "AI_CPU"
     if t in ("AI_VECTOR_CORE", "AIV"):
         return "AI_VECTOR_CORE"
-    if t in ("MIX_AIC", "MIX_AIV"):
+    if t in ("MIX_AIC", "MIX_AIV", "DSA_SQE", "PCIE_DMA_SQE", "SDMA_SQE"):
         return t
     return "AI_CORE"
+
+
+def _task_id(e: TraceEvent) -> int | None:
+    v = e.args.get("Task Id")
+    return v if type(v) is int else None
 
 
 def read_calls(view: TraceView, report: ImportReport) -> ProfileCalls:
@@ -180,7 +199,7 @@ def read_calls(view: TraceView, report: ImportReport) -> ProfileCalls:
                 continue
             placed.add(k.index)
             kernels_of.setdefault(owner.index, []).append(
-                Kernel(k.name, view.stream_id(k) or 0, k.ts, k.dur, _task_type(k)))
+                Kernel(k.name, view.stream_id(k) or 0, k.ts, k.dur, _task_type(k), task_id=_task_id(k)))
     calls: list[Call] = []
     used_p2: set[int] = set()
     # queued calls: Enqueue -> Dequeue -> phase 2 inside the dequeue
@@ -331,7 +350,7 @@ def _attach_framework_flows(view: TraceView, calls: list[Call], placed: set[int]
             continue
         for k in targets:
             placed.add(k.index)
-            cs[i].kernels.append(Kernel(k.name, view.stream_id(k) or 0, k.ts, k.dur, _task_type(k)))
+            cs[i].kernels.append(Kernel(k.name, view.stream_id(k) or 0, k.ts, k.dur, _task_type(k), task_id=_task_id(k)))
         cs[i].kernels.sort(key=lambda k: k.start_ns)
 
 

@@ -165,6 +165,8 @@ def build_scenario(pc: ProfileCalls, report: ImportReport, *, view: Any, name: s
             v = vs.new(c)
         else:
             v = vs.nearest(c, vs.usable(mine, c.start_ns))
+            if v is not None and c.kernels and not c.kernels[0].input_shapes and not _close(vs, v, c):
+                v = None  # shapes unknown and durations 25% apart: another key, cached before the profile
             if v is None:  # cached before the profile began: a warm-up call creates it
                 v = vs.new(c, warm=True)
                 warmup.setdefault(c.thread, []).append((op, v))

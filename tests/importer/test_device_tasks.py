@@ -91,3 +91,58 @@ def test_damaged_task_step_exits_2_naming_the_field(tmp_path, task, field):
     code = main(["validate", str(p)], stdout=io.StringIO(), stderr=err)
     text = err.getvalue()
     assert code == 2 and str(p) in text and field in text and "Traceback" not in text, text
+
+
+@pytest.fixture(scope="module")
+def imported_folder(tmp_path_factory):
+    """The same profile imported as a folder: trace_view.json joined with kernel_details.csv."""
+    out = tmp_path_factory.mktemp("axf") / "imported.yaml"
+    return write_import(import_profile(ALEXNET), out)
+
+
+def _kernels(scenario):
+    return [k for op in scenario["profiled_ops"].values() for v in op["variants"] for k in v["kernels"]]
+
+
+def test_kernel_details_join_by_stream_task_id_and_start(imported_folder):
+    """Every kernel_details.csv row joins (MemSet rows without shapes included): 187 of the calls' 206 device
+    rows; the other 19 are MEMCPY_ASYNC copies, which have no row."""
+    rep = imported_folder.report
+    assert rep.figures["kernel_details_joined"] == 187
+    assert not any("kernel_details.csv row matching" in r for r in rep.warnings), rep.warnings
+    memsets = [k for k in _kernels(imported_folder.scenario) if k["name"].endswith("_MemSet")]
+    assert memsets and all(k["task_type"] == "AI_VECTOR_CORE" and k["block_dim"] == 48 and k["type"] == "MemSet"
+                           for k in memsets)
+
+
+def test_copies_and_dsa_keep_their_task_types(imported_folder):
+    """A call's MEMCPY_ASYNC keeps PCIE_DMA_SQE / SDMA_SQE and its DSA kernel DSA_SQE (not AI_CORE): neither
+    runs on an AI Core, and the replay's kernel_details.csv files no copy under Cube."""
+    types = {}
+    for k in _kernels(imported_folder.scenario):
+        types.setdefault(k["name"], set()).add(k["task_type"])
+    assert types["MEMCPY_ASYNC"] <= {"PCIE_DMA_SQE", "SDMA_SQE"} and "PCIE_DMA_SQE" in types["MEMCPY_ASYNC"]
+    assert types["aclnnDropoutGenMaskV2_DSAGenBitMask_DSAGenBitMask"] == {"DSA_SQE"}
+
+
+def test_folder_replay_computing_is_within_2_percent(imported_folder, tmp_path):
+    """Computing of the folder import's replay: the copies are not computing (torch_npu's rule), the joined
+    cores and block dims change no duration. Before the join by task id and the copy task types it was +9%."""
+    from opsim.scenario.runner import run_scenario
+    run_scenario(imported_folder.scenario_path, out_dir=tmp_path / "replay", profiler_output=True)
+    out = tmp_path / "replay"
+    (path,) = out.glob("*_ascend_pt/ASCEND_PROFILER_OUTPUT/step_trace_time.csv")
+    row = next(csv.DictReader(path.open()))
+    real = next(csv.DictReader((ALEXNET / "step_trace_time.csv").open()))
+    assert abs(float(row["Computing"]) / float(real["Computing"]) - 1) < 0.02, (row["Computing"], real["Computing"])
+    (kd,) = out.glob("*_ascend_pt/ASCEND_PROFILER_OUTPUT/kernel_details.csv")
+    rows = list(csv.DictReader(kd.open()))
+    assert not any(r["Name"] == "MEMCPY_ASYNC" for r in rows)
+    assert {r["Accelerator Core"] for r in rows if "DSAGenBitMask" in r["Name"]} == {"DSA_SQE"}
+
+
+def test_copies_are_not_computing():
+    """torch_npu's Computing leaves out a real profile's copies (PCIE_DMA_SQE / SDMA_SQE) and keeps DSA tasks."""
+    b = breakdown(1, 0, 1000, [_T("PCIE_DMA_SQE", 0, 500), _T("SDMA_SQE", 600, 700), _T("DSA_SQE", 800, 850),
+                               _T("AI_CORE", 900, 950)])
+    assert (b.computing, b.stage, b.preparing) == (100, 150, 800)
