@@ -182,6 +182,13 @@ class Result:
         return dict((self._summary or {}).get("device_timing") or {})
 
     @property
+    def step_breakdown(self) -> dict[str, Any]:
+        """step_trace_time.csv's figures summed over the run's steps: Computing, Communication (Not Overlapped),
+        Overlapped, Communication, Free, Stage, Bubble and Preparing in us, the number of steps and their
+        thread (summary.json's ``step_breakdown``; empty without a summary or for a run that kept no records)."""
+        return dict((self._summary or {}).get("step_breakdown") or {})
+
+    @property
     def summary(self) -> dict[str, Any]:
         """The scenario runner's summary figures; for a run without one, the trace-derived ``figures``."""
         return dict(self._summary) if self._summary is not None else dict(self.figures)

@@ -121,5 +121,22 @@ def step_rows(windows: Iterable[Any], tasks: list[Any]) -> list[StepBreakdown]:
     return [breakdown(w.step, w.start_ns, w.end_ns, by_step.get(w.step, ())) for w in windows]
 
 
-__all__ = ["StepBreakdown", "breakdown", "step_rows", "is_communication", "is_compute",
+SUMMARY_KEYS = ("computing_us", "comm_not_overlapped_us", "overlapped_us", "communication_us", "free_us",
+                "stage_us", "bubble_us", "preparing_us")
+"""summary.json's ``step_breakdown`` figures: step_trace_time.csv's columns in its order (Computing,
+Communication(Not Overlapped), Overlapped, Communication, Free, Stage, Bubble, Preparing), summed over the steps."""
+
+
+def summarise(rows: list[StepBreakdown], step_thread: str | None) -> dict[str, Any]:
+    """summary.json's ``step_breakdown``: the number of steps, whose thread marks them (None: the first thread
+    with steps) and each figure summed over the steps, in us (per step: step_trace_time.csv)."""
+    out: dict[str, Any] = {"steps": len(rows), "step_thread": step_thread}
+    fields = ("computing", "comm_not_overlapped", "overlapped", "communication", "free", "stage", "bubble",
+              "preparing")
+    for key, f in zip(SUMMARY_KEYS, fields):
+        out[key] = round(sum(getattr(r, f) for r in rows) / 1000.0, 3)
+    return out
+
+
+__all__ = ["StepBreakdown", "breakdown", "step_rows", "summarise", "SUMMARY_KEYS", "is_communication", "is_compute",
            "COMMUNICATION_TASK_TYPES", "NOT_COMPUTE_TASK_TYPES"]
