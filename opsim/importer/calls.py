@@ -37,6 +37,20 @@ HOST_ONLY_APIS = frozenset({"aclrtMemcpy", "aclrtMalloc", "aclrtFree", "aclMallo
                             "aclopCreateAttr", "aclopDestroyAttr", "opCompile", "aclrtMemcpyAsync",
                             "aclrtMemset", "aclrtMemsetAsync"})
 """AscendCL calls whose host time stays in the gaps between calls (opsim has no step for them)."""
+HOST_ONLY_APIS = HOST_ONLY_APIS | {"aclrtCreateEvent", "aclrtCreateEventWithFlag", "aclrtCreateEventExWithFlag",
+                                   "aclrtDestroyEvent", "aclrtQueryEventStatus", "aclrtQueryEvent",
+                                   "aclrtSetCurrentContext", "aclrtGetCurrentContext", "aclrtSetDevice",
+                                   "aclrtGetDevice", "aclrtSynchronizeEvent"}
+LAUNCHING_APIS = frozenset({"aclrtRecordEvent", "aclrtStreamWaitEvent"})
+"""Runtime calls whose device task (EVENT_RECORD / EVENT_WAIT, linked by its connection_id) is replayed as a
+record_event / wait_event step at the call's place; `hcom_*` (HCCL's collectives) launch communication tasks."""
+QUEUED_RUNTIME_TASKS = frozenset({"record_event", "wait_event", "destroy_event", "lazy_destroy_event",
+                                  "HcclAllreduce", "HcclBroadcast", "HcclAllGather", "HcclReduceScatter",
+                                  "HcclReduce", "HcclSend", "HcclRecv", "HcclAlltoAll", "HcclAlltoAllV",
+                                  "HcclBarrier", "acl_memcpy_host_to_device", "acl_memcpy_device_to_host",
+                                  "acl_memcpy_device_to_device", "acl_memset"})
+"""torch_npu task-queue entries that are no ACLNN call (`Dequeue@record_event`, `Dequeue@HcclAllreduce`, ...):
+their AscendCL events launch the events, collectives and copies replayed as device tasks."""
 _STEP_RE = re.compile(r"^ProfilerStep#(\d{1,18})$")
 
 
@@ -213,7 +227,10 @@ def read_calls(view: TraceView, report: ImportReport) -> ProfileCalls:
         hi = bisect.bisect_right(p2_starts.get(deq.tid, []), deq.end)
         inner = [e for e in evs[lo:hi] if _contains(deq, e)]
         if not inner:
-            report.warn("Dequeue without an ACLNN or aclop call inside", 1, example=deq.name)
+            if deq.name.split("@", 1)[-1] in QUEUED_RUNTIME_TASKS:
+                report.note(f"{deq.name}: a queued runtime task, replayed by its AscendCL event", 1)
+            else:
+                report.warn("Dequeue without an ACLNN or aclop call inside", 1, example=deq.name)
             continue
         p2 = inner[0]
         if len(inner) > 1:
@@ -243,7 +260,8 @@ def read_calls(view: TraceView, report: ImportReport) -> ProfileCalls:
         if k.index not in seen:
             seen.add(k.index)
             launched.append((h, k))
-    device = collect(view, launched, [k for k in view.device_kernels() if k.index not in seen])
+    device = collect(view, launched, [k for k in view.device_kernels() if k.index not in seen],
+                     _issuer(dequeues, enqueues, consumer))
     for item in device.items:
         how = "launched outside an ACLNN call" if item.host_tid is not None else "without a launch link"
         report.note(f"device task {how}, replayed as a {item.kind} task", 1)
@@ -254,6 +272,8 @@ def read_calls(view: TraceView, report: ImportReport) -> ProfileCalls:
             continue
         if a.api in HOST_ONLY_APIS:
             report.note(f"AscendCL@{a.api} kept as host time between calls", 1)
+        elif a.api in LAUNCHING_APIS or a.api.startswith("hcom_"):
+            report.note(f"AscendCL@{a.api}: launches the device tasks replayed in its place", 1)
         else:
             report.warn("unknown AscendCL event kept as host time between calls", 1, example=a.api)
 
@@ -273,6 +293,23 @@ def read_calls(view: TraceView, report: ImportReport) -> ProfileCalls:
     # the calls' first stream stays first
     return ProfileCalls(calls=calls, syncs=syncs, steps=steps, threads=threads, consumer=consumer,
                         origin_ns=min([origin] + host_starts), streams=streams, device=device)
+
+
+def _issuer(dequeues: dict[int, TraceEvent], enqueues: list[TraceEvent], consumer: Any) -> Any:
+    """host event -> the Enqueue that queued it (a task-queue thread's event inside a `Dequeue@`), else None:
+    a device task launched there belongs to the issuing thread, queued behind its calls, as torch_npu ran it."""
+    enq = {_correlation(e): e for e in enqueues}
+    deqs = sorted((d for d in dequeues.values() if d.tid == consumer), key=lambda d: (d.ts, d.index))
+    starts = [d.ts for d in deqs]
+
+    def issuer(host: TraceEvent) -> TraceEvent | None:
+        if consumer is None or host.tid != consumer:
+            return None
+        i = bisect.bisect_right(starts, host.ts) - 1
+        if i < 0 or not _contains(deqs[i], host):
+            return None
+        return enq.get(_correlation(deqs[i]))
+    return issuer
 
 
 def _owners(links: list, p2_by_thread: dict[Any, list[TraceEvent]]) -> list[tuple[Any, TraceEvent | None]]:

@@ -296,6 +296,7 @@ def _timeline(items: list, pc: ProfileCalls, assigned: dict[int, int], profiled:
     out: list[dict[str, Any]] = []
     body = out
     prev_end = pc.origin_ns
+    group_ns: int | None = None
     step_i = 0
     steps = pc.steps if with_steps else []
     def close_step() -> None:  # the step's host time after its last item (the real step ended then)
@@ -320,15 +321,26 @@ def _timeline(items: list, pc: ProfileCalls, assigned: dict[int, int], profiled:
             body.append({"sync_device": True} if item.kind == "device" else {"sync": streams[0]})
             # the time the real sync took stays host time (a sleep after it): the replay's host keeps the
             # profile's pace even when the replayed device work it waited for is placed by another thread
-            prev_end = item.start_ns
+            prev_end, group_ns = item.start_ns, None
         elif isinstance(item, DeviceItem):
-            body.append(step_of(item, stream_name))
+            steps_ = step_of(item, stream_name)
+            last = body[-1] if body else None
+            if gap <= 0 and last is not None and group_ns == item.host_ns:
+                # launched by one host event (a collective, its events): one step, one task-queue job
+                if "tasks" not in last:
+                    body[-1] = last = {"tasks": [last]}
+                last["tasks"] += steps_
+            elif len(steps_) > 1:
+                body.append({"tasks": steps_})
+            else:
+                body.append(steps_[0])
+            group_ns = item.host_ns
             prev_end = max(prev_end, item.host_end_ns)
         else:
             i, c = item
             stream = stream_name(c.kernels[0].stream) if c.kernels else streams[0]
             body.append(_op_step(op_name(c), assigned[i], profiled, stream, streams))
-            prev_end = c.end_ns
+            prev_end, group_ns = c.end_ns, None
     if step_i < len(steps):
         close_step()
     for loop in out:

@@ -81,6 +81,14 @@ class TaskStep:
 
 
 @dataclass(frozen=True)
+class TasksStep:
+    """Several replayed device actions (tasks, event records and waits) launched by one host action, such as an
+    HCCL collective with its sub-tasks and the events around them: one job of torch_npu's task queue."""
+
+    tasks: tuple[TaskStep | EventStep, ...]
+
+
+@dataclass(frozen=True)
 class SleepStep:
     us: float
 
@@ -102,7 +110,7 @@ class DeterministicStep:
 
 
 Step = Union[OpStep, LoopStep, ChooseStep, SyncStep, SyncDeviceStep, EventStep, SleepStep, ProfilingStep,
-             DeterministicStep, TaskStep]
+             DeterministicStep, TaskStep, TasksStep]
 
 
 @dataclass(frozen=True)
@@ -249,6 +257,6 @@ def op_steps(program: tuple[Step, ...]) -> list[OpStep]:
     return out
 
 
-__all__ = ["TaskStep", "OpStep", "LoopStep", "ChooseStep", "SyncStep", "SyncDeviceStep", "EventStep", "SleepStep", "ProfilingStep",
+__all__ = ["TaskStep", "TasksStep", "OpStep", "LoopStep", "ChooseStep", "SyncStep", "SyncDeviceStep", "EventStep", "SleepStep", "ProfilingStep",
            "DeterministicStep", "Step", "ThreadConfig", "OutputsConfig", "DumpConfig", "ScenarioConfig",
            "sleep_us", "op_steps", "program_calls"]
