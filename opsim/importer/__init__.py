@@ -86,10 +86,15 @@ def _import(path: str | Path, name: str | None, progress: bool) -> ImportResult:
 
 
 def _kernels_only(files: Any, name: str | None) -> ImportResult:
-    """A profile without a host trace: its kernel table replayed on the device side."""
+    """A profile without a host trace: its kernel table replayed on the device side (not the SQLite export)."""
+    from opsim.errors import ProfileFormatError
     from opsim.importer.kernels_only import build_kernels_only
     from opsim.ingest import read_kernels
     source = files.kernel_sources[0]
+    if source == files.db:
+        raise ProfileFormatError(f"{source}: opsim import does not replay torch_npu's SQLite export yet (opsim "
+                                 "calibrate reads it); give the text export of the same profile "
+                                 "(export_type=text: its trace_view.json and kernel_details.csv)")
     report = ImportReport(source=str(source))
     table = read_kernels(source)
     scenario = build_kernels_only(table, report, name=name or _default_name(source), source=str(source))

@@ -175,17 +175,21 @@ def _link_by_connection(hosts: dict[tuple, list[TraceEvent]], kernels: list[Trac
                         linked: dict[int, tuple[TraceEvent, list[TraceEvent]]]) -> None:
     """Device tasks no flow reached, linked to the host AscendCL event with the same `connection_id`."""
     flowed = {k.index for _, ks in linked.values() for k in ks}
-    by_id: dict[int, TraceEvent] = {}
+    by_id: dict[int, list[TraceEvent]] = {}
     for evs in hosts.values():
         for e in evs:
             c = _connection(e)
             if c is not None:
-                by_id.setdefault(c, e)
+                by_id.setdefault(c, []).append(e)
     for k in kernels:
         c = _connection(k)
-        host = by_id.get(c) if c is not None and k.index not in flowed else None
-        if host is not None:
-            linked.setdefault(host.index, (host, []))[1].append(k)
+        cands = by_id.get(c) if c is not None and k.index not in flowed else None
+        if not cands:
+            continue
+        # an id seen twice (a profile stitched from several): the last host event launched before the task
+        host = cands[0] if len(cands) == 1 else max((e for e in cands if e.ts <= k.ts), default=cands[0],
+                                                      key=lambda e: (e.ts, e.index))
+        linked.setdefault(host.index, (host, []))[1].append(k)
 
 
 def innermost_at(events: list[TraceEvent], times: list[int]) -> list[TraceEvent | None]:
