@@ -187,7 +187,8 @@ def cmd_validate(args: argparse.Namespace, out: TextIO) -> int:
     from opsim.scenario.loader import validate
     cfg = validate(args.scenario, _overrides(args.overrides), limits=_limits(args))
     calls = cfg.planned_calls()
-    out.write(f"{args.scenario}: ok ({cfg.name}: {len(cfg.threads)} thread(s), "
+    ranks = f"{cfg.rank_count} ranks, " if cfg.cluster is not None else ""
+    out.write(f"{args.scenario}: ok ({cfg.name}: {ranks}{len(cfg.threads)} thread(s), "
               f"{sum(len(t.streams) for t in cfg.threads)} stream(s), {calls} op call(s))\n")
     return EXIT_OK
 

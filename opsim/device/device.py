@@ -19,6 +19,8 @@ Semantics:
 - ``EVENT_RECORD``/``EVENT_WAIT``: a wait captures the event's most recent record submitted before it (none:
   the wait passes at once) and holds its stream exactly until that record completes.
 - ``HOST_FUNC`` tasks take no units and run their callback in stream order.
+- ``COLLECTIVE`` tasks take no units: the stream reaching one is its rank's arrival (``task.event.arrive``),
+  and the group's rendezvous ends it on every member (``Stream.end_collective``); opsim.cluster.
 - Every finished task records one "device" row in the recorder.
 
 Compiled twin: `opsim.fastpath.batch_kernel` ports `Stream.submit`, `_schedule_wake`, `_advance`, `_begin`,
@@ -65,6 +67,7 @@ _AI_CORE = TaskKind.AI_CORE
 _AI_VECTOR = TaskKind.AI_VECTOR
 _EVENT_RECORD = TaskKind.EVENT_RECORD
 _EVENT_WAIT = TaskKind.EVENT_WAIT
+_COLLECTIVE = TaskKind.COLLECTIVE
 _INF = math.inf
 _NAN = math.nan
 _new_task = object.__new__
@@ -354,6 +357,14 @@ class Stream:
                     task.callback(task)
                 task.event._waiters.append(self)
                 return  # `StreamEvent._complete` finishes it
+            elif kind is _COLLECTIVE:
+                # The stream reached the collective: its rank arrives; the group's rendezvous ends it
+                # (`end_collective`) once every member has arrived and the transfer is done.
+                task.start = env._now + 0.0
+                if task.callback is not None:
+                    task.callback(task)
+                task.event.arrive(self, task)
+                return
             elif not self._begin(task):
                 return
 
@@ -407,6 +418,15 @@ class Stream:
                 ev.succeed(now)
         if ended:
             self._advance()
+
+    def end_collective(self, at: float) -> None:
+        """The collective this stream holds ends at `at` (>= now; its group has gathered): its end tick."""
+        env = self.env
+        if self._current is None or self._current.kind is not _COLLECTIVE or not at >= env._now:
+            raise InvalidArgumentError(f"{self!r} holds no collective to end at {at!r}")
+        tick = self._end_tick
+        tick.callbacks = self._end_cbs
+        heappush(env._queue, (at, NORMAL, next(env._eid), tick))
 
     # --- the fast path's batches (opsim.fastpath.batch_state; opsim.fastpath.batch_kernel is the compiled twin
     # of submit, _schedule_wake, _advance, _begin and _finish) -------------------------------------------------

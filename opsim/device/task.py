@@ -31,6 +31,9 @@ class TaskKind(IntEnum):
     RECORDED = 10
     """A device task opsim does not model, replayed from a profile: it occupies its stream for its recorded
     duration and takes no units."""
+    COLLECTIVE = 11
+    """A collective of a communication group (opsim.cluster): it starts when its stream reaches it, holds the
+    stream while the group gathers and transfers, and ends when the group's rendezvous says; no units."""
 
 
 MEMCPY_KINDS = frozenset({TaskKind.MEMCPY_H2D, TaskKind.MEMCPY_D2H, TaskKind.MEMCPY_D2D})
@@ -48,6 +51,7 @@ DEFAULT_TASK_TYPE: dict[TaskKind, str] = {
     TaskKind.HOST_FUNC: "HOST_FUNC",
     TaskKind.COMMUNICATION: "COMMUNICATION",
     TaskKind.RECORDED: "RECORDED",
+    TaskKind.COLLECTIVE: "COMMUNICATION",
 }
 """Profiler "Task Type" labels (msprof / torch_npu spelling) used when a task does not name its own."""
 

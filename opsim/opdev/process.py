@@ -44,6 +44,8 @@ class ProcessContext:
         self.recorder = recorder
         self.device = device
         self.numerics = numerics
+        self.slowdown = float(settings.slowdown)
+        """Kernel time of this device times this factor (opsim.opdev.rt.submit_kernel); 1.0 normally."""
         soc = getattr(device, "soc", None)
         self.soc_name = getattr(soc, "name", soc_name)
         self.aic_num = settings.aic_num if settings.aic_num is not None else getattr(soc, "aicore_count", 24)

@@ -47,6 +47,9 @@ def submit_kernel(ctx: ThreadLocalContext, stream: Any, op_name: str, task_type:
     ctx.charge("launch" if not aicpu else "Launch", op_name)
     if stream is None:
         return
+    slowdown = ctx.process.slowdown
+    if slowdown != 1.0:  # a slower NPU (a cluster rank's what-if): every kernel launch takes longer
+        duration = duration * slowdown
     trusted, k_aicpu, k_vector, k_core = _KERNEL_TASK or _kernel_task_parts()
     kind = k_aicpu if aicpu else (k_vector if task_type in ("AI_VECTOR_CORE", "MIX_AIV") else
                                   _OTHER_UNIT.get(task_type, k_core))

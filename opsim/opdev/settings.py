@@ -57,6 +57,10 @@ class SimulationSettings:
     """Vector cores a phase 1 reports (None: the SoC's)."""
     fast_path: bool = True
     """The exact shortcuts of opsim.fastpath (False: the reference path, plain SimPy)."""
+    device_id: int = 0
+    """The NPU's id (a cluster's rank)."""
+    slowdown: float = 1.0
+    """Kernel time (AI Core, vector, AI CPU) of this device times this factor: a slower NPU (a cluster's what-if)."""
 
     def __post_init__(self) -> None:
         for name in ("soc_overrides", "env", "cost_overrides"):

@@ -45,15 +45,19 @@ class _Builder:
         self.events = tuple(e for e in events if isinstance(e, str)) if isinstance(events, list) else ()
         shared = data.get("streams")
         self.shared_streams = tuple(s for s in shared if isinstance(s, str)) if isinstance(shared, list) else ()
+        groups = data.get("groups")
+        self.group_names = tuple(g["name"] for g in groups if isinstance(g, dict) and isinstance(g.get("name"), str)) \
+            if isinstance(groups, list) else ()
         self.thread_mode = "ordinary"  # `cache_mode` of the thread being built
         self._op_steps: dict[tuple, C.OpStep] = {}
         """Op steps built without a problem, by what they were built from (see `op_step`)."""
 
-    def thread(self, i: int, th: Mapping[str, Any]) -> C.ThreadConfig:
+    def thread(self, i: int, th: Mapping[str, Any], path: Path_ | None = None) -> C.ThreadConfig:
+        """Thread `i` of the scenario's `threads` (or of another list: `path`, e.g. a rank's threads)."""
         own = tuple(th.get("streams") or ())
         shared = tuple(s for s in self.shared_streams if s not in own)
         streams = own + shared or (DEFAULT_STREAM,)
-        path = ("threads", i)
+        path = ("threads", i) if path is None else path
         self.thread_mode = th.get("cache_mode", "ordinary")
         program = self.program(th.get("program") or [], path + ("program",), streams)
         return C.ThreadConfig(name=str(th.get("name")), streams=streams, program=program,
@@ -93,6 +97,8 @@ class _Builder:
         if "tasks" in step and isinstance(step["tasks"], list):
             tasks = tuple(self.group_item(t, path + ("tasks", i), streams) for i, t in enumerate(step["tasks"]))
             return C.TasksStep(tuple(t for t in tasks if t is not None)) if any(tasks) else None
+        if "collective" in step:
+            return self.collective_step(step, path, streams)
         if "profiling" in step and isinstance(step["profiling"], dict):
             return _profiling_step(step["profiling"])
         if "deterministic" in step and isinstance(step["deterministic"], dict):
@@ -124,6 +130,33 @@ class _Builder:
         kind = str(t.get("kind", "recorded"))
         return C.TaskStep(stream=stream, kind=kind, name=str(t.get("name", kind)),
                           task_type=str(t.get("task_type", kind.upper())), duration_us=float(t.get("duration_us", 0.0)))
+
+    def collective_step(self, step: dict[str, Any], path: Path_, streams: tuple[str, ...]) -> C.CollectiveStep | None:
+        """A collective: its group (declared in `groups`) or its send/recv `peer`, its dtype and stream."""
+        from opsim.cluster.collective import CollectiveSpec
+        op = step.get("collective")
+        stream = self.stream(step.get("stream", streams[0]), path + ("stream",), streams)
+        group, peer = step.get("group"), step.get("peer")
+        if op in ("send", "recv"):
+            if peer is None or group is not None:
+                self.errors.add(path, f"a {op} names its partner with `peer: RANK` (and no `group`)")
+        elif group is None:
+            self.errors.add(path + ("collective",), f"a {op} needs `group:`, one of the groups declared in the "
+                                                    f"top-level `groups` ({', '.join(self.group_names) or 'none'})")
+        elif group not in self.group_names:
+            self.errors.add(path + ("group",), f"unknown group {group!r}{_suggest(group, self.group_names)}; declare "
+                                               f"it in the top-level `groups` (declared: "
+                                               f"{', '.join(self.group_names) or 'none'})")
+        dtype = _dtype_name(step.get("dtype", "float32"))
+        if dtype is None:
+            self.errors.add(path + ("dtype",), f"unknown dtype {step.get('dtype')!r}; use a name such as float32, "
+                                               "float16 or bfloat16")
+        if not isinstance(op, str) or not isinstance(step.get("bytes"), int):
+            return None  # the schema reports the malformed parts
+        return C.CollectiveStep(stream=stream, spec=CollectiveSpec(
+            op=op, nbytes=int(step["bytes"]), dtype=dtype or "float32", group=group, peer=peer,
+            op_type=step.get("name"), algorithm=step.get("algorithm"), transit_us=step.get("transit_us"),
+            idle_us=float(step.get("idle_us", 0.0)), root=int(step.get("root", 0))))
 
     def stream(self, name: Any, path: Path_, streams: tuple[str, ...]) -> str:
         if name not in streams:

@@ -19,9 +19,11 @@ Add = Callable[[tuple, str], None]
 
 
 def check_scenario(data: Mapping[str, Any], threads: list[C.ThreadConfig], add: Add, limits: Limits, *,
-                   deferred_ops: bool = False, calibration: str | None = None) -> None:
+                   deferred_ops: bool = False, calibration: str | None = None,
+                   every_rank: list[C.ThreadConfig] | None = None) -> None:
     """Report (through `add(field path, message)`) every bound the scenario exceeds. `calibration` is the
-    resolved path of its calibration file, read as a run would read it."""
+    resolved path of its calibration file, read as a run would read it; `every_rank`: a job's threads over all
+    its ranks, what the call and numerics budgets count (None: a single rank's `threads`)."""
     if calibration is not None:
         _check_calibration(calibration, add)
     soc = _check_soc(data, add)
@@ -29,10 +31,11 @@ def check_scenario(data: Mapping[str, Any], threads: list[C.ThreadConfig], add: 
     if soc is not None:
         _check_streams(data, threads, soc, add)
     _check_paths(data, add)
-    _check_calls(threads, add, limits)
+    budgeted = threads if every_rank is None else every_rank
+    _check_calls(budgeted, add, limits)
     _check_horizon(data, threads, add)
     if data.get("numerics") and not deferred_ops:
-        _check_numerics(threads, add, limits)
+        _check_numerics(budgeted, add, limits)
 
 
 def _check_calibration(path: str, add: Add) -> None:

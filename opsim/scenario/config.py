@@ -89,6 +89,15 @@ class TasksStep:
 
 
 @dataclass(frozen=True)
+class CollectiveStep:
+    """A collective of a communication group (or a send/recv pair), issued on `stream` (opsim.cluster)."""
+
+    stream: str
+    spec: Any
+    """The collective (opsim.cluster.collective.CollectiveSpec)."""
+
+
+@dataclass(frozen=True)
 class SleepStep:
     us: float
 
@@ -110,7 +119,7 @@ class DeterministicStep:
 
 
 Step = Union[OpStep, LoopStep, ChooseStep, SyncStep, SyncDeviceStep, EventStep, SleepStep, ProfilingStep,
-             DeterministicStep, TaskStep, TasksStep]
+             DeterministicStep, TaskStep, TasksStep, CollectiveStep]
 
 
 @dataclass(frozen=True)
@@ -146,6 +155,18 @@ class DumpConfig:
     op_dump: bool = False
     overflow_dump: bool = False
     dir: str | None = None
+
+
+@dataclass(frozen=True)
+class RankConfig:
+    """One rank's settings (the scenario's `ranks[i]`)."""
+
+    threads: tuple[ThreadConfig, ...] | None = None
+    """The rank's own threads (an imported rank), None: see `like`, else the scenario's threads."""
+    like: int | None = None
+    """Run this other rank's threads (a rank an import filled in)."""
+    slowdown: float = 1.0
+    """Kernel time of this rank's NPU times this factor."""
 
 
 @dataclass(frozen=True)
@@ -192,19 +213,46 @@ class ScenarioConfig:
     """The scenario as loaded (after overrides), for the record written next to the outputs."""
     extra_ops: Mapping[str, OpSpec] = field(default_factory=dict)
     """Ops from `direct_invoke_module`."""
+    cluster: Any = None
+    """The job's ranks, groups and links (opsim.cluster.ClusterSpec), None: a single-rank scenario."""
+    ranks: tuple[RankConfig, ...] = ()
+    """Per-rank settings by rank index (ranks beyond the tuple run the scenario's threads)."""
+
+    def rank_config(self, rank: int) -> RankConfig:
+        """Rank `rank`'s settings (defaults beyond the listed ranks)."""
+        return self.ranks[rank] if rank < len(self.ranks) else RankConfig()
+
+    def rank_threads(self, rank: int) -> tuple[ThreadConfig, ...]:
+        """The threads rank `rank` runs: its own, its `like` rank's (followed), else the scenario's."""
+        seen = set()
+        while rank not in seen:
+            seen.add(rank)
+            rc = self.rank_config(rank)
+            if rc.threads is not None:
+                return rc.threads
+            if rc.like is None:
+                break
+            rank = rc.like
+        return self.threads
+
+    @property
+    def rank_count(self) -> int:
+        """Ranks in the job (1 for a single-rank scenario)."""
+        return self.cluster.size if self.cluster is not None else 1
 
     def uses_pta(self) -> bool:
         """Whether any thread or call uses `cache_mode: pta`."""
         return any(th.uses_pta() for th in self.threads)
 
     def planned_calls(self) -> int:
-        """ACLNN calls the program makes (a `choose` counts its largest option): the progress bar's total."""
-        return sum(program_calls(th.program) for th in self.threads)
+        """ACLNN calls the program makes (a `choose` counts its largest option), over every rank: the progress
+        bar's total."""
+        return sum(program_calls(th.program) for r in range(self.rank_count) for th in self.rank_threads(r))
 
     def estimated_calls(self) -> int:
         """The call budget's measure: ACLNN calls, with every loop iteration counting at least one (a loop
         of 10**12 iterations over an empty body or a sleep costs as much to simulate as one of calls)."""
-        return sum(program_calls(th.program, 1) for th in self.threads)
+        return sum(program_calls(th.program, 1) for r in range(self.rank_count) for th in self.rank_threads(r))
 
 
 def _any_pta(program: tuple[Step, ...]) -> bool:
@@ -257,6 +305,6 @@ def op_steps(program: tuple[Step, ...]) -> list[OpStep]:
     return out
 
 
-__all__ = ["TaskStep", "TasksStep", "OpStep", "LoopStep", "ChooseStep", "SyncStep", "SyncDeviceStep", "EventStep", "SleepStep", "ProfilingStep",
+__all__ = ["CollectiveStep", "RankConfig", "TaskStep", "TasksStep", "OpStep", "LoopStep", "ChooseStep", "SyncStep", "SyncDeviceStep", "EventStep", "SleepStep", "ProfilingStep",
            "DeterministicStep", "Step", "ThreadConfig", "OutputsConfig", "DumpConfig", "ScenarioConfig",
            "sleep_us", "op_steps", "program_calls"]

@@ -12,15 +12,17 @@ wording), `builder` (the typed config); this module runs them in order.
 """
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, Mapping
 
 from opsim.errors import InvalidArgumentError, OpsimError, ScenarioError, shown
 from opsim.scenario import config as C
 from opsim.scenario.builder import DEFAULT_STREAM, _Builder
+from opsim.scenario.cluster_config import build_cluster
 from opsim.scenario.environment import resolve_env, shell_values
 from opsim.scenario.limits import Limits, non_finite, non_string_keys
-from opsim.scenario.messages import _describe, _Errors, _schema_errors, _suggest, format_path
+from opsim.scenario.messages import Path_, _describe, _Errors, _schema_errors, _suggest, format_path
 from opsim.scenario.overrides import apply_overrides, parse_key, parse_override
 from opsim.scenario.schema import DEFAULT_EPOCH_US, PROFILER_FORMATS
 from opsim.scenario.source import read_source, read_yaml
@@ -130,13 +132,27 @@ def load_scenario(source: str | Path | Mapping[str, Any], overrides: Mapping[str
         if in_force:  # the copy written next to the outputs reproduces the run without the shell
             data["env"] = {k: v for k, (v, _) in in_force.items()}
     _check_task_queue(data, names, errors)
+    cluster, ranks = build_cluster(data, tuple(threads), lambda where, th: _built(builder, where, th), errors.add)
     if not errors.items:
         from opsim.scenario.checks import check_scenario
+        every = [th for r in range(cluster.size) for th in C.ScenarioConfig(
+            name="-", threads=tuple(threads), cluster=cluster, ranks=ranks).rank_threads(r)] if cluster else None
         check_scenario(data, threads, errors.add, limits or Limits(), deferred_ops=bool(builder.deferred),
-                       calibration=_relative(data.get("calibration"), path))
+                       calibration=_relative(data.get("calibration"), path), every_rank=every)
     errors.raise_if_any()
-    return _config(data, threads, path, extra_ops, {k: src for k, (_, src) in in_force.items()},
-                   shell_values(environ))
+    config = _config(data, threads, path, extra_ops, {k: src for k, (_, src) in in_force.items()},
+                     shell_values(environ))
+    return replace(config, cluster=cluster, ranks=ranks) if cluster is not None else config
+
+
+def _built(builder: _Builder, where: Path_, th: Any) -> C.ThreadConfig | None:
+    """A rank's own thread, built like the scenario's (None when malformed: the schema reported it)."""
+    if not isinstance(th, dict):
+        return None
+    try:
+        return builder.thread(where[-1], th, where)
+    except (TypeError, ValueError, AttributeError, KeyError, ArithmeticError):
+        return None
 
 
 def _check_task_queue(data: dict[str, Any], thread_names: Mapping[str, int], errors: _Errors) -> None:

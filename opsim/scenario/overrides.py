@@ -9,6 +9,7 @@ import yaml
 from opsim.errors import ScenarioError
 from opsim.scenario.limits import LimitError, check_data
 from opsim.scenario.messages import Path_, format_path
+from opsim.scenario.schema import MAX_RANKS
 from opsim.scenario.source import _plain
 from opsim.scenario.yaml_core import parse_as_written, parse_core_scalar
 from opsim.scenario.yaml_reader import check_yaml_events
@@ -63,6 +64,10 @@ def apply_overrides(data: Any, overrides: Mapping[str, Any]) -> set[Path_]:
             if isinstance(node, dict):
                 node = node.setdefault(part, [] if isinstance(path[i + 1], int) else {})
             elif isinstance(node, list) and isinstance(part, int) and part < len(node):
+                node = node[part]
+            elif path[0] == "ranks" and i == 1 and isinstance(node, list) and isinstance(part, int) \
+                    and part < MAX_RANKS:  # `ranks.5.slowdown`: the ranks before it keep their defaults ({})
+                node.extend({} for _ in range(part + 1 - len(node)))
                 node = node[part]
             else:
                 raise ScenarioError(f"--set {key}: {format_path(path[:i + 1])} does not exist in the scenario")

@@ -77,6 +77,8 @@ class Result:
         self.wall_seconds = wall_seconds
         self.stdout_text = stdout_text
         """The ``GE_PROFILING_TO_STD_OUT`` text of the run (empty when the variable was off)."""
+        self.rank_sims: list[Any] = []
+        """A live job's simulations, one per rank (`rank(i)`); empty otherwise."""
 
     # --- construction --------------------------------------------------------------------------------------
     @classmethod
@@ -100,9 +102,39 @@ class Result:
         meta: dict[str, Any] = {"trace": bool(getattr(scenario, "trace", True))}
         if name:
             meta["scenario"] = name
-        return cls.from_simulation(run.sim, summary=getattr(run, "summary", None), outputs=outputs,
-                                   out_dir=out_dir, scenario=scenario, wall_seconds=getattr(run, "wall_seconds", None),
-                                   stdout_text=getattr(run, "stdout_text", ""), meta=meta)
+        ranks = list(getattr(run, "ranks", None) or ())
+        if ranks:  # a job: every rank's collectives travel with the records
+            from opsim.cluster.records import CollectiveRecord
+            meta["collectives"] = {"fields": list(CollectiveRecord._fields),
+                                   "rows": [list(c) for r in ranks for c in r.rank.collectives]}
+        result = cls.from_simulation(run.sim, summary=getattr(run, "summary", None), outputs=outputs,
+                                     out_dir=out_dir, scenario=scenario,
+                                     wall_seconds=getattr(run, "wall_seconds", None),
+                                     stdout_text=getattr(run, "stdout_text", ""), meta=meta)
+        result.rank_sims = [r.sim for r in ranks]
+        return result
+
+    # --- a job's ranks -------------------------------------------------------------------------------------
+    @cached_property
+    def ranks(self):
+        """A job's per-rank table (summary.json's ``ranks``: breakdown, waits, slowdown); no rows for a
+        single-rank run."""
+        return _table(list(((self._summary or {}).get("ranks") or {}).values()), ["rank"])
+
+    @cached_property
+    def collectives(self):
+        """Every collective of every rank (one row per rank and collective: group, index, op, name, bytes,
+        start/ready/end, wait, transit and idle in us, the links it used); no rows for a single-rank run."""
+        doc = self.meta.get("collectives") or {"fields": ["rank"], "rows": []}
+        return _table([dict(zip(doc["fields"], row)) for row in doc["rows"]], doc["fields"])
+
+    def rank(self, index: int) -> "Result":
+        """Rank `index`'s own tables (a live job's; rank 0's are this Result's own)."""
+        sims = getattr(self, "rank_sims", None) or []
+        if not 0 <= index < len(sims):
+            raise InvalidArgumentError(f"rank {index!r}: this result holds {len(sims)} ranks' simulations "
+                                       "(a job run in this process; a loaded result keeps rank 0's trace only)")
+        return Result.from_simulation(sims[index], meta={"trace": self.traced, "rank": index})
 
     @property
     def traced(self) -> bool:
@@ -244,6 +276,14 @@ class Result:
         name = self.meta.get("scenario") or ""
         counts = ", ".join(f"{k}={self.count(k)}" for k in ("host", "device", "memory", "cache"))
         return f"Result({name!r}, makespan={self.meta.get('makespan_us', float('nan')):.1f} us, {counts})"
+
+
+def _table(rows: list, columns: list):
+    try:
+        import pandas as pd  # lazy: pandas is imported only when a table is asked for
+    except ImportError as exc:
+        raise OpsimError(f"Result tables need pandas ({exc}); install it with `pip install opsim[analysis]`") from None
+    return pd.DataFrame(rows) if rows else pd.DataFrame(columns=columns)
 
 
 def _json_default(obj: Any) -> Any:

@@ -46,6 +46,9 @@ class RunResult:
     out_dir: Path | None = None
     stdout_text: str = ""
     """The GE_PROFILING_TO_STD_OUT text (empty when the variable is off)."""
+    ranks: list = field(default_factory=list)
+    """A job's runs, one per rank (rank 0's is `sim`'s): `.rank.collectives`, `.sim`, `.workloads`; empty for a
+    single-rank scenario."""
 
     @property
     def ok(self) -> bool:
@@ -75,7 +78,8 @@ class _Run:
     """The state of one scenario run shared by its threads (error list, counters, call tagging)."""
 
     def __init__(self, config: ScenarioConfig, progress: Callable[[int], None] | None, calibration: Any = None,
-                 dump_dir: str | None = None):
+                 dump_dir: str | None = None, cluster: Any = None, slowdown: float = 1.0):
+        """`cluster`: the job this run is the next rank of (its clock, groups, links), None: a single rank."""
         from opsim.runtime.simulation import Simulation
         from opsim.trace.ge_profiling import StdoutCapture
         from opsim.trace.summary import SummaryStats
@@ -83,8 +87,14 @@ class _Run:
         self.stats = SummaryStats()
         self._now: Callable[[], float] = lambda: 0.0
         self.capture = StdoutCapture(lambda: self._now())
-        self.sim = Simulation(simulation_settings(config, calibration=calibration, dump_dir=dump_dir),
-                              stdout=self.capture, record_sink=None if config.trace else self.stats)
+        settings = simulation_settings(config, calibration=calibration, dump_dir=dump_dir)
+        if cluster is not None:
+            settings = settings.but(device_id=len(cluster.ranks), slowdown=slowdown)
+        self.sim = Simulation(settings, stdout=self.capture, record_sink=None if config.trace else self.stats,
+                              env=cluster.env if cluster is not None else None)
+        self.cluster = cluster
+        self.rank = cluster.add_rank(self.sim) if cluster is not None else None
+        """This run's opsim.cluster.Rank in a job (None: a single-rank run)."""
         env = self.sim.env
         self._now = lambda: env.now
         self.events = {name: self.sim.device.create_event(name) for name in config.events}
@@ -114,6 +124,10 @@ class _Run:
             from opsim.runtime.torch_npu import TorchNpu
             self.npu = TorchNpu(self.sim, env=config.env, queue_thread=config.task_queue_thread,
                                 device=self.sim.device.device_id)
+
+    def collective_call(self, spec: Any) -> Any:
+        """The collective `spec` as this rank issues it (a `collective` step needs a job)."""
+        return self.cluster.call(self.rank.index, spec)
 
     # --- per-call hooks ------------------------------------------------------------------------------------
     def call_tagger(self, gws: Callable[..., Any]) -> Callable[..., Any]:
@@ -396,22 +410,27 @@ def run_scenario(source: str | Path | Mapping[str, Any] | ScenarioConfig, *, out
     update, close = _progress_bar(config.planned_calls(), progress)
     t0 = time.perf_counter()
     try:
-        run = _Run(config, update, calibration, dump_dir)
-        run.sim.device.memory.host_budget = (limits or Limits()).numerics_bytes
+        run, ranks = _start(config, update, calibration, dump_dir)
+        for r in ranks:
+            r.sim.device.memory.host_budget = (limits or Limits()).numerics_bytes
         if not config.trace:
             skipped = [n for n, on in (("trace.json", config.outputs.trace), ("the msprof CSVs", config.outputs.csv),
                                        ("the profiler output", want_profiler)) if on]
             if skipped:
                 run.warnings.append(f"trace: false keeps no records, so {', '.join(skipped)} cannot be written "
                                     "(set outputs.trace/csv/profiler to false, or trace: true)")
-        run.sim.run()
+        run.sim.run() if run.cluster is None else run.cluster.run()
         wall = time.perf_counter() - t0
         from opsim.trace.summary import build_summary
         stats = run.stats if not config.trace else run.stats.feed_recorder(run.sim.recorder)
         summary = build_summary(run, stats, wall)
+        if run.cluster is not None:
+            from opsim.trace.rank_table import cluster_section, ranks_section
+            rows = [_rank_row(r) for r in ranks]
+            summary["cluster"], summary["ranks"] = cluster_section(rows), ranks_section(rows)
         stdout_text = _stdout_text(run)
         result = RunResult(scenario=config, sim=run.sim, summary=summary, wall_seconds=wall,
-                           stdout_text=stdout_text)
+                           stdout_text=stdout_text, ranks=ranks if run.cluster is not None else [])
         if staged is not None:
             result.out_dir = target
             t1 = time.perf_counter()
@@ -430,6 +449,37 @@ def run_scenario(source: str | Path | Mapping[str, Any] | ScenarioConfig, *, out
         if staged is not None:
             staged.discard()
     return result
+
+
+def _start(config: ScenarioConfig, progress: Callable[[int], None] | None, calibration: Any,
+           dump_dir: str | None) -> tuple[_Run, list[_Run]]:
+    """The run to simulate (rank 0's in a job) and every rank's run: one for a single-rank scenario; for a job
+    one per rank on the cluster's clock, each with the threads it runs, its slowdown and its own dumps."""
+    if config.cluster is None:
+        run = _Run(config, progress, calibration, dump_dir)
+        return run, [run]
+    from opsim.cluster.cluster import Cluster
+    from opsim.calibration import load_calibration
+    cal = load_calibration(calibration or config.calibration)
+    from opsim.scenario.limits import MAX_HORIZON_US
+    cluster = Cluster(config.cluster, fast_path=config.fast_path, source=str(config.source or config.name),
+                      calibrated_links=getattr(cal, "links", None), horizon_us=MAX_HORIZON_US)
+    ranks = []
+    for r in range(config.cluster.size):
+        own = replace(config, threads=config.rank_threads(r), cluster=None, ranks=())
+        ranks.append(_Run(own, progress, calibration, dump_dir and os.path.join(dump_dir, f"rank{r}"),
+                          cluster=cluster, slowdown=config.rank_config(r).slowdown))
+    return ranks[0], ranks
+
+
+def _rank_row(run: _Run) -> dict[str, Any]:
+    from opsim.trace.rank_table import rank_row
+    stats = run.stats if not run.config.trace else None
+    device_end = stats.device_end if stats is not None else max(run.sim.recorder.records("device")["end"],
+                                                                default=0.0)
+    return rank_row(run.rank.index, slowdown=run.sim.settings.slowdown, calls=run.calls, device_end_us=device_end,
+                    totals=run.rank.totals,
+                    device_records=run.sim.recorder.records("device") if stats is None else None)
 
 
 def _top(rel: str) -> str:

@@ -47,10 +47,16 @@ COUNT = {"type": "integer", "minimum": 0, "maximum": INT64_MAX}
 CACHE_MODES = ("ordinary", "pta")
 """`cache_mode`: opbase's own OpExecCache key (ordinary) or torch_npu's hash-keyed PTA path (pta)."""
 STEP_KEYS = ("op", "loop", "choose", "sync", "sync_device", "record_event", "wait_event", "sleep", "profiling",
-             "deterministic", "task", "tasks")
+             "deterministic", "task", "tasks", "collective")
 MAX_GROUP_TASKS = 100_000
 """Most device actions (tasks, event records and waits) one `tasks` step launches (a collective's sub-tasks are
 hundreds; opsim's bound on one host action)."""
+MAX_RANKS = 1024
+"""Ranks a scenario may declare (`cluster.size`): each rank is a whole simulated NPU and host process."""
+COLLECTIVES = ("allreduce", "allgather", "reducescatter", "broadcast", "alltoall", "send", "recv")
+ALGORITHMS = ("auto", "ring", "mesh", "halving_doubling", "pairwise")
+MAX_BYTES = 1 << 50
+"""A collective's buffer bound (1 PiB): far above any device's memory, far below float precision trouble."""
 PROFILING_MASK = {"type": ["integer", "array"], "minimum": 0, "maximum": (1 << 64) - 1,
                   "items": {"enum": list(MASK_NAMES)}, "minItems": 1, "uniqueItems": True}
 """A profiling switch mask: an integer, or the names of its bits (opsim.opdev.profiling.MASK_NAMES)."""
@@ -111,6 +117,14 @@ def build_schema() -> dict[str, Any]:
             "type": "object", "minProperties": 1, "maxProperties": 1, "additionalProperties": False,
             "properties": {"task": task, "record_event": event_ref, "wait_event": event_ref}}}}, ("tasks",)),
     }
+    steps["collective"] = _obj({
+        "collective": {"enum": list(COLLECTIVES)}, "group": NAME, "peer": {"type": "integer", "minimum": 0,
+                                                                           "maximum": MAX_RANKS - 1},
+        "bytes": {"type": "integer", "minimum": 0, "maximum": MAX_BYTES}, "dtype": {"type": "string"},
+        "stream": NAME, "name": {"type": "string", "pattern": r"^[A-Za-z_][A-Za-z0-9_]*$", "maxLength": 64},
+        "algorithm": {"enum": list(ALGORITHMS)}, "transit_us": {**NUMBER, "maximum": MAX_HORIZON_US},
+        "idle_us": {**NUMBER, "maximum": MAX_HORIZON_US},
+        "root": {"type": "integer", "minimum": 0, "maximum": MAX_RANKS - 1}}, ("collective", "bytes"))
     step = {
         "type": "object",
         "anyOf": [{"required": [k]} for k in STEP_KEYS],
@@ -154,6 +168,7 @@ def build_schema() -> dict[str, Any]:
             "profiled_ops": profiled_ops_schema(SHAPE, NUMBER),
             "task_queue_thread": NAME,
             "threads": {"type": "array", "items": {"$ref": "#/$defs/thread"}, "minItems": 1},
+            **_cluster_schema(),
             "outputs": _obj({
                 "dir": {"type": "string", "minLength": 1},
                 "trace": {"type": "boolean"},
@@ -165,6 +180,27 @@ def build_schema() -> dict[str, Any]:
                 "step_thread": NAME,
             }),
         }, ("name", "threads")),
+    }
+
+
+def _cluster_schema() -> dict[str, Any]:
+    """`cluster`, `groups` and `ranks`: a multi-rank job (opsim.cluster)."""
+    link = _obj({"preset": {"type": "string", "minLength": 1, "maxLength": 64},
+                 "bandwidth_gbps": {"type": "number", "exclusiveMinimum": 0, "maximum": 1e6},
+                 "latency_us": {"type": "number", "minimum": 0, "maximum": 1e6}})
+    rank_id = {"type": "integer", "minimum": 0, "maximum": MAX_RANKS - 1}
+    return {
+        "cluster": _obj({"size": {"type": "integer", "minimum": 1, "maximum": MAX_RANKS},
+                         "ranks_per_server": {"type": "integer", "minimum": 1, "maximum": MAX_RANKS},
+                         "link": link, "inter_link": link, "algorithm": {"enum": list(ALGORITHMS)},
+                         "transit": {"enum": ["recorded", "model"]}}),
+        "groups": {"type": "array", "maxItems": MAX_RANKS, "items": _obj({
+            "name": NAME, "ranks": {"oneOf": [{"const": "all"}, {"type": "array", "items": rank_id, "minItems": 1,
+                                                                 "maxItems": MAX_RANKS, "uniqueItems": True}]}},
+            ("name", "ranks"))},
+        "ranks": {"type": "array", "maxItems": MAX_RANKS, "items": _obj({
+            "threads": {"type": "array", "items": {"$ref": "#/$defs/thread"}, "minItems": 1},
+            "like": rank_id, "slowdown": {"type": "number", "exclusiveMinimum": 0, "maximum": 1000}})},
     }
 
 

@@ -16,7 +16,8 @@ import numpy as np
 from opsim.scenario import batch
 from opsim.scenario.batch import LoopState
 from opsim.scenario.config import (ChooseStep, DeterministicStep, EventStep, LoopStep, OpStep, ProfilingStep,
-                                   SleepStep, Step, SyncDeviceStep, SyncStep, TasksStep, TaskStep, ThreadConfig)
+                                   SleepStep, Step, SyncDeviceStep, SyncStep, TasksStep, TaskStep, ThreadConfig,
+                                   CollectiveStep)
 
 _BATCH = 4096
 
@@ -163,6 +164,11 @@ class ThreadWorkload:
             if self.run.queues_for(self.cfg):  # queued behind the calls, as torch_npu queues HCCL and copies
                 return lambda th: self.run.queue_tasks(th, tasks)
             return lambda th: th.call(_launch_tasks, tasks)
+        if isinstance(step, CollectiveStep):
+            from opsim.cluster.hccl import launch_collective  # a job's step: single-rank runs never load it
+            stream = self.streams[step.stream]
+            call = self.run.collective_call(step.spec)
+            return lambda th: th.call(launch_collective, stream, call)
         if isinstance(step, ProfilingStep):
             return lambda th: th.call(_profiling_command, step.start, step.mask)
         if isinstance(step, DeterministicStep):

@@ -361,6 +361,9 @@ SUMMARY_FIELDS: dict[str, Any] = {
     "leaks": ("count", "bytes", "allocations"), "overflows": None, "profiling_reports": "*", "instants": "*",
     "counters_max": "*", "errors": None, "warnings": None,
     "device_timing": ("calibration", "levels", "makespan_band_us", "sources"),
+    "cluster": ("size", "collectives", "max_wait_us", "waiting_rank", "slowest_rank", "max_transit_us",
+                "max_communication_not_overlapped_us"),
+    "ranks": "*",
     "wall": ("wall_seconds", "simulated_calls_per_wall_second", "write_seconds"),
 }
 """The fields `build_summary` writes (a test keeps the two in step): None a value, a tuple the keys of a fixed
@@ -414,6 +417,8 @@ SUMMARY_SCHEMA: dict[str, Any] = {
         "memory": _SECTION | {"properties": {"peak_hbm_bytes": _NUM, "peak_workspace_bytes": _NUM}},
         "leaks": _SECTION | {"properties": {"count": _NUM, "bytes": _NUM}},
         "profiling_reports": _SECTION,
+        "ranks": _table(("rank", "collectives", "wait_us", "transit_us", "idle_us", "device_end_us")) | {
+            "type": ["object", "null"]},
         "errors": {"type": ["array", "null"], "items": {"type": "object"}},
         "warnings": {"type": ["array", "null"]},
     },
@@ -466,6 +471,9 @@ def render_table(summary: Mapping[str, Any]) -> str:
                                        + (f" [{st['thread']}]" if st.get("thread") else "")))
     for name, u in (summary.get("units") or {}).items():
         rows.append((f"unit pool {name}", f"{u['utilization_pct']:.1f}% of {u['capacity']} units, {u['tasks']} tasks"))
+    if summary.get("ranks"):
+        from opsim.trace.rank_table import rank_lines  # a job's table only
+        rows += rank_lines(list(summary["ranks"].values()))
     ec = summary.get("exec_cache") or {}
     rows.append(("executor cache", f"hit rate {_pct(ec.get('hit_rate'))} ({ec.get('hits', 0)} hits, "
                                    f"{ec.get('misses', 0)} misses, {ec.get('evictions', 0)} evicted)"))

@@ -9,7 +9,7 @@ import pytest
 NOTEBOOKS = sorted((Path(__file__).resolve().parents[2] / "notebooks").glob("*.ipynb"))
 EXPECTED = ["01_quickstart", "02_aicpu_task_cache", "03_direct_invoke", "04_workspace_planner", "05_host_overhead",
             "06_calibration", "07_real_profile_whatif",
-            "08_sweeps"]
+            "08_sweeps", "09_multi_rank"]
 
 
 def test_the_notebooks_exist():

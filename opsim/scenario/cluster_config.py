@@ -1,0 +1,209 @@
+"""A scenario's `cluster`, `groups` and `ranks`: the job's shape, checked the way a run would use it.
+
+Checks that need every rank at once live here: group members inside the cluster, `like` references that lead
+to a rank with threads, and each rank's collectives naming a group it belongs to (or a partner that exists).
+"""
+from __future__ import annotations
+
+from typing import Any, Callable, Mapping
+
+from opsim.cluster.cluster import DEFAULT_INTER_LINK, DEFAULT_LINK, ClusterSpec
+from opsim.cluster.groups import CommGroup
+from opsim.errors import InvalidArgumentError
+from opsim.scenario import config as C
+from opsim.scenario.messages import Path_
+
+CLUSTER_KEYS = ("cluster", "groups", "ranks")
+"""A scenario with any of these is a multi-rank job."""
+
+Add = Callable[[Path_, str], None]
+BuildThread = Callable[[Path_, Mapping[str, Any]], "C.ThreadConfig | None"]
+
+
+def is_cluster(data: Mapping[str, Any]) -> bool:
+    return any(k in data for k in CLUSTER_KEYS)
+
+
+def build_cluster(data: Mapping[str, Any], threads: tuple[C.ThreadConfig, ...], build_thread: BuildThread,
+                  add: Add) -> tuple[ClusterSpec | None, tuple[C.RankConfig, ...]]:
+    """The ClusterSpec and per-rank settings of a scenario (None, () when it declares no cluster)."""
+    if not is_cluster(data):
+        return None, ()
+    cl = data.get("cluster") if isinstance(data.get("cluster"), dict) else {}
+    raw_ranks = data.get("ranks") if isinstance(data.get("ranks"), list) else []
+    size = int(cl.get("size", max(len(raw_ranks), 1)))
+    if len(raw_ranks) > size:
+        add(("ranks",), f"{len(raw_ranks)} ranks are listed but cluster.size is {size}; list at most cluster.size "
+                        "ranks or raise cluster.size")
+    ranks = tuple(_rank(i, r, size, build_thread, add) for i, r in enumerate(raw_ranks))
+    groups = _groups(data.get("groups"), size, add)
+    for key, default in (("link", DEFAULT_LINK), ("inter_link", DEFAULT_INTER_LINK)):
+        _check_link(cl.get(key) or {}, default, ("cluster", key), add)
+    spec = ClusterSpec(size=size, ranks_per_server=int(cl.get("ranks_per_server", 8)),
+                       link=dict(cl.get("link") or {}), inter_link=dict(cl.get("inter_link") or {}),
+                       algorithm=str(cl.get("algorithm", "auto")), transit=str(cl.get("transit", "recorded")),
+                       groups=groups)
+    _check_likes(ranks, add)
+    if _check_members(spec, ranks, threads, add):
+        _check_counts(spec, ranks, threads, add)
+    return spec, ranks
+
+
+def _rank(i: int, raw: Any, size: int, build_thread: BuildThread, add: Add) -> C.RankConfig:
+    if not isinstance(raw, dict):
+        return C.RankConfig()
+    threads = None
+    if isinstance(raw.get("threads"), list):
+        built = [build_thread(("ranks", i, "threads", j), th) for j, th in enumerate(raw["threads"])]
+        threads = tuple(t for t in built if t is not None)
+    like = raw.get("like")
+    if isinstance(like, int) and not 0 <= like < size:
+        add(("ranks", i, "like"), f"rank {like} is outside the cluster (ranks 0..{size - 1})")
+    if like is not None and threads is not None:
+        add(("ranks", i), "a rank has its own `threads` or runs another's (`like`), not both")
+    slowdown = raw.get("slowdown", 1.0)
+    return C.RankConfig(threads=threads, like=like if isinstance(like, int) else None,
+                        slowdown=float(slowdown) if isinstance(slowdown, (int, float)) else 1.0)
+
+
+def _groups(raw: Any, size: int, add: Add) -> tuple[CommGroup, ...]:
+    out: list[CommGroup] = []
+    seen: dict[str, int] = {}
+    for i, g in enumerate(raw if isinstance(raw, list) else []):
+        if not isinstance(g, dict) or not isinstance(g.get("name"), str):
+            continue
+        name, members = g["name"], g.get("ranks")
+        if name in seen:
+            add(("groups", i, "name"), f"group {name!r} is already declared by groups[{seen[name]}]; group names "
+                                       "must be unique")
+        seen.setdefault(name, i)
+        if members == "all":
+            members = list(range(size))
+        if not isinstance(members, list) or not all(isinstance(r, int) for r in members):
+            continue
+        outside = [r for r in members if r >= size]
+        if outside:
+            add(("groups", i, "ranks"), f"rank(s) {', '.join(map(str, outside[:8]))} are outside the cluster "
+                                        f"(ranks 0..{size - 1}); raise cluster.size or drop them")
+            continue
+        out.append(CommGroup(name, tuple(sorted(set(members)))))
+    return tuple(out)
+
+
+def _check_link(link: Mapping[str, Any], default: str, path: Path_, add: Add) -> None:
+    from opsim.cluster.links import get_link
+    try:
+        get_link(str(link.get("preset", default)), **{k: v for k, v in link.items() if k != "preset"})
+    except (InvalidArgumentError, ValueError, TypeError) as exc:
+        add(path, str(exc))
+
+
+def _check_likes(ranks: tuple[C.RankConfig, ...], add: Add) -> None:
+    for i, rc in enumerate(ranks):
+        seen, r = {i}, rc.like
+        while r is not None and r < len(ranks):
+            if r in seen:
+                add(("ranks", i, "like"), f"rank {i}'s `like` chain returns to rank {r}; point it at a rank with "
+                                          "its own threads (or none: the scenario's threads)")
+                break
+            seen.add(r)
+            r = ranks[r].like
+
+
+def _check_members(spec: ClusterSpec, ranks: tuple[C.RankConfig, ...], threads: tuple[C.ThreadConfig, ...],
+                   add: Add) -> bool:
+    """Each rank's collectives: a group it belongs to, a partner inside the cluster other than itself."""
+    members = {g.name: set(g.ranks) for g in spec.groups}
+    probe = C.ScenarioConfig(name="-", threads=threads, cluster=spec, ranks=ranks)
+    uses: dict[int, set] = {}  # the (op, group, peer) a set of threads issues, once per distinct set
+    for r in range(spec.size):
+        own = probe.rank_threads(r)
+        if id(own) not in uses:
+            uses[id(own)] = {(s.spec.op, s.spec.group, s.spec.peer) for s in _collectives(own)}
+        for op, group, peer in sorted(uses[id(own)], key=repr):
+            if group is not None and group in members and r not in members[group]:
+                add(_where(ranks, r), f"rank {r} issues a {op} on group {group!r} but is not one of its ranks "
+                                      f"({_short(sorted(members[group]))}); add it to the group or give the rank "
+                                      "its own threads")
+                return False
+            if peer is not None and (peer >= spec.size or peer == r):
+                add(_where(ranks, r), f"rank {r}'s {op} names peer {peer}: the partner must be another rank of "
+                                      f"the cluster (0..{spec.size - 1})")
+                return False
+    return True
+
+
+def _check_counts(spec: ClusterSpec, ranks: tuple[C.RankConfig, ...], threads: tuple[C.ThreadConfig, ...],
+                  add: Add) -> None:
+    """Every member of a group issues as many of its collectives (a send as many as its partner's receives):
+    otherwise the run would end in a deadlock, so validation refuses it first. Programs whose count depends on
+    a `choose` are left to the run's deadlock check."""
+    probe = C.ScenarioConfig(name="-", threads=threads, cluster=spec, ranks=ranks)
+    counted: dict[int, dict | None] = {}
+    per_rank = []
+    for r in range(spec.size):
+        own = probe.rank_threads(r)
+        if id(own) not in counted:
+            counted[id(own)] = _counts(tuple(step for th in own for step in th.program))
+        per_rank.append(counted[id(own)])
+    for g in spec.groups:
+        got = [(r, per_rank[r].get(g.name, 0)) for r in g.ranks if per_rank[r] is not None]
+        odd = next(((r, n) for r, n in got if n != got[0][1]), None)
+        if odd is not None:
+            add(("groups",), f"group {g.name!r}: rank {odd[0]} issues {odd[1]} of its collectives but rank "
+                             f"{got[0][0]} issues {got[0][1]}; the run would deadlock; fix: every rank of the group "
+                             "must issue the same collectives")
+            return
+    for r, c in enumerate(per_rank):
+        for key, n in sorted((c or {}).items(), key=repr):
+            if isinstance(key, tuple) and key[0] == "send" and per_rank[key[1]] is not None:
+                got = per_rank[key[1]].get(("recv", r), 0)
+                if got != n:
+                    add(_where(ranks, r), f"rank {r} sends {n} time(s) to rank {key[1]}, which receives {got} "
+                                          f"time(s) from it; the run would deadlock; match every send with a recv")
+                    return
+
+
+def _counts(program: tuple) -> dict | None:
+    """Collectives per group name (and per ("send"/"recv", peer)) of a program; None when a `choose` decides."""
+    out: dict = {}
+    for step in program:
+        if isinstance(step, C.CollectiveStep):
+            s = step.spec
+            key = s.group if s.peer is None else (s.op, s.peer)
+            out[key] = out.get(key, 0) + 1
+        elif isinstance(step, C.LoopStep):
+            inner = _counts(step.body)
+            if inner is None:
+                return None
+            for k, n in inner.items():
+                out[k] = out.get(k, 0) + n * step.count
+        elif isinstance(step, C.ChooseStep):
+            if _collectives(step.options):
+                return None
+    return out
+
+
+def _collectives(program: Any) -> list[C.CollectiveStep]:
+    out: list[C.CollectiveStep] = []
+    for item in program:
+        steps = item.program if isinstance(item, C.ThreadConfig) else (item,)
+        for step in steps:
+            if isinstance(step, C.CollectiveStep):
+                out.append(step)
+            elif isinstance(step, C.LoopStep):
+                out.extend(_collectives(step.body))
+            elif isinstance(step, C.ChooseStep):
+                out.extend(_collectives(step.options))
+    return out
+
+
+def _where(ranks: tuple[C.RankConfig, ...], r: int) -> Path_:
+    return ("ranks", r) if r < len(ranks) else ("threads",)
+
+
+def _short(ranks: list[int]) -> str:
+    return ", ".join(map(str, ranks[:8])) + (f" ... ({len(ranks)} ranks)" if len(ranks) > 8 else "")
+
+
+__all__ = ["build_cluster", "is_cluster", "CLUSTER_KEYS"]
