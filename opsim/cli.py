@@ -138,17 +138,21 @@ def _add_import_parser(sub: Any) -> None:
     imp = sub.add_parser("import", help="turn a real torch_npu profile into a scenario that replays it",
                          description="Read a torch_npu profile (its *_ascend_pt directory, ASCEND_PROFILER_OUTPUT or "
                                      "trace_view.json) and write a scenario replaying it, with an import report "
-                                     "next to it (see docs/import.md).")
-    imp.add_argument("profile", help="profile directory or trace_view.json")
+                                     "next to it; a folder of a job's *_ascend_pt rank folders becomes one "
+                                     "multi-rank scenario (see docs/import.md).")
+    imp.add_argument("profile", help="profile directory, trace_view.json, or a folder of rank folders")
     imp.add_argument("-o", "--output", metavar="SCENARIO", required=True, help="the scenario YAML to write")
     imp.add_argument("--name", help="the scenario's name (default: from the profile)")
 
 
 def cmd_import(args: argparse.Namespace, out: TextIO) -> int:
     """opsim import PROFILE -o SCENARIO: the scenario, its import report, and a short summary on stdout."""
-    from opsim.importer import import_profile, import_ranks, write_import
+    from opsim.importer import import_job, import_profile, import_ranks, write_import
+    from opsim.importer.job import is_job_folder
     from opsim.ingest.locate import rank_dirs
-    if rank_dirs(args.profile):  # a folder of ranks: each imported on its own
+    if is_job_folder(args.profile):  # the rank folders of a job: one multi-rank scenario
+        results = [write_import(import_job(args.profile, name=args.name, progress=True), args.output)]
+    elif rank_dirs(args.profile):  # rank folders without collectives: each imported on its own
         results = import_ranks(args.profile, args.output, name=args.name, progress=True)
     else:
         results = [write_import(import_profile(args.profile, name=args.name, progress=True), args.output)]

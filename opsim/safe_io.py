@@ -27,6 +27,7 @@ MAX_NAME_BYTES = 255
 """Longest file name (one path component) Linux file systems accept (NAME_MAX)."""
 MAX_PATH_BYTES = 4095
 """Longest path the kernel accepts (PATH_MAX less the NUL)."""
+_CHUNK = 1 << 20
 MAX_SHOWN_PATH = 200
 """Characters of a path shown in a message about it (the rest is elided)."""
 
@@ -94,8 +95,12 @@ def read_bounded(path: str | os.PathLike, limit: int, what: str,
                  error: type[OpsimError] = InvalidArgumentError) -> bytes:
     """The bytes of the regular file `path`, refused with `error` when longer than `limit` bytes."""
     with open_regular(path, what, error) as fh:
-        try:
-            data = fh.read(limit + 1)
+        try:  # in chunks: read(limit + 1) would allocate the whole limit even for a small file
+            parts, size = [], 0
+            while size <= limit and (chunk := fh.read(min(_CHUNK, limit + 1 - size))):
+                parts.append(chunk)
+                size += len(chunk)
+            data = b"".join(parts)
         except OSError as exc:
             raise error(f"{shown_path(path)}: cannot be read ({exc.strerror or exc}); give the path of "
                         f"{what}") from None

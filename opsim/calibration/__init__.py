@@ -9,6 +9,11 @@
 Device: per op type and accelerator core a robust fit on bytes moved, flops and block dim, per core a fit over
 all its kernels, and per kernel signature seen in the profile its median duration (see
 ``opsim.device.fitted``). Host: per ACLNN API the medians of phase 1 and phase 2 (hits and misses apart).
+Links: when a profile has communication.json / communication_matrix.json, per transport type (HCCS, RDMA,
+LOCAL...) the link's bandwidth and per-message latency (``opsim.calibration.comm_fit``), saved as the YAML's
+``links:`` section and loaded as ``Calibration.links`` ({transport: {bandwidth_gbps, latency_us, ...}}), which
+``opsim.cluster.links.get_link(preset, **cal.link_overrides(transport))`` applies. A profile without those files
+calibrates as before, and its YAML has no ``links:`` key.
 """
 from __future__ import annotations
 
@@ -44,6 +49,9 @@ class Calibration:
     timing: FittedTiming
     soc: str | None = None
     sources: list[dict] = field(default_factory=list)
+    links: dict[str, dict] = field(default_factory=dict)
+    """Per transport type, the fitted link (bandwidth_gbps, latency_us, messages, samples, median_error,
+    source, provenance); empty when no profile had communication files."""
 
     @property
     def name(self) -> str:
@@ -53,9 +61,17 @@ class Calibration:
         """Measured host timing of `api`, for any API the profile called (opsim need not model it)."""
         return self.timing.host_api(api)
 
+    def link_overrides(self, transport: str) -> dict:
+        """The LinkSpec fields the fit of `transport` replaces ({} when it was not measured)."""
+        fit = self.links.get(transport) or {}
+        return {k: fit[k] for k in ("bandwidth_gbps", "latency_us") if k in fit}
+
     def to_dict(self) -> dict:
-        return {"opsim_calibration": FORMAT_VERSION, "soc": self.soc, "sources": self.sources,
-                **fitted_to_dict(self.timing)}
+        out = {"opsim_calibration": FORMAT_VERSION, "soc": self.soc, "sources": self.sources,
+               **fitted_to_dict(self.timing)}
+        if self.links:
+            out["links"] = self.links
+        return out
 
     def to_yaml(self) -> str:
         import yaml
@@ -86,7 +102,9 @@ class Calibration:
         sources = data.get("sources") or []
         if not isinstance(sources, list):
             raise CalibrationError(f"{p}: field sources: must be a list")
-        return cls(timing=fitted_from_dict(data, str(p)), soc=soc, sources=sources)
+        from opsim.calibration.comm_fit import links_from_yaml
+        return cls(timing=fitted_from_dict(data, str(p)), soc=soc, sources=sources,
+                   links=links_from_yaml(data.get("links"), str(p)))
 
 
 def load_calibration(value: "str | Path | Calibration | None") -> Calibration | None:
@@ -182,8 +200,12 @@ def calibrate(paths: "Iterable[str | Path] | str | Path", soc: str | None = None
     if soc is not None:
         from opsim.device.soc import get_soc
         soc = get_soc(soc).name
-    records, traces, sources = read_profiles(paths)
-    timing = fit_device(records, signatures=signatures, name=", ".join(str(p) for p in paths))
+    from opsim.calibration.comm_fit import calibrate_links
+    name = ", ".join(str(p) for p in paths)
+    kernel_paths, links, comm_sources = calibrate_links(paths)
+    records, traces, sources = read_profiles(kernel_paths)
+    sources.extend(comm_sources)
+    timing = fit_device(records, signatures=signatures, name=name)
     socs = socs_of(sources)
     if soc is None:
         found = sorted(set(socs.values()))
@@ -200,12 +222,12 @@ def calibrate(paths: "Iterable[str | Path] | str | Path", soc: str | None = None
         elif not isinstance(tv, HostCalls):
             timing.host_phases.update(queue_phases(tv))
     timing.host_apis.update(host_table_of([tv for tv in traces if not isinstance(tv, list)]))
-    if not timing.cores and not timing.host_apis:
+    if not timing.cores and not timing.host_apis and not links:
         raise ProfileFormatError(
             f"{', '.join(str(p) for p in paths)}: no kernel with a duration and no AscendCL API event found; give a "
             f"kernel_details.csv with Duration(us), a trace_view.json with AscendCL@aclnn* events, an "
             f"ascend_pytorch_profiler_*.db or an api_statistic.csv")
-    return Calibration(timing=timing, soc=soc, sources=sources)
+    return Calibration(timing=timing, soc=soc, sources=sources, links=links)
 
 
 def socs_of(sources: list[dict]) -> dict[str, str]:

@@ -13,7 +13,8 @@ def cmd_calibrate(args: argparse.Namespace, out: TextIO) -> int:
     path = cal.save(args.output)
     t = cal.timing
     out.write(f"{path}: {len(t.op_types)} op-type fit(s), {len(t.cores)} core fit(s), {len(t.signatures)} "
-              f"signature(s), {len(t.host_apis)} host API(s)\n")
+              f"signature(s), {len(t.host_apis)} host API(s)"
+              + (f", {len(cal.links)} link type(s) ({', '.join(cal.links)})" if cal.links else "") + "\n")
     if args.validate:
         from opsim.calibration import socs_of
         from opsim.calibration.validate import held_out_table, leave_one_out, render_held_out

@@ -124,24 +124,26 @@ class Cluster:
         return CollectiveCall(self, rank, group, spec)
 
     def complete(self, gathering: Gathering) -> None:
-        """Every member arrived: end the collective on each at the latest readiness plus the transfer."""
+        """Every member arrived: end the collective on each at the latest readiness plus its transfer (the
+        model's, or with `transit: recorded` the member's own recorded transit: a replayed profile's ranks
+        finish a collective at their own times)."""
         spec = gathering.first.spec
         ranks = gathering.group.ranks
         algorithm, model_us = self.transfer(spec, ranks)
-        recorded = self.spec.transit == "recorded" and spec.transit_us is not None
-        transit = float(spec.transit_us) if recorded else model_us
         last_ready = max(m.ready for m in gathering.members.values())
-        end = last_ready + transit
-        if not end <= self.horizon_us:  # also NaN and inf: a link of almost no bandwidth
-            raise ScenarioError(
-                f"{self.source}: {gathering.describe()} would end at {end:.4g} us, beyond the longest simulated "
-                f"time of {self.horizon_us:.4g} us (transfer {transit:.4g} us over {self.intra.name} at "
-                f"{self.intra.bandwidth_gbps:g} GB/s); fix: raise cluster.link.bandwidth_gbps or lower the "
-                "collective's bytes")
-        scale = transit / model_us if model_us > 0.0 else 0.0
         for r in ranks:
             m = gathering.members[r]
+            own = m.call.spec.transit_us
+            transit = float(own) if self.spec.transit == "recorded" and own is not None else model_us
+            end = last_ready + transit
+            if not end <= self.horizon_us:  # also NaN and inf: a link of almost no bandwidth
+                raise ScenarioError(
+                    f"{self.source}: {gathering.describe()} would end at {end:.4g} us, beyond the longest "
+                    f"simulated time of {self.horizon_us:.4g} us (transfer {transit:.4g} us over {self.intra.name} "
+                    f"at {self.intra.bandwidth_gbps:g} GB/s); fix: raise cluster.link.bandwidth_gbps or lower "
+                    "the collective's bytes")
             m.stream.end_collective(end)
+            scale = transit / model_us if model_us > 0.0 else 0.0
             plan = transfer.link_plan(spec.op, spec.nbytes, ranks, r, algorithm=algorithm,
                                       ranks_per_server=self.spec.ranks_per_server, intra=self.intra,
                                       inter=self.inter)
@@ -158,7 +160,7 @@ class Cluster:
             rps = self.spec.ranks_per_server
             algorithm = transfer.choose_algorithm(spec.op, len(ranks), rps, spec.algorithm or self.spec.algorithm)
             us = transfer.transfer_time_us(spec.op, spec.nbytes, len(ranks), algorithm=algorithm, intra=self.intra,
-                                           inter=self.inter, ranks_per_server=rps)
+                                           inter=self.inter, ranks_per_server=rps, ranks=ranks)
             got = self._transits[key] = (algorithm, float(us))
         return got
 

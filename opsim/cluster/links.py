@@ -9,7 +9,7 @@ Provenance of the numbers (each preset's ``provenance`` says the same):
 
 - ``hccs-910b``: fitted on the shared real profile ``../shared/real-profiles/alexnet-910b`` (torch_npu, an
   8-NPU Atlas 800T A2-class server, ranks 0 and 1, profiler levels 1 and 2): 32 ``Size Distribution`` buckets
-  (448 HCCS messages of 1.2 to 18.9 MB) of the four allreduces' ``communication.json``, robust fit
+  (224 HCCS messages of 1.2 to 18.9 MB) of the four allreduces' ``communication.json``, robust fit
   (`opsim.calibration.comm_fit`). Compared against that same profile it is measured, in-sample. The nominal
   figure is far higher: 392 GB/s per NPU over 7 HCCS links, 56 GB/s per link (Atlas 800T A2 spec sheets as
   quoted in public hardware comparisons); msprof measures 12-18 GB/s per link per direction on SDMA.
@@ -33,14 +33,10 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any, Mapping
 
-TRANSPORTS = ("HCCS", "RDMA", "PCIE", "SIO", "LOCAL")
-"""Transport types as msprof's communication files name them (SDMA is an aggregate of HCCS/PCIE/SIO there)."""
+from opsim.ingest.transports import MAX_BANDWIDTH_GBPS, MAX_LATENCY_US, TRANSPORTS
+
 OVERRIDABLE = ("bandwidth_gbps", "latency_us", "provenance")
 """The LinkSpec fields a scenario or calibration may replace."""
-MAX_BANDWIDTH_GBPS = 1e6
-"""Largest bandwidth accepted (1 PB/s): a bigger figure is a unit mistake, not a link."""
-MAX_LATENCY_US = 1e9
-"""Largest per-step latency accepted (1000 s)."""
 
 
 @dataclass(frozen=True)
@@ -65,13 +61,13 @@ class LinkSpec:
 
 
 _HCCS_FIT = ("measured, in-sample on ../shared/real-profiles/alexnet-910b: robust fit of 32 HCCS Size "
-             "Distribution buckets (448 messages, 1.2-18.9 MB) of ranks 0-1, levels 1-2 (communication.json); "
+             "Distribution buckets (224 messages, 1.2-18.9 MB) of ranks 0-1, levels 1-2 (communication.json); "
              "nominal 56 GB/s per HCCS link (392 GB/s over 7 links, Atlas 800T A2 spec)")
 _ASSUMED_LATENCY = "latency assumed equal to the fitted hccs-910b per-step latency (HCCL's per-step handshake)"
 
 _PRESETS = {
     "hccs-910b": LinkSpec("hccs-910b", "HCCS", 17.24, 14.85, _HCCS_FIT),
-    "local-910b": LinkSpec("local-910b", "LOCAL", 422.0, 0.0,
+    "local-910b": LinkSpec("local-910b", "LOCAL", 436.6, 0.0,
                            "measured, in-sample on ../shared/real-profiles/alexnet-910b: robust fit of 16 LOCAL "
                            "rows (own-chunk copies, 2.5-37.8 MB) of communication_matrix.json; latency fitted "
                            "through the origin"),
@@ -138,4 +134,5 @@ def get_link(name: str, **overrides: Any) -> LinkSpec:
     return dataclasses.replace(spec, **changes)
 
 
-__all__ = ["LinkSpec", "LINK_PRESETS", "TRANSPORTS", "OVERRIDABLE", "check_link", "get_link"]
+__all__ = ["LinkSpec", "LINK_PRESETS", "MAX_BANDWIDTH_GBPS", "MAX_LATENCY_US", "TRANSPORTS", "OVERRIDABLE",
+           "check_link", "get_link"]

@@ -40,4 +40,7 @@ class CollectiveRecord(NamedTuple):
     """(src rank, dst rank, transport, bytes, time_us) of what this rank sent."""
 
 
-__all__ = ["CollectiveRecord"]
+RECORD_FIELDS: tuple[str, ...] = tuple(CollectiveRecord.__annotations__)
+"""The record's field names in order (the columns of `Result.collectives`)."""
+
+__all__ = ["CollectiveRecord", "RECORD_FIELDS"]

@@ -243,7 +243,7 @@ def _servers(group: tuple[int, ...], rps: int) -> list[tuple[int, ...]]:
     return [tuple(v) for _k, v in sorted(per.items())]
 
 
-@lru_cache(maxsize=65536)
+@lru_cache(maxsize=8192)  # a plan holds a row per peer: a smaller cache bounds memory for large groups
 def _plan(op: str, n: int, group: tuple[int, ...], rank: int, alg: str, rps: int, intra: LinkSpec,
           inter: LinkSpec, local: LinkSpec) -> tuple[Row, ...]:
     if len(group) < 2:

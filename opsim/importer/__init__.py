@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from opsim.importer.report import ImportReport
 
@@ -33,21 +33,26 @@ class ImportResult:
     calibration_path: Path | None = None
 
 
-def import_profile(path: str | Path, *, name: str | None = None, progress: bool = False) -> ImportResult:
+def import_profile(path: str | Path, *, name: str | None = None, progress: bool = False,
+                   device_hook: Callable[[Any, Any, ImportReport], None] | None = None,
+                   calibration: bool = True) -> ImportResult:
     """The scenario replaying the profile at `path`; raises ProfileFormatError for a missing or bad file.
 
-    `progress` shows a bar on stderr while a long trace is read (on a terminal, after one second)."""
+    `progress` shows a bar on stderr while a long trace is read (on a terminal, after one second).
+    `device_hook(calls, view, report)` may rewrite the device tasks before the scenario is built (a job import
+    turns HCCL ops into collectives); `calibration` False skips fitting the profile's calibration."""
     import gc
     enabled = gc.isenabled()
     gc.disable()  # hundreds of thousands of acyclic records: collections would only rescan them
     try:
-        return _import(path, name, progress)
+        return _import(path, name, progress, device_hook, calibration)
     finally:
         if enabled:
             gc.enable()
 
 
-def _import(path: str | Path, name: str | None, progress: bool) -> ImportResult:
+def _import(path: str | Path, name: str | None, progress: bool, device_hook: Any = None,
+            with_calibration: bool = True) -> ImportResult:
     from opsim.errors import ProfileFormatError
     from opsim.importer.calls import read_calls
     from opsim.importer.scenario import build_scenario
@@ -65,6 +70,8 @@ def _import(path: str | Path, name: str | None, progress: bool) -> ImportResult:
     finally:
         close()
     calls = read_calls(view, report)
+    if device_hook is not None:
+        device_hook(calls, view, report)
     if not calls.calls:
         raise ProfileFormatError(f"{files.trace_view}: no ACLNN or aclop call found (no AscendCL@aclnn* or "
                                  "AscendCL@aclopCompileAndExecute events); profile with the NPU activity at "
@@ -79,7 +86,7 @@ def _import(path: str | Path, name: str | None, progress: bool) -> ImportResult:
     label = name or _default_name(files.trace_view)
     scenario = build_scenario(calls, report, view=view, name=label, source=files.trace_view.name)
     calibration = None
-    if files.kernel_details is not None:
+    if files.kernel_details is not None and with_calibration:
         from opsim.calibration import calibrate
         calibration = calibrate(path)
     return ImportResult(scenario=scenario, report=report, calibration=calibration)
@@ -162,6 +169,15 @@ def _validate_before_writing(scenario: dict, out: Path) -> None:
                                  f"was written: {exc}") from None
 
 
+def import_job(path: str | Path, *, name: str | None = None, progress: bool = False) -> ImportResult:
+    """A folder of several `*_ascend_pt` (one per rank of a job) as ONE multi-rank scenario
+    (opsim.importer.job_scenario)."""
+    from opsim.importer.job_scenario import build_job
+    label = name or _default_name(Path(path) / "ASCEND_PROFILER_OUTPUT" / "trace_view.json")
+    scenario, report, calibration = build_job(path, name=label, progress=progress, import_rank=import_profile)
+    return ImportResult(scenario=scenario, report=report, calibration=calibration)
+
+
 def import_ranks(path: str | Path, out: str | Path, *, name: str | None = None,
                  progress: bool = False) -> list[ImportResult]:
     """A folder of several `*_ascend_pt` (one per rank): each rank imported on its own and written next to
@@ -175,4 +191,5 @@ def import_ranks(path: str | Path, out: str | Path, *, name: str | None = None,
     return results
 
 
-__all__ = ["import_profile", "import_ranks", "write_import", "ImportResult", "ImportReport", "REPORT_SUFFIX", "CALIBRATION_SUFFIX"]
+__all__ = ["import_profile", "import_job", "import_ranks", "write_import", "ImportResult", "ImportReport",
+           "REPORT_SUFFIX", "CALIBRATION_SUFFIX"]

@@ -288,11 +288,16 @@ def read_calls(view: TraceView, report: ImportReport) -> ProfileCalls:
             threads.append(s.thread)
     host_starts = [c.start_ns for c in calls] + [s.start_ns for s in syncs]
     origin = steps[0][1] if steps else min(host_starts, default=0)
-    call_streams = {k.stream for c in calls for k in c.kernels}
-    streams = sorted(call_streams) + sorted(device.streams - call_streams, key=lambda s: (str(s).split("_")[0], str(s)))
-    # the calls' first stream stays first
     return ProfileCalls(calls=calls, syncs=syncs, steps=steps, threads=threads, consumer=consumer,
-                        origin_ns=min([origin] + host_starts), streams=streams, device=device)
+                        origin_ns=min([origin] + host_starts), streams=stream_order(calls, device.streams),
+                        device=device)
+
+
+def stream_order(calls: list[Call], device_streams: set) -> list:
+    """The replay's streams: the calls' streams (sorted, so the calls' first stream stays first), then the
+    device tasks' other streams and lanes."""
+    call_streams = {k.stream for c in calls for k in c.kernels}
+    return sorted(call_streams) + sorted(device_streams - call_streams, key=lambda s: (str(s).split("_")[0], str(s)))
 
 
 def _issuer(dequeues: dict[int, TraceEvent], enqueues: list[TraceEvent], consumer: Any) -> Any:
@@ -415,4 +420,4 @@ def _attach_phase1(calls: list[Call], acl: list, report: ImportReport) -> None:
             cs[i].start_ns = e.ts
 
 
-__all__ = ["Call", "Kernel", "Sync", "ProfileCalls", "read_calls", "ACLOP_CALL", "SYNC_APIS"]
+__all__ = ["Call", "Kernel", "Sync", "ProfileCalls", "read_calls", "stream_order", "ACLOP_CALL", "SYNC_APIS"]

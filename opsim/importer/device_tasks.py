@@ -13,6 +13,9 @@ Each becomes a step of the replay, so none is dropped:
   holds its stream for the time it waited in the profile;
 * anything else is a `task` step of kind `recorded`: it occupies its stream for its recorded time.
 
+A job import (several ranks) replaces each HCCL op's sub-tasks by one `collective` step
+(opsim.importer.collectives): the ranks then meet in it.
+
 A task launched by a host event (its HostToDevice flow starts in an `AscendCL@aclrtRecordEvent`, `hcom_...`,
 `aclrtMemcpyAsync` outside any call) is placed on that host thread at that event's time, in order with the
 thread's calls, as the application issued it; a task without a launch link is placed on the `device_replay`
@@ -52,6 +55,9 @@ class DeviceItem:
     host_end_ns: int = 0
     event: str | None = None
     """record / wait: the replay's event name."""
+    collective: dict[str, Any] | None = None
+    """kind collective: the `collective` step (without its stream) that replaces an HCCL op's sub-tasks in a
+    job import (opsim.importer.collectives)."""
     lane: int = 0
     """Overlapping tasks of one stream (HCCL's sub-tasks run on several planes under one stream id) go to
     lanes, replay streams `stream_<id>_<lane>` beside `stream_<id>`, so the replay overlaps them as the profile
@@ -208,6 +214,10 @@ def _pair_events(out: DeviceTasks) -> None:
         out.events += [f"{w.join}_{lane}" for lane in range(1, w.lanes)] + [f"{w.join}_go"]
 
 
+_COLLECTIVE_ORDER = ("collective", "group", "bytes", "dtype", "stream", "name", "transit_us", "idle_us", "_op")
+"""A collective step's keys in writing order (`_op`, the profile's op name, is dropped before writing)."""
+
+
 def _before(record: DeviceItem, wait: DeviceItem) -> bool:
     """Whether the replay submits `record` before `wait` (placed earlier, or at the same time on the same
     thread in device order)."""
@@ -218,6 +228,10 @@ def _before(record: DeviceItem, wait: DeviceItem) -> bool:
 
 def step_of(item: DeviceItem, stream_name: Any) -> list[dict[str, Any]]:
     """The scenario steps replaying `item` (a record or wait on a stream split into lanes: one per lane)."""
+    if item.kind == "collective" and item.collective is not None:
+        step = dict(item.collective)
+        step["stream"] = stream_name(item.label)
+        return [{k: step[k] for k in _COLLECTIVE_ORDER if k in step}]
     if item.kind == "record":
         return [{"record_event": {"event": f"{item.event}_{lane}" if lane else item.event,
                                   "stream": stream_name(_lane_label(item.stream, lane))}}

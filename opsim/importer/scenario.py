@@ -254,7 +254,8 @@ def build_scenario(pc: ProfileCalls, report: ImportReport, *, view: Any, name: s
         "variants": sum(len(vs.sigs) for vs in variants.values()),
         "task_queue": queued,
         "device_tasks": {k: sum(1 for d in device_items if d.kind == k)
-                         for k in ("communication", "record", "wait", "recorded")}})
+                         for k in ("communication", "record", "wait", "recorded", "collective")
+                         if k != "collective" or any(d.kind == k for d in device_items)}})
     return scenario
 
 

@@ -25,9 +25,10 @@ DEVICE_PROCESS = "Ascend Hardware"
 LAUNCH_FLOW = "HostToDevice"
 _STREAM_RE = re.compile(r"Stream\s+(\d+)", re.IGNORECASE)
 KEPT_ARGS = ("Task Type", "Stream Id", "Task Id", "Physic Stream Id", "correlation_id", "stream id", "task id",
-             "task type", "connection_id")
-"""The args an event keeps (task kind, stream, task id, queue correlation, the host-device connection id); the
-rest (call stacks, PMU) is dropped while reading, so memory grows with the events, not with what they carry."""
+             "task type", "data_type", "count", "alg_type", "connection_id")
+"""The args an event keeps (task kind, stream, task id, queue correlation, an HCCL op's dtype, element count and
+algorithm, the host-device connection id); the rest (call stacks, PMU) is dropped while reading, so memory grows
+with the events, not with what they carry."""
 _NO_ARGS: dict = {}
 
 

@@ -21,20 +21,18 @@ class Simulation:
     """Owns the simulated world. Threads are added with `add_thread(program)`, then `run()`."""
 
     def __init__(self, settings: SimulationSettings | None = None, *, stdout: Callable[[str], Any] | None = None,
-                 record_sink: RecordSink | None = None, env: simpy.Environment | None = None, **changes: Any):
+                 record_sink: RecordSink | None = None, clock: simpy.Environment | None = None, **changes: Any):
         """`settings` (the defaults when None) with `changes` by field name (`Simulation(trace=False)`);
         `stdout` takes the text opbase prints; `record_sink` takes the records instead of the recorder's columns
-        (a run that keeps only the summary's totals); `env`: a clock shared with other simulations (a cluster's
-        ranks), else one of its own."""
+        (a run that keeps only the summary's totals); `clock`: a SimPy environment shared with other simulations
+        (a cluster's ranks), else one of its own."""
         settings = (settings or DEFAULT).but(**changes)
         self.settings = settings
         """What the simulation was built from (frozen; handed whole to the process and the host threads)."""
         reset_host_pointers()
         self.fast_path = bool(settings.fast_path)
         """Steady-state shortcuts that leave every output unchanged (False: the reference path, for debugging)."""
-        if env is None:
-            env = FastEnvironment() if self.fast_path else simpy.Environment()
-        self.env = env
+        self.env = clock if clock is not None else FastEnvironment() if self.fast_path else simpy.Environment()
         """The fast path's environment (spends host time in place), else plain SimPy."""
         self.recorder = Recorder(enabled=settings.trace, sink=record_sink)
         self.soc = get_soc(settings.soc, **dict(settings.soc_overrides))

@@ -104,8 +104,8 @@ class Result:
             meta["scenario"] = name
         ranks = list(getattr(run, "ranks", None) or ())
         if ranks:  # a job: every rank's collectives travel with the records
-            from opsim.cluster.records import CollectiveRecord
-            meta["collectives"] = {"fields": list(CollectiveRecord._fields),
+            from opsim.cluster.records import RECORD_FIELDS
+            meta["collectives"] = {"fields": list(RECORD_FIELDS),
                                    "rows": [list(c) for r in ranks for c in r.rank.collectives]}
         result = cls.from_simulation(run.sim, summary=getattr(run, "summary", None), outputs=outputs,
                                      out_dir=out_dir, scenario=scenario,

@@ -91,7 +91,7 @@ class _Run:
         if cluster is not None:
             settings = settings.but(device_id=len(cluster.ranks), slowdown=slowdown)
         self.sim = Simulation(settings, stdout=self.capture, record_sink=None if config.trace else self.stats,
-                              env=cluster.env if cluster is not None else None)
+                              clock=cluster.env if cluster is not None else None)
         self.cluster = cluster
         self.rank = cluster.add_rank(self.sim) if cluster is not None else None
         """This run's opsim.cluster.Rank in a job (None: a single-rank run)."""

@@ -75,6 +75,16 @@ def test_recorded_transit_and_idle_replay_as_given():
     assert run(data).ranks[0].rank.collectives[0].transit_us != 250.0
 
 
+def test_with_recorded_transits_each_member_finishes_after_its_own():
+    data = job(2, count=1)
+    data["ranks"] = [{}, {"threads": copy.deepcopy(data["threads"])}]
+    data["threads"][0]["program"][0]["loop"]["body"][3]["transit_us"] = 100.0
+    data["ranks"][1]["threads"][0]["program"][0]["loop"]["body"][3]["transit_us"] = 160.0
+    a, b = (r.rank.collectives[0] for r in run(data).ranks)
+    assert (a.transit_us, b.transit_us) == (100.0, 160.0)
+    assert b.end_us - a.end_us == pytest.approx(60.0) and a.ready_us + a.wait_us == b.ready_us + b.wait_us
+
+
 def test_fast_and_reference_paths_give_the_same_job(tmp_path):
     data = job(4, ranks=[{}, {}, {"slowdown": 1.3}])
     outs = []
@@ -242,3 +252,24 @@ def test_a_transfer_beyond_the_simulated_horizon_is_refused_naming_the_fix():
     data["cluster"]["link"] = {"bandwidth_gbps": 1e-300}
     with pytest.raises(ScenarioError, match="beyond the longest simulated time.*raise cluster.link.bandwidth_gbps"):
         run(data)
+
+
+def test_a_simulation_still_takes_the_process_environment_by_name():
+    from opsim.runtime.simulation import Simulation
+    sim = Simulation(env={"ACLNN_AICPU_CACHE_LIMIT": "4"})
+    assert sim.settings.env["ACLNN_AICPU_CACHE_LIMIT"] == "4" and hasattr(sim.env, "run")
+
+
+def test_a_send_between_servers_goes_over_the_inter_server_link():
+    def pair(a: int, b: int, inter_gbps: float = 25.0) -> float:
+        data = job(16, count=1)
+        data["cluster"]["inter_link"] = {"preset": "roce-200g", "bandwidth_gbps": inter_gbps}
+        data["groups"] = []
+        data["threads"][0]["program"] = [{"sleep": 1.0}]
+        mk = lambda op, peer: [{"name": "train", "streams": ["comm"], "program": [  # noqa: E731
+            {"collective": op, "peer": peer, "bytes": 64 * MIB, "stream": "comm"}]}]
+        data["ranks"] = [{} for _ in range(16)]
+        data["ranks"][a], data["ranks"][b] = {"threads": mk("send", b)}, {"threads": mk("recv", a)}
+        return run(data).ranks[a].rank.collectives[0].transit_us
+    assert pair(0, 9, 1.0) > 10 * pair(0, 9)  # ranks 0 and 9 sit on two servers: the RoCE link carries it
+    assert pair(0, 1, 1.0) == pair(0, 1)  # within a server: HCCS only
