@@ -298,6 +298,10 @@ def _op_step(op: str, variant: int, profiled: dict[str, Any], stream: str, strea
     return step
 
 
+_GROUPABLE = frozenset({"task", "record_event", "wait_event"})
+"""The device actions a `tasks` step holds (a job import's `collective` steps stay steps of their own)."""
+
+
 def _timeline(items: list, pc: ProfileCalls, assigned: dict[int, int], profiled: dict[str, Any],
               streams: list[str], with_steps: bool) -> list[dict[str, Any]]:
     """Steps of one thread: sleeps for the gaps, calls and syncs, wrapped in one loop per ProfilerStep."""
@@ -333,7 +337,9 @@ def _timeline(items: list, pc: ProfileCalls, assigned: dict[int, int], profiled:
         elif isinstance(item, DeviceItem):
             steps_ = step_of(item, stream_name)
             last = body[-1] if body else None
-            if gap <= 0 and last is not None and group_ns == item.host_ns:
+            groupable = all(_GROUPABLE.intersection(st) for st in steps_)
+            if groupable and gap <= 0 and last is not None and group_ns == item.host_ns \
+                    and _GROUPABLE.union({"tasks"}).intersection(last):
                 # launched by one host event (a collective, its events): one step, one task-queue job
                 if "tasks" not in last:
                     body[-1] = last = {"tasks": [last]}
@@ -342,7 +348,7 @@ def _timeline(items: list, pc: ProfileCalls, assigned: dict[int, int], profiled:
                 body.append({"tasks": steps_})
             else:
                 body.append(steps_[0])
-            group_ns = item.host_ns
+            group_ns = item.host_ns if groupable else None
             prev_end = max(prev_end, item.host_end_ns)
         else:
             i, c = item
