@@ -44,7 +44,7 @@ def measure(argv: list[str]) -> tuple[int, float, float, str]:
 def cases(tmp: Path) -> list[tuple[str, list[str]]]:
     from test_bad_inputs import SET_CASES
 
-    from opsim.scenario.limits import MAX_FILE_BYTES
+    from opsim.yamlio.limits import MAX_FILE_BYTES
     out: list[tuple[str, list[str]]] = []
     for path in sorted((ROOT / "tests" / "data" / "bad").glob("*.yaml")):
         out.append((f"validate {path.name}", ["validate", str(path)]))

@@ -12,6 +12,11 @@
    group): the step time, communication and its part not hidden behind computing, per rank count, with the
    transfer model's links (the hccs-910b preset within a server of 8, roce-200g across servers; a calibration
    from the shared profile replaces them with `--calibration FILE`).
+4. Weak scaling of the shared job (../shared/real-profiles/alexnet-910b, level 1: ranks 0 and 1 of an
+   8-NPU DDP AlexNet step), imported with `opsim import` and run at 1, 2, 8 and 16 ranks with the transfer
+   model (`cluster.transit: model`) and the links the import's calibration fitted on the same profile
+   (in-sample): the profiled step's breakdown of rank 0 (step_trace_time.csv's figures) and the waits.
+   Skipped when the shared profile is not there.
 Figures are measured on whatever machine runs this (a shared 2-core machine gives noisy wall times).
 """
 from __future__ import annotations
@@ -94,6 +99,47 @@ def weak_scaling(calibration: str | None) -> None:
               f"{max(r['wait_us'] for r in rows) / 1e3:10.3f}")
 
 
+SHARED_JOB = ROOT.parent / "shared" / "real-profiles" / "alexnet-910b" / "text" / "level1"
+
+
+def shared_job_scaling(folder: Path = SHARED_JOB) -> None:
+    import copy
+    import subprocess
+    import tempfile
+
+    import yaml
+
+    from opsim.scenario.schema import DEFAULT_EPOCH_US
+    from opsim.trace.ascend_build import build_profile
+    if not folder.is_dir():
+        print(f"\nweak scaling of the shared job: skipped ({folder} not found)")
+        return
+    with tempfile.TemporaryDirectory() as tmp:
+        job = Path(tmp) / "job.yaml"
+        subprocess.run([sys.executable, "-m", "opsim", "import", str(folder), "-o", str(job)], check=True,
+                       capture_output=True)
+        data = yaml.safe_load(job.read_text())
+        cal = str(job.parent / "job.calibration.yaml")
+        print("\nweak scaling of the shared job (rank 0's profiled step; ms; links fitted in-sample):")
+        print(f"  {'ranks':>5}  {'step':>8}  {'computing':>9}  {'communication':>13}  {'not overlapped':>14}  "
+              f"{'wait (max)':>10}  {'transit':>8}")
+        for size in (1, 2, 8, 16):
+            d = copy.deepcopy(data)
+            d["cluster"] = dict(d["cluster"], size=size, transit="model")
+            d["ranks"] = d["ranks"][:size]
+            d.setdefault("outputs", {})["records"] = False
+            d["calibration"] = cal  # the import's, by its full path (the scenario names it beside itself)
+            res = run_scenario(d, write=False)
+            steps = [build_profile(r.sim).step_rows[0] for r in res.ranks]
+            s0 = steps[0]
+            t0 = s0.start_ns / 1000 - d.get("epoch_us", DEFAULT_EPOCH_US)
+            waits = [sum(c.wait_us for c in r.rank.collectives if c.end_us >= t0) for r in res.ranks]
+            transit = sum(c.transit_us for c in res.ranks[0].rank.collectives if c.end_us >= t0)
+            print(f"  {size:>5}  {max(s.stage for s in steps) / 1e6:8.3f}  {s0.computing / 1e6:9.3f}  "
+                  f"{s0.communication / 1e6:13.3f}  {s0.comm_not_overlapped / 1e6:14.3f}  "
+                  f"{max(waits) / 1e3:10.3f}  {transit / 1e3:8.3f}")
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="small counts (under a minute)")
@@ -102,6 +148,7 @@ def main(argv: list[str] | None = None) -> int:
     speed(2_000 if args.quick else 100_000)
     growth(10 if args.quick else 50)
     weak_scaling(args.calibration)
+    shared_job_scaling()
     return 0
 
 

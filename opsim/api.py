@@ -31,7 +31,7 @@ def run(scenario_or_path: Any, overrides: Mapping[str, Any] | None = None, *,
     gives the run measured timing.
     A bad scenario raises ``ScenarioError`` naming every problem.
     """
-    from opsim.scenario.runner import run_scenario
+    from opsim.scenario.runner import run_scenario  # lazy: keeps numpy, SimPy, PyYAML out of importing opsim.api
     merged = _merge_overrides(overrides, more)
     run_result = run_scenario(scenario_or_path, out_dir=out_dir, overrides=merged or None, progress=progress,
                               write=write, calibration=calibration)

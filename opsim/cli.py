@@ -35,7 +35,7 @@ class _Parser(argparse.ArgumentParser):
 
 def build_parser() -> argparse.ArgumentParser:
     p = _Parser(prog="opsim", description="Simulate CANN opbase's ACLNN operator runtime from a scenario file.")
-    from opsim import __version__
+    from opsim import __version__  # lazy: each subcommand loads only what it runs
     p.add_argument("--version", action="version", version=f"opsim {__version__}")
     sub = p.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     sub.required = True
@@ -121,6 +121,7 @@ def _positive_int(text: str) -> int:
 
 
 def _add_budgets(p: argparse.ArgumentParser) -> None:
+    # lazy: each subcommand loads only what it runs
     from opsim.scenario.limits import DEFAULT_MAX_CALLS, DEFAULT_NUMERICS_BYTES
     p.add_argument("--max-calls", type=_positive_int, default=DEFAULT_MAX_CALLS, metavar="N",
                    help=f"refuse scenarios estimated above N calls, each loop iteration counting at least one "
@@ -130,7 +131,7 @@ def _add_budgets(p: argparse.ArgumentParser) -> None:
 
 
 def _limits(args: argparse.Namespace):
-    from opsim.scenario.limits import Limits
+    from opsim.scenario.limits import Limits  # lazy: each subcommand loads only what it runs
     return Limits(max_calls=args.max_calls, numerics_bytes=args.max_numerics_mib << 20)
 
 
@@ -147,9 +148,10 @@ def _add_import_parser(sub: Any) -> None:
 
 def cmd_import(args: argparse.Namespace, out: TextIO) -> int:
     """opsim import PROFILE -o SCENARIO: the scenario, its import report, and a short summary on stdout."""
+    # lazy: each subcommand loads only what it runs
     from opsim.importer import import_job, import_profile, import_ranks, write_import
-    from opsim.importer.job import is_job_folder
-    from opsim.ingest.locate import rank_dirs
+    from opsim.importer.job import is_job_folder  # lazy: each subcommand loads only what it runs
+    from opsim.ingest.locate import rank_dirs  # lazy: each subcommand loads only what it runs
     if is_job_folder(args.profile):  # the rank folders of a job: one multi-rank scenario
         results = [write_import(import_job(args.profile, name=args.name, progress=True), args.output)]
     elif rank_dirs(args.profile):  # rank folders without collectives: each imported on its own
@@ -164,31 +166,31 @@ def cmd_import(args: argparse.Namespace, out: TextIO) -> int:
 
 
 def _add_sweep_parser(sub: argparse._SubParsersAction) -> None:
-    from opsim.sweeps.command import add_parser
+    from opsim.sweeps.command import add_parser  # lazy: each subcommand loads only what it runs
     add_parser(sub)
 
 
 def _overrides(items: Sequence[str]) -> dict:
-    from opsim.scenario.loader import parse_override
+    from opsim.scenario.loader import parse_override  # lazy: each subcommand loads only what it runs
     return dict(parse_override(s) for s in items)
 
 
 def _print_error(err: BaseException, stream: TextIO) -> None:
-    from opsim.errors import printable_message
+    from opsim.errors import printable_message  # lazy: each subcommand loads only what it runs
     text = printable_message(str(err).strip() or type(err).__name__)  # escaped and cut: it may echo user input
     stream.write(f"opsim: error: {text}\n")
 
 
 def cmd_validate(args: argparse.Namespace, out: TextIO) -> int:
-    from opsim.sweeps.spec import is_sweep_file
+    from opsim.sweeps.spec import is_sweep_file  # lazy: each subcommand loads only what it runs
     if is_sweep_file(args.scenario):
         if args.overrides:
-            from opsim.errors import InvalidArgumentError
+            from opsim.errors import InvalidArgumentError  # lazy: each subcommand loads only what it runs
             raise InvalidArgumentError(f"{args.scenario} is a sweep file; --set applies to scenarios (put fixed "
                                        "values under the sweep's `overrides`)")
-        from opsim.sweeps.command import validate as validate_sweep
+        from opsim.sweeps.command import validate as validate_sweep  # lazy: each subcommand loads only what it runs
         return validate_sweep(args.scenario, out)
-    from opsim.scenario.loader import validate
+    from opsim.scenario.loader import validate  # lazy: each subcommand loads only what it runs
     cfg = validate(args.scenario, _overrides(args.overrides), limits=_limits(args))
     calls = cfg.planned_calls()
     ranks = f"{cfg.rank_count} ranks, " if cfg.cluster is not None else ""
@@ -198,8 +200,9 @@ def cmd_validate(args: argparse.Namespace, out: TextIO) -> int:
 
 
 def cmd_run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    # lazy: each subcommand loads only what it runs
     from opsim.errors import CalibrationError, OpsimError, OutputPathError, ScenarioError
-    from opsim.scenario.loader import load_scenario
+    from opsim.scenario.loader import load_scenario  # lazy: each subcommand loads only what it runs
     overrides = _overrides(args.overrides)
     try:
         cfg = load_scenario(args.scenario, overrides, limits=_limits(args))
@@ -208,8 +211,8 @@ def cmd_run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         raise
     for note in set_notes(cfg, overrides):
         err.write(f"opsim: note: {note}\n")
-    from opsim.scenario.runner import run_scenario
-    from opsim.trace.summary import render_table
+    from opsim.scenario.runner import run_scenario  # lazy: each subcommand loads only what it runs
+    from opsim.trace.summary import render_table  # lazy: each subcommand loads only what it runs
     try:
         result = run_scenario(cfg, out_dir=args.out, progress=not args.no_progress,
                               profiler_output=args.profiler_output, calibration=args.calibration,
@@ -243,8 +246,8 @@ def cmd_run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 
 def _refuse_sweep_file(path: str) -> None:
     """A sweep file given to `run`: say so in one line (called once the file failed as a scenario)."""
-    from opsim.errors import InvalidArgumentError
-    from opsim.sweeps.spec import is_sweep_file
+    from opsim.errors import InvalidArgumentError  # lazy: each subcommand loads only what it runs
+    from opsim.sweeps.spec import is_sweep_file  # lazy: each subcommand loads only what it runs
     if is_sweep_file(path):
         raise InvalidArgumentError(f"{path} is a sweep file, not a scenario: run it with `opsim sweep {path}` "
                                    "(docs/sweeps.md)") from None
@@ -274,13 +277,13 @@ def set_notes(cfg: Any, overrides: dict) -> list[str]:
 
 
 def _write_json(out: TextIO, data: object) -> int:
-    import json
+    import json  # lazy: each subcommand loads only what it runs
     out.write(json.dumps(data, indent=2, default=str) + "\n")
     return EXIT_OK
 
 
 def cmd_list_ops(out: TextIO, as_json: bool = False) -> int:
-    from opsim.ops.registry import list_ops
+    from opsim.ops.registry import list_ops  # lazy: each subcommand loads only what it runs
     if as_json:
         return _write_json(out, [{"op": s.name, "api": s.api, "launchers": list(s.launchers),
                                   "inputs": list(s.inputs), "dtypes": list(s.dtypes), "attributes": dict(s.attrs)}
@@ -296,7 +299,7 @@ def cmd_list_ops(out: TextIO, as_json: bool = False) -> int:
 
 
 def cmd_list_socs(out: TextIO, as_json: bool = False) -> int:
-    from opsim.device.soc import DEFAULT_SOC, soc_table
+    from opsim.device.soc import DEFAULT_SOC, soc_table  # lazy: each subcommand loads only what it runs
     rows = soc_table()
     if as_json:
         return _write_json(out, [{**r, "default": r["name"] == DEFAULT_SOC} for r in rows])
@@ -318,7 +321,7 @@ def _fmt(v: object) -> str:
 
 
 def cmd_report(args: argparse.Namespace, out: TextIO) -> int:
-    from opsim.trace.report import report
+    from opsim.trace.report import report  # lazy: each subcommand loads only what it runs
     text, code = report(Path(args.outdir))
     out.write(text)
     return code
@@ -329,7 +332,7 @@ def _autocomplete(parser: argparse.ArgumentParser, **kwargs: object) -> None:
     if "_ARGCOMPLETE" not in os.environ:
         return
     try:
-        import argcomplete
+        import argcomplete  # lazy: an optional dependency, looked for where it is used
     except ImportError:  # pragma: no cover - argcomplete is a dependency
         return
     argcomplete.autocomplete(parser, **kwargs)
@@ -346,8 +349,8 @@ def main(argv: Sequence[str] | None = None, *, stdout: TextIO | None = None, std
             args = parser.parse_args(argv)
     except SystemExit as exc:
         return int(exc.code) if isinstance(exc.code, int) else EXIT_BAD_INPUT
-    from opsim.errors import OpsimError
-    from opsim.outputs import stop_signals_unwind
+    from opsim.errors import OpsimError  # lazy: each subcommand loads only what it runs
+    from opsim.outputs import stop_signals_unwind  # lazy: each subcommand loads only what it runs
     try:
         with stop_signals_unwind():  # SIGTERM and SIGHUP unwind like Ctrl-C: no partial outputs left
             return _dispatch(parser, args, out, err)
@@ -366,15 +369,15 @@ def main(argv: Sequence[str] | None = None, *, stdout: TextIO | None = None, std
 
 
 def signal_numbers():
-    import signal
+    import signal  # lazy: each subcommand loads only what it runs
     return signal.Signals
 
 
 def _check_arg_paths(args: argparse.Namespace) -> None:
     """Every path on the command line checked (NUL byte, too long) before any work."""
-    from opsim.errors import OutputPathError
-    from opsim.outputs import output_file_problem
-    from opsim.safe_io import check_path, shown_path
+    from opsim.errors import OutputPathError  # lazy: each subcommand loads only what it runs
+    from opsim.outputs import output_file_problem  # lazy: each subcommand loads only what it runs
+    from opsim.safe_io import check_path, shown_path  # lazy: each subcommand loads only what it runs
     flags = {"out": "--out", "calibration": "--calibration", "output": "-o"}
     for name in ("scenario", "sweep", "out", "calibration", "kernels", "output", "outdir", "profile", "profiles"):
         value = getattr(args, name, None)
@@ -395,7 +398,7 @@ def _dispatch(parser: argparse.ArgumentParser, args: argparse.Namespace, out: Te
     if args.command == "run":
         return cmd_run(args, out, err)
     if args.command == "sweep":
-        from opsim.sweeps.command import run as cmd_sweep
+        from opsim.sweeps.command import run as cmd_sweep  # lazy: each subcommand loads only what it runs
         return cmd_sweep(args, out, err)
     if args.command == "list-ops":
         return cmd_list_ops(out, args.json)
@@ -406,7 +409,7 @@ def _dispatch(parser: argparse.ArgumentParser, args: argparse.Namespace, out: Te
     if args.command == "import":
         return cmd_import(args, out)
     if args.command in ("calibrate", "predict"):
-        from opsim.calibration.cli import cmd_calibrate, cmd_predict
+        from opsim.calibration.cli import cmd_calibrate, cmd_predict  # lazy: each subcommand loads only what it runs
         return (cmd_calibrate if args.command == "calibrate" else cmd_predict)(args, out)
     parser.error(f"unknown command {args.command!r}")
     return EXIT_BAD_INPUT  # pragma: no cover

@@ -5,6 +5,7 @@ raise for a framework failure. The classes here are for the user-facing layers (
 Python API misuse) and for simulator self-checks; each message names what was wrong and how to fix it.
 """
 from __future__ import annotations
+import reprlib
 
 
 class OpsimError(Exception):
@@ -62,7 +63,6 @@ def shown(value: object, limit: int = MAX_SHOWN, *, quote: bool = True) -> str:
         head = _escape(value[:limit])
         text = "'" + head.replace("'", "\\'") + "'" if quote else head
         return text + (f"... ({len(value):,} characters)" if len(value) > limit else "")
-    import reprlib
     r = reprlib.Repr()
     r.maxstring = r.maxother = r.maxlong = limit
     r.maxlist = r.maxtuple = r.maxdict = r.maxset = 8

@@ -34,6 +34,8 @@ from pathlib import Path
 from typing import IO, Any, Iterable, Iterator
 
 from opsim.errors import OpsimError, OutputPathError
+import hashlib
+from opsim.safe_io import path_problem, read_bounded, shown_path
 
 MANIFEST = ".opsim-manifest.json"
 """The list of the entries (files and directories directly in the output directory) opsim wrote there."""
@@ -62,7 +64,6 @@ def output_dir_problem(path: str | os.PathLike) -> str | None:
 def output_file_problem(path: str | os.PathLike, *, create_parents: bool = False) -> str | None:
     """Why `path` cannot be an output file (NUL byte, too long, empty, a directory, a parent that is a file or
     does not exist, no write permission), or None. Asked before any work and before any temporary file."""
-    from opsim.safe_io import path_problem
     problem = path_problem(path)
     if problem:
         return problem
@@ -85,7 +86,6 @@ def output_file_problem(path: str | os.PathLike, *, create_parents: bool = False
 
 
 def _check_output_file(path: Path, create_parents: bool = False) -> None:
-    from opsim.safe_io import shown_path
     problem = output_file_problem(path, create_parents=create_parents)
     if problem:
         raise OutputPathError(f"{shown_path(path)}: {problem}")
@@ -215,7 +215,6 @@ def entry_digest(path: Path) -> str | None:
     """The content hash the manifest keeps for a directory opsim wrote (a profiler directory, tensor dumps):
     sha256 of every file's relative path, size and bytes, in sorted order (so equal runs record equal hashes).
     None for a file (its name is checked instead, see OPSIM_FILES), a link or a missing entry."""
-    import hashlib
     if path.is_symlink() or not path.is_dir():
         return None
     h = hashlib.sha256()
@@ -239,7 +238,6 @@ def entry_digest(path: Path) -> str | None:
 
 def _manifest_doc(root: str | os.PathLike) -> dict[str, Any]:
     """The manifest's entries as name -> recorded hash (None: a version-1 manifest, which kept no hashes)."""
-    from opsim.safe_io import read_bounded
     try:
         doc = json.loads(read_bounded(Path(root) / MANIFEST, MAX_MANIFEST_BYTES, "an opsim manifest"))
     except (OSError, ValueError, RecursionError, OpsimError):

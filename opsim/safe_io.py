@@ -21,7 +21,7 @@ import stat
 from pathlib import Path
 from typing import BinaryIO
 
-from opsim.errors import InvalidArgumentError, OpsimError
+from opsim.errors import InvalidArgumentError, OpsimError, shown
 
 MAX_NAME_BYTES = 255
 """Longest file name (one path component) Linux file systems accept (NAME_MAX)."""
@@ -34,7 +34,6 @@ MAX_SHOWN_PATH = 200
 
 def shown_path(path: str | os.PathLike) -> str:
     """A path for a message: control characters escaped, at most MAX_SHOWN_PATH characters."""
-    from opsim.errors import shown
     return shown(os.fspath(path), MAX_SHOWN_PATH, quote=False)
 
 

@@ -13,7 +13,7 @@ from typing import Iterable, Sequence
 
 import numpy as np
 
-from opsim.acl.dtypes import DataType, Format, float32_to_bf16
+from opsim.acl.dtypes import DataType, Format, float32_to_bf16, bf16_to_float32
 from opsim.errors import InvalidArgumentError
 
 #: Maximum number of dimensions opbase tensors support (op::MAX_DIM_NUM).
@@ -314,7 +314,6 @@ class Scalar:
     def __init__(self, value, dtype: DataType | str = DataType.DT_FLOAT):
         self.dtype = DataType.parse(dtype)
         if self.dtype == DataType.DT_BF16:
-            from opsim.acl.dtypes import float32_to_bf16
             arr = float32_to_bf16(np.array([value], dtype=np.float32))
         else:
             arr = np.array([value]).astype(self.dtype.numpy_dtype)
@@ -324,7 +323,6 @@ class Scalar:
     @property
     def value(self):
         if self.dtype == DataType.DT_BF16:
-            from opsim.acl.dtypes import bf16_to_float32
             return float(bf16_to_float32(np.frombuffer(self.raw, np.uint16))[0])
         return np.frombuffer(self.raw, self.dtype.numpy_dtype)[0].item()
 

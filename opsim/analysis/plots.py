@@ -12,15 +12,15 @@ import numpy as np
 import pandas as pd
 
 from opsim.trace.frames import OP_CALL
+from opsim.errors import OpsimError
 
 _BYTE_UNITS = (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10), ("B", 1))
 
 
 def _plt():
     try:
-        import matplotlib.pyplot as plt
+        import matplotlib.pyplot as plt  # lazy: an optional dependency, looked for where it is used
     except ImportError:
-        from opsim.errors import OpsimError
         raise OpsimError("opsim.analysis plots need matplotlib; install it with `pip install opsim[analysis]`"
                          ) from None
     return plt
@@ -35,7 +35,7 @@ def _new_axes(ax: Any, size: tuple[float, float]):
 
 def _palette(names: Iterable[str]) -> dict[str, Any]:
     """A stable colour per name (order of first appearance); 46 distinct colours before they repeat."""
-    from matplotlib import colormaps
+    from matplotlib import colormaps  # lazy: keeps matplotlib out of importing opsim.analysis.plots
     colours = [*colormaps["tab10"].colors, *colormaps["Dark2"].colors, *colormaps["Set2"].colors,
                *colormaps["tab20b"].colors]
     out: dict[str, Any] = {}
@@ -133,7 +133,7 @@ def _compress_axis(ax: Any, gap: tuple[float, float], share: float = 0.03) -> No
 
     lo, hi = ax.get_xlim()
     ax.set_xscale("function", functions=(forward, inverse))
-    from matplotlib.ticker import MaxNLocator
+    from matplotlib.ticker import MaxNLocator  # lazy: keeps matplotlib out of importing opsim.analysis.plots
     ticks = [t for a, b, n in ((lo, g0, 6), (g1, hi, 3)) for t in MaxNLocator(n).tick_values(a, b) if a <= t <= b]
     ax.set_xticks(ticks)
     ax.set_xlim(lo, hi)
@@ -201,6 +201,7 @@ def timeline(result: Any, *, start: float | None = None, end: float | None = Non
                              result.host_spans.loc[result.host_spans["phase"] == OP_CALL, "thread"].astype(str)))
         linked = dev[dev["corr"].isin(thread_of.keys())].head(max_links)
         if not linked.empty:
+            # lazy: keeps matplotlib out of importing opsim.analysis.plots
             from matplotlib.collections import LineCollection
             segs = [((q, y[f"thread {thread_of[c]}"]), (st, y[f"Stream {s}"]))
                     for q, st, s, c in zip(linked["queued"], linked["start"], linked["stream"], linked["corr"])]
@@ -320,7 +321,7 @@ def phase_table(result: Any) -> pd.DataFrame:
     totals = ph.pivot_table(index="api", columns="phase", values="dur", aggfunc="sum", fill_value=0.0)
     n_calls = calls.groupby("op").size()
     per_call = totals.div(n_calls.reindex(totals.index).fillna(1).clip(lower=1), axis=0)
-    from opsim.device.cost import HOST_PHASES
+    from opsim.device.cost import HOST_PHASES  # lazy: keeps SimPy out of importing opsim.analysis.plots
     order = [p for p in HOST_PHASES if p in per_call.columns] + sorted(
         p for p in per_call.columns if p not in HOST_PHASES)
     return per_call[order]

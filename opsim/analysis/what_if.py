@@ -7,6 +7,7 @@ from typing import Any, Callable, Iterable, Mapping
 import pandas as pd
 
 from opsim.errors import InvalidArgumentError
+from opsim.sweeps.spec import ALL_RESULT_FIGURES, one_parameter
 
 
 def what_if(scenario: Any, param: str, values: Iterable[Any], *, overrides: Mapping[str, Any] | None = None,
@@ -25,8 +26,7 @@ def what_if(scenario: Any, param: str, values: Iterable[Any], *, overrides: Mapp
     Runs are deterministic and, by default, one after another in this process; ``workers=N`` (local Dask
     worker processes) or ``scheduler=`` (an existing cluster) runs them on Dask like ``opsim.sweep``.
     """
-    from opsim.sweeps.engine import run_sweep
-    from opsim.sweeps.spec import ALL_RESULT_FIGURES, one_parameter
+    from opsim.sweeps.engine import run_sweep  # lazy: keeps opsim.sweeps out of importing opsim.analysis.what_if
     if not isinstance(param, str) or not param:
         raise InvalidArgumentError(f"what_if: param must be a dotted override key such as "
                                    f"'env.ACLNN_AICPU_CACHE_LIMIT', got {param!r}")

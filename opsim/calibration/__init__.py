@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable
 
-from opsim.calibration.features import record_features, record_signature
+from opsim.calibration.features import record_features, record_signature, record_work
 from opsim.calibration.fit import Sample, fit_kernels, provenance_of
 from opsim.calibration.host import HostCalls, host_table_from_statistics, host_table_of, queue_phases
 from opsim.calibration.soc_evidence import match_preset, soc_evidence
@@ -32,6 +32,11 @@ from opsim.errors import CalibrationError, ProfileFormatError
 from opsim.ingest import KernelRecord, iter_api_statistic, iter_db_api_events, iter_db_kernels, locate_profiles, \
     read_kernels, read_trace_view
 from opsim.ingest.sources import is_db
+from opsim.calibration.comm_fit import calibrate_links, links_from_yaml
+from opsim.calibration.family_fit import WorkSample, fit_factors
+from opsim.device.cost import default_family
+from opsim.device.soc import get_soc
+from opsim.outputs import write_text_atomic
 
 FORMAT_VERSION = 1
 #: op types with fewer measured kernels get no op-type fit: their core's fit (or a signature) answers.
@@ -74,18 +79,18 @@ class Calibration:
         return out
 
     def to_yaml(self) -> str:
-        import yaml
+        import yaml  # lazy: keeps PyYAML out of importing opsim.calibration
         return _HEADER + yaml.safe_dump(self.to_dict(), sort_keys=False, default_flow_style=None, width=110)
 
     def save(self, path: str | Path) -> Path:
         """Write the YAML atomically (a temporary file renamed over `path`)."""
-        from opsim.outputs import write_text_atomic
         return write_text_atomic(path, self.to_yaml())
 
     @classmethod
     def load(cls, path: str | Path) -> "Calibration":
         """Read a calibration YAML; a bad file raises CalibrationError naming the file and the field."""
-        from opsim.scenario.source import read_yaml_file  # the one bounded YAML reader (scenario limits)
+        # lazy: keeps PyYAML out of importing opsim.calibration
+        from opsim.yamlio.files import read_yaml_file  # the one bounded YAML reader
         p = Path(path)
         data = read_yaml_file(path, "a calibration YAML", "calibration", CalibrationError,
                               missing=f"no such calibration file; create one with `opsim calibrate PROFILE -o "
@@ -102,7 +107,6 @@ class Calibration:
         sources = data.get("sources") or []
         if not isinstance(sources, list):
             raise CalibrationError(f"{p}: field sources: must be a list")
-        from opsim.calibration.comm_fit import links_from_yaml
         return cls(timing=fitted_from_dict(data, str(p)), soc=soc, sources=sources,
                    links=links_from_yaml(data.get("links"), str(p)))
 
@@ -198,9 +202,7 @@ def calibrate(paths: "Iterable[str | Path] | str | Path", soc: str | None = None
     if not paths:
         raise ProfileFormatError("calibrate needs at least one profile (a *_ascend_pt directory or a file)")
     if soc is not None:
-        from opsim.device.soc import get_soc
         soc = get_soc(soc).name
-    from opsim.calibration.comm_fit import calibrate_links
     name = ", ".join(str(p) for p in paths)
     kernel_paths, links, comm_sources = calibrate_links(paths)
     records, traces, sources = read_profiles(kernel_paths)
@@ -211,8 +213,6 @@ def calibrate(paths: "Iterable[str | Path] | str | Path", soc: str | None = None
         found = sorted(set(socs.values()))
         soc = found[0] if len(found) == 1 else None
     timing.soc = soc
-    from opsim.calibration.family_fit import fit_factors
-    from opsim.device.cost import default_family
     builtin = default_family()
     if builtin is not None and records:
         timing.family = fit_factors(builtin, work_samples(records, socs, soc))
@@ -237,9 +237,6 @@ def socs_of(sources: list[dict]) -> dict[str, str]:
 
 def work_samples(records: Iterable[KernelRecord], socs: dict[str, str], soc: str | None = None) -> list:
     """Measured rows as the family model sees them, each on the SoC of its own file (else ``soc``)."""
-    from opsim.calibration.family_fit import WorkSample
-    from opsim.calibration.features import record_work
-    from opsim.device.soc import get_soc
     specs: dict[str, Any] = {}
     out = []
     for r in records:

@@ -7,7 +7,8 @@ from typing import TextIO
 
 
 def cmd_calibrate(args: argparse.Namespace, out: TextIO) -> int:
-    from opsim.calibration import calibrate, read_profiles
+    from opsim.calibration import calibrate, read_profiles  # lazy: each subcommand loads only what it runs
+    # lazy: each subcommand loads only what it runs
     from opsim.calibration.validate import cross_validate, error_table, render_error_table
     cal = calibrate(args.profiles, soc=args.soc)
     path = cal.save(args.output)
@@ -16,7 +17,8 @@ def cmd_calibrate(args: argparse.Namespace, out: TextIO) -> int:
               f"signature(s), {len(t.host_apis)} host API(s)"
               + (f", {len(cal.links)} link type(s) ({', '.join(cal.links)})" if cal.links else "") + "\n")
     if args.validate:
-        from opsim.calibration import socs_of
+        from opsim.calibration import socs_of  # lazy: each subcommand loads only what it runs
+        # lazy: each subcommand loads only what it runs
         from opsim.calibration.validate import held_out_table, leave_one_out, render_held_out
         records, _traces, sources = read_profiles(args.profiles)
         preds = cross_validate(records, k=5, soc=args.soc)
@@ -37,12 +39,14 @@ def cmd_calibrate(args: argparse.Namespace, out: TextIO) -> int:
 
 
 def cmd_predict(args: argparse.Namespace, out: TextIO) -> int:
-    from opsim.calibration import load_calibration
+    from opsim.calibration import load_calibration  # lazy: each subcommand loads only what it runs
+    # lazy: each subcommand loads only what it runs
     from opsim.calibration.predict import predict_table, write_predictions
-    from opsim.device.cost import CostModel
-    from opsim.device.soc import get_soc
-    from opsim.ingest import read_kernels
+    from opsim.device.cost import CostModel  # lazy: each subcommand loads only what it runs
+    from opsim.device.soc import get_soc  # lazy: each subcommand loads only what it runs
+    from opsim.ingest import read_kernels  # lazy: each subcommand loads only what it runs
     cal = load_calibration(args.calibration)
+    # lazy: each subcommand loads only what it runs
     from opsim.calibration.predict_host import is_api_statistic, predict_api_statistic
     if is_api_statistic(args.kernels):  # torch_npu's host API table: host predictions, not kernels
         path, n = predict_api_statistic(args.kernels, args.output, cal.timing if cal is not None else None)
@@ -52,6 +56,7 @@ def cmd_predict(args: argparse.Namespace, out: TextIO) -> int:
     cost = CostModel(get_soc(soc) if soc else get_soc(), fitted=cal.timing if cal is not None else None)
     table = read_kernels(args.kernels)
     if soc is None:  # the table's own PMU clock and block dims name its SoC
+        # lazy: each subcommand loads only what it runs
         from opsim.calibration.soc_evidence import match_preset, soc_evidence
         cost = CostModel(get_soc(match_preset(soc_evidence(table))),
                          fitted=cal.timing if cal is not None else None)

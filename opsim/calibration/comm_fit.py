@@ -23,7 +23,9 @@ from typing import Iterable
 from opsim.calibration.comm_read import (MAX_BANDWIDTH_GBPS, MAX_LATENCY_US, TRANSPORTS, CommOp, LinkRow,
                                          read_communication, read_matrix)
 from opsim.calibration.fit import Sample, fit_kernels
-from opsim.errors import CalibrationError, shown
+from opsim.errors import CalibrationError, ProfileFormatError, shown
+from opsim.ingest import locate_profiles
+from opsim.ingest.locate import profile_dirs
 
 COMM_FILE = "communication.json"
 MATRIX_FILE = "communication_matrix.json"
@@ -145,9 +147,6 @@ def fit_files(files: Iterable[str | Path]) -> dict[str, LinkFit]:
 
 def _profile_comm_files(path: Path) -> tuple[bool, list[Path]]:
     """(whether `path` holds a kernel/host profile, the communication files of its profiles)."""
-    from opsim.errors import ProfileFormatError
-    from opsim.ingest import locate_profiles
-    from opsim.ingest.locate import profile_dirs
     try:
         roots = [f.root for f in locate_profiles(path)]
         has_profile = True

@@ -9,7 +9,8 @@ from __future__ import annotations
 import math
 
 from opsim.device.fitted import signature_key
-from opsim.ingest.kernels import KernelRecord
+from opsim.ingest.kernels import KernelRecord, dtype_itemsize
+from opsim.device.family import family_of
 
 #: op types whose work is a matrix multiply (profilers' type names).
 MATMUL_TYPES = frozenset({"MatMul", "MatMulV2", "MatMulV3", "BatchMatMul", "BatchMatMulV2", "BatchMatMulV3",
@@ -91,7 +92,6 @@ def _attention_flops(rec: KernelRecord) -> float:
 
 def record_itemsize(rec: KernelRecord) -> float:
     """Element size of the kernel's largest tensor (the dtype the work runs in)."""
-    from opsim.ingest.kernels import dtype_itemsize
     best, size = -1, 2.0
     shapes = tuple(rec.input_shapes) + tuple(rec.output_shapes)
     dtypes = tuple(rec.input_dtypes) + tuple(rec.output_dtypes)
@@ -111,7 +111,6 @@ def record_itemsize(rec: KernelRecord) -> float:
 
 def record_work(rec: KernelRecord) -> tuple[str, float, float, int, float]:
     """(family, flops, bytes moved, block dim, element size) of one profile row, for the family model."""
-    from opsim.device.family import family_of
     fam = family_of(rec.op_type, rec.core)
     if fam == "cube":
         if rec.op_type.startswith("Conv") or "Conv" in rec.op_type:

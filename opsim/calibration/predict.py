@@ -11,6 +11,7 @@ from opsim.calibration.features import record_signature, record_work
 from opsim.device.cost import CostModel
 from opsim.device.predictor import Prediction
 from opsim.ingest.kernels import KernelRecord, KernelTable
+from opsim.outputs import write_text_atomic
 
 PREDICTED_COLUMN = "Predicted Duration(us)"
 #: the columns `opsim predict` appends, in order.
@@ -63,5 +64,4 @@ def render_predictions(table: KernelTable, predicted: "dict[int, Prediction | fl
 
 
 def write_predictions(table: KernelTable, predicted: "dict[int, Prediction | float]", out: str | Path) -> Path:
-    from opsim.outputs import write_text_atomic
     return write_text_atomic(out, render_predictions(table, predicted))

@@ -14,6 +14,7 @@ from pathlib import Path
 from opsim.device.fitted import FittedTiming
 from opsim.device.host_model import HostModel, default_host_model
 from opsim.ingest.api_statistic import ApiStatistic, read_api_statistic
+from opsim.outputs import write_text_atomic
 
 PREDICTED_AVG_COLUMN = "Predicted Avg(us)"
 
@@ -58,7 +59,6 @@ def predict_api_statistic(path: str | Path, out: str | Path, fitted: FittedTimin
         value = predict_statistic(row, fitted) if row is not None else None
         n += value is not None
         lines.append(f"{rec.raw},{'' if value is None else f'{value:.3f}'}")
-    from opsim.outputs import write_text_atomic
     return write_text_atomic(out, newline.join(lines) + newline), n
 
 

@@ -12,6 +12,7 @@ import statistics
 from dataclasses import dataclass
 
 from opsim.ingest.kernels import KernelTable
+from opsim.device.soc import SOC_PRESETS
 
 #: the clock is the median over the first this many kernels (a long table says nothing more about it).
 _CLOCK_ROWS = 5000
@@ -63,7 +64,6 @@ def soc_evidence(table: KernelTable) -> SocEvidence:
 
 def match_preset(ev: SocEvidence, default: str = "Ascend910B2") -> str:
     """The preset whose cube core count equals the evidence's and whose clock is nearest (else ``default``)."""
-    from opsim.device.soc import SOC_PRESETS
     cands = [s for s in SOC_PRESETS.values() if s.aicore_count == ev.cube_cores] if ev.cube_cores else []
     if not cands:
         return default

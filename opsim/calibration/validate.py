@@ -14,6 +14,10 @@ import numpy as np
 from opsim.device.cost import CostModel
 from opsim.device.soc import get_soc
 from opsim.ingest.kernels import KernelRecord
+from opsim.calibration import fit_device, work_samples
+from opsim.calibration.family_fit import fit_family_model
+from opsim.calibration.predict import predict_full
+from opsim.device.family import family_of
 
 
 @dataclass(frozen=True)
@@ -47,7 +51,6 @@ class ErrorRow:
 
 def predict_records(cost: CostModel, records: list[KernelRecord]) -> list[Prediction]:
     """Predictions for measured rows (rows without a positive duration are left out)."""
-    from opsim.calibration.predict import predict_full
     out = []
     for r in records:
         if r.duration_us is None or r.duration_us <= 0:
@@ -60,7 +63,6 @@ def predict_records(cost: CostModel, records: list[KernelRecord]) -> list[Predic
 def cross_validate(records: list[KernelRecord], k: int = 5, soc: str | None = None, *,
                    signatures: bool = True) -> list[Prediction]:
     """Out-of-fold predictions for every measured row."""
-    from opsim.calibration import fit_device
     measured = [r for r in records if r.duration_us is not None and r.duration_us > 0]
     if k < 2:
         raise ValueError(f"k-fold cross-validation needs k >= 2, got {k}")
@@ -112,8 +114,6 @@ def render_error_table(rows: list[ErrorRow], markdown: bool = False) -> str:
 def fit_held_in(records: list[KernelRecord], socs: dict[str, str], *, signatures: bool = True) -> "Any":
     """A calibration-like FittedTiming from ``records`` alone: signatures and op-type lines (when they all
     come from one SoC), plus family parameters and op-type factors refitted on them (nothing built in)."""
-    from opsim.calibration import fit_device, work_samples
-    from opsim.calibration.family_fit import fit_family_model
     t = fit_device(records, signatures=signatures, name="held-in profiles")
     found = sorted({socs.get(r.source, "") for r in records})
     t.soc = found[0] if len(found) == 1 and found[0] else "(mixed)"
@@ -157,7 +157,6 @@ class HeldOutRow:
 
 def held_out_table(results: dict[str, list[Prediction]]) -> list[HeldOutRow]:
     """Per held-out profile an 'all' row, then one row per op family."""
-    from opsim.device.family import family_of
     rows = []
     for name, preds in results.items():
         groups: dict[str, list[Prediction]] = {"all": preds}

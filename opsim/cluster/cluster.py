@@ -144,7 +144,7 @@ class Cluster:
                     "the collective's bytes")
             m.stream.end_collective(end)
             scale = transit / model_us if model_us > 0.0 else 0.0
-            plan = transfer.link_plan(spec.op, spec.nbytes, ranks, r, algorithm=algorithm,
+            plan = transfer.link_plan(m.call.spec.op, spec.nbytes, ranks, r, algorithm=algorithm,
                                       ranks_per_server=self.spec.ranks_per_server, intra=self.intra,
                                       inter=self.inter)
             rows = tuple((s, d, t, b, us * scale) for s, d, t, b, us in plan)

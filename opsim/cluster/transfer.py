@@ -254,7 +254,8 @@ def _plan(op: str, n: int, group: tuple[int, ...], rank: int, alg: str, rps: int
         peer = next(r for r in group if r != rank)
         link = intra if len(servers) == 1 else inter
         src, dst = (rank, peer) if op == "send" else (peer, rank)
-        return ((src, dst, link.transport, n, link.latency_us + n * link.us_per_byte),)
+        return tuple(sorted(((src, dst, link.transport, n, link.latency_us + n * link.us_per_byte),
+                             _local_row(rank, float(n), local))))
     stages: list[tuple[dict[int, list[float]], LinkSpec]] = []
     if len(servers) == 1:
         stages.append((_stage_rows(op, alg, mine, rank, float(n)), intra))
@@ -278,16 +279,27 @@ def _plan(op: str, n: int, group: tuple[int, ...], rank: int, alg: str, rps: int
             t = msgs * use.latency_us + nbytes * use.us_per_byte
             old = merged.get(peer, (use.transport, 0.0, 0.0))
             merged[peer] = (use.transport, old[1] + nbytes, old[2] + t)
+    if -1 not in merged:  # assumed for every algorithm: the op mode stages a rank's own chunk through its buffer
+        _s, _d, tr, b, t = _local_row(rank, n / len(group), local)
+        merged[-1] = (tr, float(b), t)
     return tuple((rank, rank if peer == -1 else peer, tr, int(round(b)), t)
                  for peer, (tr, b, t) in sorted(merged.items()))
+
+
+def _local_row(rank: int, nbytes: float, local: LinkSpec) -> Row:
+    """The rank's LOCAL row (``rank``-``rank``): one copy of `nbytes` on the local link. The shared profile's
+    mesh allreduces show it; HCCL's single-operator mode stages data through its own buffer for every
+    algorithm, and msprof-analyze places a rank's links in the cluster by this row."""
+    return (rank, rank, local.transport, int(round(nbytes)), local.latency_us + nbytes * local.us_per_byte)
 
 
 def link_plan(op: str, nbytes: int, group_ranks: Iterable[int], rank: int, *, algorithm: str,
               ranks_per_server: int = 8, intra: LinkSpec, inter: LinkSpec | None = None,
               local: LinkSpec | None = None) -> tuple[Row, ...]:
     """The (src, dst, transport, bytes, time_us) rows `rank` sends in one `op` over `group_ranks`: what its
-    communication_matrix.json shows. Mesh stages add a LOCAL row (``rank``-``rank``: the copy of its own chunk,
-    timed on `local`, default the ``local-910b`` preset), as the shared 910B profile's allreduces do. A row's
+    communication_matrix.json shows. Every plan has a LOCAL row (``rank``-``rank``: the copy of its own chunk,
+    timed on `local`, default the ``local-910b`` preset), as the shared 910B profile's mesh allreduces do
+    (for the other algorithms and send/recv an assumption: `_local_row`). A row's
     time is its messages' alpha plus its bytes' beta on that link (links run in parallel, so the rows do not
     add up to the transit time). recv gives the row it receives (msprof lists a p2p link on both ends)."""
     _check_op(op)

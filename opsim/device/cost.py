@@ -27,10 +27,12 @@ from typing import Mapping
 from opsim.device.fitted import FittedTiming, HostApiTiming
 from opsim.device.family import FamilyModel
 from opsim.device.host_phases import HOST_PHASES
-from opsim.device.predictor import Prediction
+from opsim.device.predictor import Prediction, predict
 from opsim.device.soc import SocSpec, get_soc
 from opsim.device.task import MEMCPY_KINDS, TaskKind
 from opsim.errors import InvalidArgumentError
+from importlib import resources
+from opsim.device.fitted_io import family_from_dict, fitted_from_dict
 
 _A = "assumed"
 
@@ -96,7 +98,9 @@ class CostModel:
                 raise InvalidArgumentError(f"cost override {key!r} must be in (0, 1], got {value!r}")
             target[key] = float(value)
             self.provenance[key] = "assumed (override)"
-        self._host = host
+        self.host_us: dict[str, float] = host
+        """Host phase -> microseconds after overrides (read-only outside the model: `ThreadLocalContext.charge`
+        reads it directly on the hot path; `host` names an unknown phase)."""
         self.params = MappingProxyType(params)
         soc = self.soc
         # Pre-computed rates (per microsecond) so kernel_time is a few float operations.
@@ -117,14 +121,14 @@ class CostModel:
     def host(self, phase: str) -> float:
         """Microseconds the host spends in ``phase`` (one of ``HOST_PHASES``)."""
         try:
-            return self._host[phase]
+            return self.host_us[phase]
         except KeyError:
             raise InvalidArgumentError(
-                f"unknown host phase {phase!r}; known phases: {', '.join(self._host)}") from None
+                f"unknown host phase {phase!r}; known phases: {', '.join(self.host_us)}") from None
 
     def host_phases(self) -> dict[str, float]:
         """Phase name -> microseconds, after overrides."""
-        return dict(self._host)
+        return dict(self.host_us)
 
     def host_api(self, api: str) -> HostApiTiming | None:
         """Measured host timing of ``api``: the calibration's, else the built-in defaults' (None: neither has it)."""
@@ -151,7 +155,6 @@ class CostModel:
         key = (op_type, core, flops, nbytes, block_dim, signature, itemsize)
         hit = self._memo.get(key)
         if hit is None:
-            from opsim.device.predictor import predict
             if len(self._memo) >= _MEMO_LIMIT:
                 self._memo.clear()
             hit = self._memo[key] = predict(self, op_type, core, flops, nbytes, block_dim, signature, itemsize)
@@ -211,7 +214,7 @@ class CostModel:
 
     def table(self) -> list[tuple[str, float, str]]:
         """(name, value, provenance) for every host phase and device parameter, after overrides."""
-        rows = [(k, v, self.provenance[k]) for k, v in self._host.items()]
+        rows = [(k, v, self.provenance[k]) for k, v in self.host_us.items()]
         rows += [(k, v, self.provenance[k]) for k, v in self.params.items()]
         return rows
 
@@ -224,11 +227,9 @@ FAMILY_DEFAULTS_FILE = "family_defaults.yaml"
 def default_family() -> "FamilyModel | None":
     """The built-in family model (opsim/device/family_defaults.yaml, fitted by docs/refit_family.py), loaded once."""
     if not _DEFAULT_FAMILY:
-        from importlib import resources
 
-        import yaml
+        import yaml  # lazy: keeps PyYAML out of importing opsim.device.cost
 
-        from opsim.device.fitted_io import family_from_dict
         ref = resources.files("opsim.device").joinpath(FAMILY_DEFAULTS_FILE)
         model = None
         if ref.is_file():
@@ -249,11 +250,9 @@ def default_fits(soc_name: str) -> FittedTiming | None:
     if soc_name not in DEFAULT_FITS_SOCS:
         return None
     if soc_name not in _DEFAULT_FITS:
-        from importlib import resources
 
-        import yaml
+        import yaml  # lazy: keeps PyYAML out of importing opsim.device.cost
 
-        from opsim.device.fitted_io import fitted_from_dict
         ref = resources.files("opsim.device").joinpath(DEFAULT_FITS_FILE)
         if not ref.is_file():
             _DEFAULT_FITS[soc_name] = None

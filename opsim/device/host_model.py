@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from opsim.device.fitted import HostApiTiming, Measured, Provenance
+from importlib import resources
 
 KINDS = ("phase1", "phase2", "phase2_miss", "phase2_hit")
 #: family -> name stems (matched against the API name without 'aclnn', 'Inplace' and 'Backward'), in order.
@@ -165,9 +166,8 @@ _DEFAULT: list[HostModel] = []
 def default_host_model() -> HostModel:
     """The built-in host model (``opsim/device/host_defaults.yaml``, refitted by docs/refit_host.py), loaded once."""
     if not _DEFAULT:
-        from importlib import resources
 
-        import yaml
+        import yaml  # lazy: keeps PyYAML out of importing opsim.device.host_model
         ref = resources.files("opsim.device").joinpath(HOST_DEFAULTS_FILE)
         data = yaml.safe_load(ref.read_text(encoding="utf-8")) if ref.is_file() else {}
         _DEFAULT.append(HostModel.from_dict(data or {}, name=f"built-in host model ({HOST_DEFAULTS_FILE})"))
@@ -175,7 +175,7 @@ def default_host_model() -> HostModel:
 
 
 def load_host_model(path: str | Path) -> HostModel:
-    import yaml
+    import yaml  # lazy: keeps PyYAML out of importing opsim.device.host_model
     p = Path(path)
     return HostModel.from_dict(yaml.safe_load(p.read_text(encoding="utf-8")) or {}, name=str(p))
 

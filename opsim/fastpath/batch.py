@@ -269,14 +269,16 @@ class Batch:
         """Run the compiled loop, entry by entry, until it stops for good; returns (calls made, the event the
         running thread waits on next or None)."""
         g, th = self.g, self.th
-        arrays = (g, self.gf, self.ht, self.hi, self.st, self.stf, self.sq, self.pl, self.plf, self.pw, self.pn,
-                  self.tk, self.tkf, self.tfree, self.al, self.alf, self.fa, self.fs)
+        ev = layout.EventArrays(g, self.gf, self.ht, self.hi)
+        dev = layout.DeviceArrays(self.st, self.stf, self.sq, self.pl, self.plf, self.pw, self.pn, self.tk, self.tkf,
+                                  self.tfree, self.al, self.alf, self.fa, self.fs)
+        calls = layout.CallArrays(th, self.thf, self.draws, *self.kernel_rest)
         made = 0
         while True:
             type_count = np.zeros(len(self.types.values) + 1, np.int64)
             g[layout.NCALLS] = 0
-            batch_kernel.run(*arrays, type_count, self.ri, self.rf, self.cc, th, self.thf, self.draws,
-                             *self.kernel_rest, self.limits.calls_per_entry)
+            batch_kernel.run(ev, dev, layout.RowArrays(self.ri, self.rf, self.cc, type_count), calls,
+                             self.limits.calls_per_entry)
             made += int(g[layout.NCALLS])
             batch_rows.fold_counts(self, type_count)
             reason = int(g[layout.REASON])

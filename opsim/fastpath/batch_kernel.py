@@ -13,9 +13,12 @@ SimPy path makes it:
 - the allocator: `DeviceMemory.malloc` (first or best fit) and `_release` (merge with both neighbours);
 - the summary's totals: `SummaryStats.device_task`, in record order.
 
-Every function takes the same arrays first: g, gf (int and float scalars), ht, hi (the event heap), st, stf, sq
-(streams and their queues), pl, plf, pw, pn (unit pools and their waiting streams), tk, tkf, tfree (task slots),
-al, alf (allocations; the last row of `al` is the stack of free slots), fa, fs (the free list), type_count.
+The state travels as four NamedTuples of arrays (opsim.fastpath.batch_layout): `ev` (EventArrays: g, gf, the
+int and float scalars; ht, hi, the event heap), `dev` (DeviceArrays: st, stf, sq, streams and their queues; pl,
+plf, pw, pn, unit pools and their waiting streams; tk, tkf, tfree, task slots; al, alf, allocations, the last row
+of `al` the stack of free slots; fa, fs, the free list), `rows` (RowArrays: ri, rf, the record rows; cc, the
+recorder's codes; type_count) and `calls` (CallArrays: the threads and their templates). A function unpacks the
+arrays it reads by name; the small helpers take just those arrays.
 
 Events are ordered as SimPy orders them: (time, priority, event id). The loop stops, leaving every state
 consistent, before the first event it does not own (the barrier) and before any call it cannot replay
@@ -146,13 +149,15 @@ def _tick_end(g, gf, ht, hi, s, dur):
 
 
 @njit(cache=True)
-def _finish(g, gf, ht, hi, st, stf, sq, pl, plf, pw, pn, tk, tkf, tfree, al, alf, fa, fs, type_count, ri, rf, cc,
-            s):
+def _finish(ev, dev, rows, s):
     """Stream._finish of the stream's current task: recorded (a device row, or SummaryStats.device_task's
     totals), its units given back (UnitPool.release: waiting streams granted in order while the first one
     fits); its slot is free again.
 
     Twin of `opsim.device.device.Stream._finish` (and `UnitPool.release`, `SummaryStats.device_task`)."""
+    g, gf, ht, hi = ev
+    st, stf, sq, pl, plf, pw, pn, tk, tkf, tfree, al, alf, fa, fs = dev
+    ri, rf, cc, type_count = rows
     task = st[S_CUR, s]
     now = gf[NOW] + 0.0
     st[S_CUR, s] = -1
@@ -207,11 +212,13 @@ def _finish(g, gf, ht, hi, st, stf, sq, pl, plf, pw, pn, tk, tkf, tfree, al, alf
 
 
 @njit(cache=True)
-def _advance(g, gf, ht, hi, st, stf, sq, pl, plf, pw, pn, tk, tkf, tfree, al, alf, fa, fs, type_count, ri, rf, cc,
-             s):
+def _advance(ev, dev, rows, s):
     """Stream._advance: start queued tasks until one has to wait (for time or units) or the queue is empty.
 
     Twin of `opsim.device.device.Stream._advance` and `_begin` (and `UnitPool.acquire`)."""
+    g, gf, ht, hi = ev
+    st, stf, sq, pl, plf, pw, pn, tk, tkf, tfree, al, alf, fa, fs = dev
+    ri, rf, cc, type_count = rows
     if st[S_CUR, s] >= 0:
         return
     while st[S_QN, s] > 0:
@@ -269,16 +276,17 @@ def _advance(g, gf, ht, hi, st, stf, sq, pl, plf, pw, pn, tk, tkf, tfree, al, al
         if tkf[KF_DUR, task] > 0.0 or tk[K_UNITS, task]:
             _tick_end(g, gf, ht, hi, s, tkf[KF_DUR, task])
             return
-        _finish(g, gf, ht, hi, st, stf, sq, pl, plf, pw, pn, tk, tkf, tfree, al, alf, fa, fs, type_count, ri, rf, cc,
-                s)
+        _finish(ev, dev, rows, s)
 
 
 @njit(cache=True)
-def _submit(g, gf, ht, hi, st, stf, sq, tk, tkf, s, task, at):
+def _submit(ev, dev, s, task, at):
     """Stream.submit (the caller checked `at >= now` and the queue's room). True when the stream has to start
     its work now (`_advance`, which the caller runs: one call site keeps the compiled code small).
 
     Twin of `opsim.device.device.Stream.submit`."""
+    g, gf, ht, hi = ev
+    st, stf, sq, pl, plf, pw, pn, tk, tkf, tfree, al, alf, fa, fs = dev
     tk[K_TID, task] = st[S_NEXT, s]
     st[S_NEXT, s] += 1
     tkf[KF_QUEUED, task] = at + 0.0
@@ -331,9 +339,12 @@ def _new_task(g, tk, tkf, tfree, kind, dur, block, op, typ, corr, pool, alloc):
 
 
 @njit(cache=True)
-def _peek(g, gf, st, sq, tk, fs, ri, th, draws, step_nvar, step_var0, var_tpl, tp, durs, t, now, qc, hcap, ncap,
-          mcap, rcap):
+def _peek(ev, dev, rows, calls, t, now, qc, hcap, ncap, mcap, rcap):
     """0 when thread `t`'s next call can be made now, else why not (a stop reason)."""
+    g, gf, ht, hi = ev
+    st, stf, sq, pl, plf, pw, pn, tk, tkf, tfree, al, alf, fa, fs = dev
+    ri, rf, cc, type_count = rows
+    th, thf, draws, step_nvar, step_var0, var_tpl, tp, tpf, durs, sb, sbf, infos, free_type, free_op = calls
     if th[T_J, t] == 0 and th[T_I, t] >= th[T_COUNT, t]:
         return R_LOOP_END
     k = th[T_BODY0, t] + th[T_J, t]
@@ -375,9 +386,12 @@ def _peek(g, gf, st, sq, tk, fs, ri, th, draws, step_nvar, step_var0, var_tpl, t
 
 
 @njit(cache=True)
-def _workspace(g, ri, rf, cc, al, alf, fa, fs, size, at):
+def _workspace(ev, dev, rows, size, at):
     """run_op's workspace malloc of `size` bytes at `at` (DeviceMemory.malloc with its memory row): the
     allocation's row."""
+    g, gf, ht, hi = ev
+    st, stf, sq, pl, plf, pw, pn, tk, tkf, tfree, al, alf, fa, fs = dev
+    ri, rf, cc, type_count = rows
     need = (size + ALIGNMENT - 1) // ALIGNMENT * ALIGNMENT
     addr = _malloc(g, fa, fs, need)
     if g[REC]:
@@ -395,11 +409,14 @@ def _workspace(g, ri, rf, cc, al, alf, fa, fs, size, at):
 
 
 @njit(cache=True)
-def _call(g, gf, ht, hi, st, stf, sq, pl, plf, pw, pn, tk, tkf, tfree, al, alf, fa, fs, type_count, ri, rf, cc, th,
-          thf, draws, step_nvar, step_var0, var_tpl, tp, tpf, durs, sb, sbf, infos, free_type, free_op, t, now):
+def _call(ev, dev, rows, calls, t, now):
     """Thread `t`'s next call, replayed from its template at `now`, and the thread's resume at its end.
 
     Twin of `opsim.fastpath.hit_replay.replay` with run_op's workspace and `FastEnvironment.advance`."""
+    g, gf, ht, hi = ev
+    st, stf, sq, pl, plf, pw, pn, tk, tkf, tfree, al, alf, fa, fs = dev
+    ri, rf, cc, type_count = rows
+    th, thf, draws, step_nvar, step_var0, var_tpl, tp, tpf, durs, sb, sbf, infos, free_type, free_op = calls
     if th[T_J, t] == 0:
         th[T_STEPNO, t] += 1
         _instant(g, ri, rf, th, t, 0, now)
@@ -429,7 +446,7 @@ def _call(g, gf, ht, hi, st, stf, sq, pl, plf, pw, pn, tk, tkf, tfree, al, alf, 
     g[GCALL] += 1
     a = -1
     if size > 0:  # run_op's workspace: malloc at the framework clock's time, then its stream-ordered free
-        a = _workspace(g, ri, rf, cc, al, alf, fa, fs, size, now + tpf[PF_C0, p])
+        a = _workspace(ev, dev, rows, size, now + tpf[PF_C0, p])
     if tp[P_TAG, p]:  # the runner's call tagging (`pre_call`): this call's step and variant
         n = _row(g, RK_TAG)
         ri[RK_TAG, 0, n] = corr
@@ -458,9 +475,8 @@ def _call(g, gf, ht, hi, st, stf, sq, pl, plf, pw, pn, tk, tkf, tfree, al, alf, 
                 at += durs[d0 + i]
             task = _new_task(g, tk, tkf, tfree, sb[B_KIND, b], sbf[BF_DUR, b], sb[B_BLOCK, b], sb[B_OP, b],
                              sb[B_TYPE, b], corr, sb[B_POOL, b], -1)
-        if _submit(g, gf, ht, hi, st, stf, sq, tk, tkf, s, task, at):
-            _advance(g, gf, ht, hi, st, stf, sq, pl, plf, pw, pn, tk, tkf, tfree, al, alf, fa, fs, type_count,
-                     ri, rf, cc, s)
+        if _submit(ev, dev, s, task, at):
+            _advance(ev, dev, rows, s)
     thf[TF_BUSY, t] += tpf[PF_BUSY, p]
     if g[REC]:
         at = now
@@ -489,9 +505,12 @@ def _call(g, gf, ht, hi, st, stf, sq, pl, plf, pw, pn, tk, tkf, tfree, al, alf, 
 
 
 @njit(cache=True)
-def run(g, gf, ht, hi, st, stf, sq, pl, plf, pw, pn, tk, tkf, tfree, al, alf, fa, fs, type_count, ri, rf, cc,
-        th, thf, draws, step_nvar, step_var0, var_tpl, tp, tpf, durs, sb, sbf, infos, free_type, free_op, max_calls):
+def run(ev, dev, rows, calls, max_calls):
     """Run the event loop until it has to stop; g[REASON] and g[RTH] say why (and for which thread)."""
+    g, gf, ht, hi = ev
+    st, stf, sq, pl, plf, pw, pn, tk, tkf, tfree, al, alf, fa, fs = dev
+    ri, rf, cc, type_count = rows
+    th, thf, draws, step_nvar, step_var0, var_tpl, tp, tpf, durs, sb, sbf, infos, free_type, free_op = calls
     qc = sq.shape[1]
     hcap = ht.shape[0]
     ncap = tfree.shape[0]
@@ -524,23 +543,18 @@ def run(g, gf, ht, hi, st, stf, sq, pl, plf, pw, pn, tk, tkf, tfree, al, alf, fa
                     _instant(g, ri, rf, th, t, 1, now)
                     th[T_J, t] = 0
                     th[T_I, t] += 1
-            reason = R_LIMIT if g[NCALLS] >= max_calls else _peek(
-                g, gf, st, sq, tk, fs, ri, th, draws, step_nvar, step_var0, var_tpl, tp, durs, t, now, qc, hcap, ncap,
-                mcap, rcap)
+            reason = R_LIMIT if g[NCALLS] >= max_calls else _peek(ev, dev, rows, calls, t, now, qc, hcap, ncap, mcap,
+                                                                  rcap)
             if reason:  # the thread goes on later, or in SimPy, from this very event
                 push(g, ht, hi, t0, p0, e0, EV_RESUME, t)
                 g[REASON] = reason
                 g[RTH] = t
                 return
-            _call(g, gf, ht, hi, st, stf, sq, pl, plf, pw, pn, tk, tkf, tfree, al, alf, fa, fs, type_count, ri, rf, cc,
-                  th, thf, draws, step_nvar, step_var0, var_tpl, tp, tpf, durs, sb, sbf, infos, free_type, free_op, t,
-                  now)
+            _call(ev, dev, rows, calls, t, now)
         else:  # a stream's wake-up (Stream._advance with its tick) or its task's end (Stream._finish with its tick)
             if kind == EV_WAKE:
                 stf[SF_WAKE, idx] = np.inf
             else:
-                _finish(g, gf, ht, hi, st, stf, sq, pl, plf, pw, pn, tk, tkf, tfree, al, alf, fa, fs, type_count, ri,
-                        rf, cc, idx)
+                _finish(ev, dev, rows, idx)
             if st[S_CUR, idx] < 0:
-                _advance(g, gf, ht, hi, st, stf, sq, pl, plf, pw, pn, tk, tkf, tfree, al, alf, fa, fs, type_count,
-                         ri, rf, cc, idx)
+                _advance(ev, dev, rows, idx)

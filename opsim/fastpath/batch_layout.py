@@ -2,8 +2,11 @@
 record kinds, the stop reasons, and the constants the compiled loop repeats from the Python model.
 
 Each name is a row index (or a size) of one array; `batch_state` and `batch_rows` fill and read the arrays with
-them, and the compiled loop reads them as compile-time constants.
+them, and the compiled loop reads them as compile-time constants. The arrays travel to the compiled loop as four
+NamedTuples (Numba passes them as structs): `EventArrays`, `DeviceArrays`, `RowArrays` and `CallArrays`.
 """
+from typing import Any, NamedTuple
+
 # g: int64 scalars
 (HN, EID, CORR, SEQ, CALLS, PEAK_WS, HITS, INSTANTS, NALLOC, NFREE, FN, IN_USE, PEAK, REASON, RTH, TFREE, AFREE,
  GCALL, BEST_FIT, BAR_P, BAR_E, HAS_BAR, NCALLS, REC, FOLD_OK, HGROUPED, HEXTRA, NROWS) = range(28)
@@ -80,3 +83,67 @@ HOST_FUNC = 8  # TaskKind.HOST_FUNC
 AI_CORE, AI_VECTOR = 0, 1
 ALIGNMENT = 512  # opsim.device.memory.ALIGNMENT
 NDRAW = 4096  # opsim.scenario.workload._BATCH
+
+
+class EventArrays(NamedTuple):
+    """The batch's scalars and SimPy's event heap."""
+
+    g: Any
+    """int64 scalars (rows HN ... NROWS + kind)."""
+    gf: Any
+    """float64 scalars (NOW, DEV_END, BAR_T)."""
+    ht: Any
+    """Event times of the heap."""
+    hi: Any
+    """hi[H_P / H_E / H_KIND / H_IDX, slot]: priority, event id, kind and index of each heap entry."""
+
+
+class DeviceArrays(NamedTuple):
+    """The device model's state: streams and their queues, unit pools and their waiting streams, task slots and
+    the workspace allocator (its allocations and free list)."""
+
+    st: Any
+    stf: Any
+    sq: Any
+    pl: Any
+    plf: Any
+    pw: Any
+    pn: Any
+    tk: Any
+    tkf: Any
+    tfree: Any
+    al: Any
+    """al[field, alloc]; its last row is the stack of free slots."""
+    alf: Any
+    fa: Any
+    fs: Any
+
+
+class RowArrays(NamedTuple):
+    """What the loop records: rows for the recorder (a full trace), the recorder's codes, and the summary's task
+    counts per type (a summary-only run)."""
+
+    ri: Any
+    rf: Any
+    cc: Any
+    type_count: Any
+
+
+class CallArrays(NamedTuple):
+    """The host threads and what their calls replay: the loops' steps and variants, the templates, their span
+    durations and submitted tasks, their tensor descriptions, and the workspace free's op and task type codes."""
+
+    th: Any
+    thf: Any
+    draws: Any
+    step_nvar: Any
+    step_var0: Any
+    var_tpl: Any
+    tp: Any
+    tpf: Any
+    durs: Any
+    sb: Any
+    sbf: Any
+    infos: Any
+    free_type: int
+    free_op: int

@@ -31,11 +31,13 @@ from opsim.opdev.aicpu.launcher import AiCpuKernelLauncher
 from opsim.opdev.aicpu.task import AicpuCCTask
 from opsim.opdev.launchers import AiCoreKernelLauncher
 from opsim.opdev.op_exec_cache import args_snapshot
-from opsim.opdev.thread_local import A_CALL, A_SPAN, A_SUBMIT, OpConfigInfo, OpLogInfo
+from opsim.opdev.thread_local import A_CALL, A_SPAN, A_SUBMIT, CacheEventAt, OpConfigInfo, OpLogInfo
 from opsim.fastpath.hit_replay import (captured_settings, host_replay, library_fn, lookup, memoised_key, plain,
                                       plain_task, record_infos, replay_workspace, store, workspace_fits)
 
 if TYPE_CHECKING:
+    from opsim.opdev.process import ProcessContext
+    from opsim.opdev.thread_local import ThreadLocalContext
     from opsim.runtime.host_thread import HostThread  # (the layer above: a type-only back-reference)
 
 _tensor_fields = attrgetter("view_shape", "strides", "storage_shape", "dtype", "view_offset", "view_format",
@@ -45,9 +47,9 @@ _tensor_fields = attrgetter("view_shape", "strides", "storage_shape", "dtype", "
 description, AI CPU shapes), in one C call."""
 
 _KERNEL_KINDS = frozenset((TaskKind.AI_CORE, TaskKind.AI_VECTOR, TaskKind.AI_CPU))
-_EXEC_CALLBACK = "l2_dfx_phase_1.<locals>.<lambda>"
-_AICPU_CALLBACK = "_cache_event.<locals>.<lambda>"
 _PHASE_1 = "L2 phase1 entry"
+_REPLAYED_EVENTS = frozenset((("exec", "miss"), ("aicpu", "hit")))
+"""The (cache, kind) of the cache records a full call's template replays."""
 
 
 class Pending:
@@ -64,13 +66,13 @@ class CallTemplate:
                  "ops", "durs", "busy", "submits", "events", "infos", "pre_call", "size", "clocks")
 
 
-def _fingerprint(ctx: Any) -> tuple:
+def _fingerprint(ctx: ThreadLocalContext) -> tuple:
     """The opbase state a plain full call leaves as it found it (compared by value, objects by identity): the
     thread's cache state, its PTA / overflow / pool fields, the process's AI CPU spaces and globals, DFX
     outputs, warnings and the recorder's correlation counter."""
     p = ctx.process
     m = ctx.op_cache_manager
-    mgr = None if m is None else (m, len(m.container), len(m._slots), m._next_slot, m.evictions, len(m.hash_map),
+    mgr = None if m is None else (m, len(m.container), *m.slot_state(), m.evictions, len(m.hash_map),
                                   next(reversed(m.container), None))
     spaces = tuple((s, s.task_count, s.live_launchers, s.has_init, len(s.hash_map))
                    for s in p.aicpu_spaces.values())
@@ -108,18 +110,10 @@ def launchers_of(pre: Pending, executor: Any) -> None:
 
 def _event(fn: Any) -> tuple | None:
     """(cache, kind, op, seed, detail) of a recorded-cache-event callback of a full call: the exec-cache miss
-    of phase 1 or an AI CPU task-cache hit; None for any other callback."""
-    qual = getattr(fn, "__qualname__", "")
-    if qual != _EXEC_CALLBACK and qual != _AICPU_CALLBACK:
+    of phase 1 or an AI CPU task-cache hit (each a `CacheEventAt`); None for any other callback."""
+    if type(fn) is not CacheEventAt or (fn.cache, fn.kind) not in _REPLAYED_EVENTS:
         return None
-    code = fn.__code__
-    cells = dict(zip(code.co_freevars, (c.cell_contents for c in fn.__closure__ or ())))
-    if qual == _EXEC_CALLBACK:
-        api = cells.get("api_name")
-        return ("exec", "miss", api, 0, "") if "miss" in code.co_consts and type(api) is str else None
-    if cells.get("kind") != "hit" or not {"op", "seed", "detail"} <= cells.keys():
-        return None
-    return "aicpu", "hit", cells["op"], cells["seed"], cells["detail"]
+    return fn.cache, fn.kind, fn.op, fn.seed, fn.detail
 
 
 def _aicpu_task(launcher: Any, inputs: tuple, args: tuple, owned: tuple, stream: Any) -> tuple | None:
@@ -172,7 +166,7 @@ def capture(thread: HostThread, pre: Pending, gws: Any, run: Any, args: tuple, s
         return
     key = ctx.key
     m = ctx.op_cache_manager
-    if not key or m is None or key in m._slots or not acts or acts[0][0] != A_SPAN or acts[0][1] != _PHASE_1:
+    if not key or m is None or m.has_key(key) or not acts or acts[0][0] != A_SPAN or acts[0][1] != _PHASE_1:
         return
     if not memoised_key(p, key):
         return
@@ -250,7 +244,7 @@ def find(thread: HostThread, gws: Any, run: Any, args: tuple, stream: Any, api: 
     ctx = thread.ctx
     p = ctx.process
     m = ctx.op_cache_manager
-    if m is not tpl.manager or tpl.key in m._slots or ctx.cache_has_full is not tpl.full or ctx.pool_index != tpl.pool:
+    if m is not tpl.manager or m.has_key(tpl.key) or ctx.cache_has_full is not tpl.full or ctx.pool_index != tpl.pool:
         return None
     if tpl.tasks:
         if p.ge_profiling:
@@ -313,7 +307,7 @@ def replay(thread: HostThread, tpl: CallTemplate, start: float) -> float:
                 task.stream = stream
             task.host_input_placement = list(placement)
             task.launches += 1
-            task._shapes = None
+            task.forget_shapes()
     replay_workspace(p, tpl, start)
     record_infos(rec, corr, tpl.infos)
     thread.calls += 1

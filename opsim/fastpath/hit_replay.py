@@ -17,15 +17,17 @@ from __future__ import annotations
 
 from itertools import accumulate
 from operator import attrgetter
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from opsim.device.task import DeviceTask
 from opsim.opdev import dfx
 from opsim.opdev.op_exec_cache import args_snapshot, fields_unchanged
-from opsim.opdev.thread_local import A_CALL, A_SPAN, A_SUBMIT, OpLogInfo
+from opsim.opdev.thread_local import A_CALL, A_SPAN, A_SUBMIT, CacheEventAt, OpLogInfo
 from opsim.ops.profiled import PROFILED_HOST
 
 if TYPE_CHECKING:
+    from opsim.opdev.process import ProcessContext
+    from opsim.opdev.thread_local import ThreadLocalContext
     from opsim.runtime.host_thread import HostThread  # (the layer above: a type-only back-reference)
 
 TEMPLATES_MAX = 4096
@@ -33,7 +35,6 @@ TEMPLATES_MAX = 4096
 
 _PHASE_1 = ("L2 phase1 entry", "make key", "match cache")
 _PHASE_2 = "L2 phase2 entry"
-_HIT_CALLBACK = "l2_dfx_phase_1.<locals>.<lambda>"
 
 
 class HitTemplate:
@@ -42,6 +43,11 @@ class HitTemplate:
     __slots__ = ("run", "args", "snapshot", "stream", "api", "api_1", "cache", "tasks", "key", "storages",
                  "tensors", "aic", "aiv", "level", "settings", "phases", "ops", "durs", "busy", "hit_at", "submits",
                  "infos", "profiling", "pre_call", "size", "clocks", "rows")
+
+
+def exec_hit_record(fn: Any) -> bool:
+    """`fn` is phase 1's record of an exec-cache hit (l2_dfx_phase_1's `CacheEventAt`)."""
+    return type(fn) is CacheEventAt and fn.cache == "exec" and fn.kind == "hit"
 
 
 def library_fn(fn: Any) -> bool:
@@ -62,7 +68,7 @@ switches = attrgetter(*THREAD_SWITCHES, *(f"process.{name}" for name in PROCESS_
 """The switches of a thread's context and its process, in one C call."""
 
 
-def switched_on(ctx: Any) -> bool:
+def switched_on(ctx: ThreadLocalContext) -> bool:
     """One of `switches` is on."""
     return any(switches(ctx))
 
@@ -73,29 +79,53 @@ SETTINGS = ("aic_num", "aiv_num", "deterministic_level", "strong_consistency", "
 """The process settings a hit (or a repeated phase 2) reads (`record_op_args` and `level2_profiling` are
 properties reading the two profiling flags): equal to a template's captured ones (taken while `plain` held)
 and with no per-call switch on, the path is the template's."""
+
+
+class CapturedSettings(NamedTuple):
+    """SETTINGS and PROCESS_SWITCHES of a process as a template keeps them (taken while `plain` held: the switches
+    all off, the faults table as a copy), each under its attribute's name (a test holds the names together)."""
+
+    aic_num: Any
+    aiv_num: Any
+    deterministic_level: Any
+    strong_consistency: Any
+    cost: Any
+    op_dump: Any
+    numerics: Any
+    exception_dump: Any
+    overflow_dump: Any
+    record_op_arg_flag: Any
+    level2_profiling_flag: Any
+    disable_l2_cache: Any
+    faults: Any
+    report_flag: Any
+    kernel_launch_flag: Any
+
+
 process_settings = attrgetter(*SETTINGS, *PROCESS_SWITCHES)
-"""The settings and the process's switches in one C call: a template keeps them as captured while `plain`
-held (the switches all off; the faults table as a copy), and a call whose values differ in any way is not
-the template's (stricter than `switched_on`)."""
+"""The settings and the process's switches in one C call, in CapturedSettings' order."""
 
 
-def settings_unchanged(p: Any, s: tuple) -> bool:
-    """`process_settings(p) == s`, attribute by attribute and stopping at the first difference (quicker than
-    building the tuple): in the order of SETTINGS, then PROCESS_SWITCHES (a test holds them together)."""
+def settings_unchanged(p: ProcessContext, s: CapturedSettings) -> bool:
+    """Every setting and switch of `p` equals the captured one of the same name, stopping at the first difference
+    (quicker than building a CapturedSettings and comparing); a call whose values differ in any way is not the
+    template's (stricter than `switched_on`)."""
     prof = p.profiling
-    return (p.aic_num == s[0] and p.aiv_num == s[1] and p.deterministic_level == s[2] and p.strong_consistency == s[3]
-            and p.cost == s[4] and p.op_dump == s[5] and p.numerics == s[6] and p.exception_dump == s[7]
-            and p.overflow_dump == s[8] and prof.record_op_arg_flag == s[9] and prof.level2_profiling_flag == s[10]
-            and p.disable_l2_cache == s[11] and p.faults == s[12] and prof.report_flag == s[13]
-            and prof.kernel_launch_flag == s[14])
+    return (p.aic_num == s.aic_num and p.aiv_num == s.aiv_num and p.deterministic_level == s.deterministic_level
+            and p.strong_consistency == s.strong_consistency and p.cost == s.cost and p.op_dump == s.op_dump
+            and p.numerics == s.numerics and p.exception_dump == s.exception_dump
+            and p.overflow_dump == s.overflow_dump and prof.record_op_arg_flag == s.record_op_arg_flag
+            and prof.level2_profiling_flag == s.level2_profiling_flag and p.disable_l2_cache == s.disable_l2_cache
+            and p.faults == s.faults and prof.report_flag == s.report_flag
+            and prof.kernel_launch_flag == s.kernel_launch_flag)
 
 
-def captured_settings(p: Any) -> tuple:
-    """`process_settings` of `p` as a template keeps them: a table (the faults) as a copy of its items."""
-    return tuple(v.copy() if type(v) is dict else v for v in process_settings(p))
+def captured_settings(p: ProcessContext) -> CapturedSettings:
+    """The settings and switches of `p` as a template keeps them: a table (the faults) as a copy of its items."""
+    return CapturedSettings(*(v.copy() if type(v) is dict else v for v in process_settings(p)))
 
 
-def plain(ctx: Any) -> bool:
+def plain(ctx: ThreadLocalContext) -> bool:
     """Nothing makes the hit path do more than the template records (checked once, at capture)."""
     p = ctx.process
     return not (switched_on(ctx) or p.op_dump or (p.numerics and p.device is not None) or p.exception_dump
@@ -110,19 +140,19 @@ def plain_task(dt: DeviceTask) -> tuple | None:
     return dt.kind, dt.duration, dt.block_dim, dt.op_name, dt.task_type
 
 
-def memoised_key(p: Any, key: bytes) -> bool:
+def memoised_key(p: ProcessContext, key: bytes) -> bool:
     """`key` came from the process's phase-1 key memo, i.e. from arguments whose key bytes are fully known
     (what makes a template's argument checks cover its key)."""
     return any(v[1][0] is key for v in p.key_memo.values())
 
 
-def workspace_fits(p: Any, tpl: Any) -> bool:
+def workspace_fits(p: ProcessContext, tpl: Any) -> bool:
     """A template's workspace (none, or `tpl.size` bytes) can be allocated now (else the framework path runs
     and records the failed allocation)."""
     return not tpl.size or p.device.memory.can_malloc(tpl.size)
 
 
-def replay_workspace(p: Any, tpl: Any, start: float) -> None:
+def replay_workspace(p: ProcessContext, tpl: Any, start: float) -> None:
     """run_op's aclrtMalloc of a template's workspace and its stream-ordered free, at the times the framework's
     clock gave them (`tpl.clocks`, from the call's start)."""
     if tpl.size:
@@ -177,7 +207,7 @@ def capture(thread: HostThread, gws: Any, run: Any, args: tuple, stream: Any, ap
         i += 1
     hit_at = len(durs)
     if rec.enabled:
-        if i >= n or acts[i][0] != A_CALL or getattr(acts[i][1], "__qualname__", "") != _HIT_CALLBACK:
+        if i >= n or acts[i][0] != A_CALL or not exec_hit_record(acts[i][1]):
             return
         i += 1
     spans = [("rt malloc", p1), (_PHASE_2, api)] if size else [(_PHASE_2, api)]
@@ -266,7 +296,7 @@ def find(thread: HostThread, gws: Any, run: Any, args: tuple, stream: Any, api: 
     p = ctx.process
     cache = tpl.cache
     m = ctx.op_cache_manager
-    slot = m._slots.get(tpl.key) if m is not None else None
+    slot = m.slot_of(tpl.key) if m is not None else None
     if (slot is None or m.container[slot][1] is not cache or cache.key != tpl.key or not cache.can_use(tpl.api_1)
             or cache.tasks is not tpl.tasks):
         return None
@@ -308,7 +338,7 @@ def keep_rows(rec: Any, thread: HostThread, tpl: HitTemplate) -> None:
     tpl.rows = rec.hit_rows(thread.name, tpl.phases, tpl.ops, tpl.durs, tpl.api, tpl.api_1, tpl.infos) or False
 
 
-def enter_phase_1(ctx: Any, tpl: HitTemplate, seq: int) -> None:
+def enter_phase_1(ctx: ThreadLocalContext, tpl: HitTemplate, seq: int) -> None:
     """Phase 1's TLS writes on a hit: log info and config, key and L2 lists (the current op is phase 1's API
     name until phase 2 names its own, which nothing here reads in between)."""
     ctx.current_op = tpl.api
@@ -327,7 +357,7 @@ def enter_phase_1(ctx: Any, tpl: HitTemplate, seq: int) -> None:
     ctx.l2_tensor_list = tpl.tensors
 
 
-def enter_phase_2(ctx: Any, tpl: HitTemplate, seq: int) -> None:
+def enter_phase_2(ctx: ThreadLocalContext, tpl: HitTemplate, seq: int) -> None:
     """Phase 2's TLS writes: the log info restored from the wrapper's copy, the profiling ids of the last
     recorded task."""
     ctx.log_info = OpLogInfo(tpl.api_1, None, seq)
@@ -340,13 +370,14 @@ def cache_run_effects(tasks: list) -> tuple[tuple, tuple | None]:
     return tuple((t.op_name, t.info) for t in tasks if t.info is not None), tasks[-1].profiling if tasks else None
 
 
-def apply_cache_run(ctx: Any, rec: Any, corr: int, infos: tuple, profiling: tuple | None) -> None:
+def apply_cache_run(ctx: ThreadLocalContext, rec: Any, corr: int, infos: tuple,
+                    profiling: tuple | None) -> None:
     """Those effects again."""
     set_profiling_ids(ctx, profiling)
     record_infos(rec, corr, infos)
 
 
-def set_profiling_ids(ctx: Any, profiling: tuple | None) -> None:
+def set_profiling_ids(ctx: ThreadLocalContext, profiling: tuple | None) -> None:
     """What `report_replayed_task` leaves with profiling reports off: the two TLS ids of the last recorded
     task (none: unchanged)."""
     if profiling is not None:

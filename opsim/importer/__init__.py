@@ -12,6 +12,11 @@ from pathlib import Path
 from typing import Any, Callable
 
 from opsim.importer.report import ImportReport
+import gc
+import re
+import sys
+from opsim.errors import ProfileFormatError, ScenarioError
+from opsim.outputs import write_text_atomic
 
 REPORT_SUFFIX = ".import-report.json"
 """The report is written next to the scenario: `scenario.yaml` -> `scenario.import-report.json`."""
@@ -41,7 +46,6 @@ def import_profile(path: str | Path, *, name: str | None = None, progress: bool 
     `progress` shows a bar on stderr while a long trace is read (on a terminal, after one second).
     `device_hook(calls, view, report)` may rewrite the device tasks before the scenario is built (a job import
     turns HCCL ops into collectives); `calibration` False skips fitting the profile's calibration."""
-    import gc
     enabled = gc.isenabled()
     gc.disable()  # hundreds of thousands of acyclic records: collections would only rescan them
     try:
@@ -53,9 +57,11 @@ def import_profile(path: str | Path, *, name: str | None = None, progress: bool 
 
 def _import(path: str | Path, name: str | None, progress: bool, device_hook: Any = None,
             with_calibration: bool = True) -> ImportResult:
-    from opsim.errors import ProfileFormatError
+    # lazy: keeps numpy, ijson, sqlite3, decimal out of importing opsim.importer
     from opsim.importer.calls import read_calls
+    # lazy: keeps numpy, ijson, sqlite3, decimal out of importing opsim.importer
     from opsim.importer.scenario import build_scenario
+    # lazy: keeps numpy, ijson, sqlite3, decimal out of importing opsim.importer
     from opsim.ingest import locate_profile, read_trace_view
     files = locate_profile(path)
     if files.trace_view is None:
@@ -77,7 +83,9 @@ def _import(path: str | Path, name: str | None, progress: bool, device_hook: Any
                                  "AscendCL@aclopCompileAndExecute events); profile with the NPU activity at "
                                  "profiler_level Level1 or higher (Level0 records no AscendCL events)")
     if files.kernel_details is not None:
+        # lazy: keeps numpy, ijson, sqlite3, decimal out of importing opsim.importer
         from opsim.importer.calls import join_kernel_details
+        # lazy: keeps numpy, ijson, sqlite3, decimal out of importing opsim.importer
         from opsim.ingest import read_kernels
         report.figures["kernel_details_joined"] = join_kernel_details(
             calls, read_kernels(files.kernel_details, keep_raw=False, shapeless=True), report)
@@ -87,6 +95,7 @@ def _import(path: str | Path, name: str | None, progress: bool, device_hook: Any
     scenario = build_scenario(calls, report, view=view, name=label, source=files.trace_view.name)
     calibration = None
     if files.kernel_details is not None and with_calibration:
+        # lazy: keeps numpy, ijson, sqlite3, SimPy, decimal out of importing opsim.importer
         from opsim.calibration import calibrate
         calibration = calibrate(path)
     return ImportResult(scenario=scenario, report=report, calibration=calibration)
@@ -96,7 +105,7 @@ def _kernels_only(files: Any, name: str | None) -> ImportResult:
     """A profile without a host trace: its kernel table replayed on the device side (not the SQLite export)."""
     from opsim.errors import ProfileFormatError
     from opsim.importer.kernels_only import build_kernels_only
-    from opsim.ingest import read_kernels
+    from opsim.ingest import read_kernels  # lazy: keeps numpy, ijson, sqlite3, decimal out of importing opsim.importer
     source = files.kernel_sources[0]
     if source == files.db:
         raise ProfileFormatError(f"{source}: opsim import does not replay torch_npu's SQLite export yet (opsim "
@@ -110,10 +119,9 @@ def _kernels_only(files: Any, name: str | None) -> ImportResult:
 
 def _progress(enabled: bool):
     """(update(bytes_read, total), close) of a byte-count bar on stderr, only on a terminal."""
-    import sys
     if not enabled or not sys.stderr.isatty():
         return None, lambda: None
-    from tqdm import tqdm
+    from tqdm import tqdm  # lazy: keeps tqdm out of importing opsim.importer
     bar = tqdm(total=0, unit="B", unit_scale=True, delay=1.0, file=sys.stderr, dynamic_ncols=True, leave=False,
                desc="reading trace")
     last = [0]
@@ -128,7 +136,6 @@ def _progress(enabled: bool):
 
 
 def _default_name(path: Path) -> str:
-    import re
     stem = path.parent.parent.name if path.parent.name == "ASCEND_PROFILER_OUTPUT" else path.stem
     cleaned = re.sub(r"[^A-Za-z0-9_.\-]", "_", stem) or "imported"
     return cleaned if cleaned[0].isalpha() or cleaned[0] == "_" else "p_" + cleaned
@@ -136,7 +143,7 @@ def _default_name(path: Path) -> str:
 
 def write_import(result: ImportResult, out: str | Path) -> ImportResult:
     """Write the scenario YAML, its import report and (with a kernel table) its calibration next to it."""
-    import yaml
+    import yaml  # lazy: keeps PyYAML out of importing opsim.importer
     out = Path(out)
     _validate_before_writing(result.scenario, out)
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -149,7 +156,6 @@ def write_import(result: ImportResult, out: str | Path) -> ImportResult:
     header = ("# Imported by `opsim import` from a real profile. Replay: opsim run " + out.name +
               " --profiler-output\n# Profiled ops (profiled_ops) carry the recorded launch lists and host times; "
               "sleeps are the recorded host gaps.\n")
-    from opsim.outputs import write_text_atomic
     text = yaml.safe_dump(result.scenario, sort_keys=False, width=120, default_flow_style=None)
     write_text_atomic(out, header + text)
     result.scenario_path = out
@@ -160,8 +166,7 @@ def write_import(result: ImportResult, out: str | Path) -> ImportResult:
 def _validate_before_writing(scenario: dict, out: Path) -> None:
     """The scenario `opsim validate` would accept, or nothing is written: a profile can hold names opsim cannot
     replay (a thread named like the task-queue thread, API names with control characters or path parts)."""
-    from opsim.errors import ProfileFormatError, ScenarioError
-    from opsim.scenario.loader import validate
+    from opsim.scenario.loader import validate  # lazy: keeps numpy, SimPy, PyYAML out of importing opsim.importer
     try:
         validate({k: v for k, v in scenario.items() if k != "calibration"}, environ={})
     except ScenarioError as exc:
@@ -172,6 +177,7 @@ def _validate_before_writing(scenario: dict, out: Path) -> None:
 def import_job(path: str | Path, *, name: str | None = None, progress: bool = False) -> ImportResult:
     """A folder of several `*_ascend_pt` (one per rank of a job) as ONE multi-rank scenario
     (opsim.importer.job_scenario)."""
+    # lazy: keeps numpy, ijson, sqlite3, SimPy, decimal out of importing opsim.importer
     from opsim.importer.job_scenario import build_job
     label = name or _default_name(Path(path) / "ASCEND_PROFILER_OUTPUT" / "trace_view.json")
     scenario, report, calibration = build_job(path, name=label, progress=progress, import_rank=import_profile)
@@ -182,6 +188,7 @@ def import_ranks(path: str | Path, out: str | Path, *, name: str | None = None,
                  progress: bool = False) -> list[ImportResult]:
     """A folder of several `*_ascend_pt` (one per rank): each rank imported on its own and written next to
     `out` as `<out stem>_<rank dir><suffix>` (ranks are not yet replayed together)."""
+    # lazy: keeps numpy, ijson, sqlite3, decimal out of importing opsim.importer
     from opsim.ingest.locate import rank_dirs
     out = Path(out)
     results = []

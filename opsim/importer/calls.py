@@ -25,8 +25,10 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from opsim.importer.device_tasks import collect
 from opsim.importer.report import ImportReport
 from opsim.ingest import TraceEvent, TraceView
+from opsim.ingest.trace_view import innermost_at
 
 ACLOP_CALL = "aclopCompileAndExecute"
 SYNC_APIS = {"aclrtSynchronizeStream": "stream", "aclrtSynchronizeStreamWithTimeout": "stream",
@@ -175,9 +177,26 @@ def _task_id(e: TraceEvent) -> int | None:
 def read_calls(view: TraceView, report: ImportReport) -> ProfileCalls:
     """The calls, syncs and steps of a trace (see the module docstring)."""
     acl = view.acl_api_events()
-    by_thread: dict[Any, list[TraceEvent]] = {}
-    for a in acl:
-        by_thread.setdefault(a.event.tid, []).append(a.event)
+    dequeues, enqueues, consumer = _queue_events(view, report)
+    # phase-2 events and the host events nested in them (for launch links)
+    phase2 = sorted((a.event for a in acl if a.kind == "phase2" or a.api == ACLOP_CALL), key=lambda e: (e.ts, e.index))
+    p2_by_thread: dict[Any, list[TraceEvent]] = {}
+    for e in phase2:
+        p2_by_thread.setdefault(e.tid, []).append(e)
+    kernels_of, placed, outside = _kernels_by_call(view, p2_by_thread)
+    calls, used_p2 = _queued_calls(enqueues, dequeues, p2_by_thread, kernels_of, report)
+    calls += _direct_calls(phase2, used_p2, consumer, kernels_of, report)
+    calls.sort(key=lambda c: (c.start_ns, c.phase2.index))
+    _attach_phase1(calls, acl, report)
+    _attach_framework_flows(view, calls, placed)
+    device = _other_device_tasks(view, outside, placed, report, _issuer(dequeues, enqueues, consumer))
+    syncs = _syncs_and_host_apis(acl, consumer, report)
+    return _profile_calls(view, calls, syncs, consumer, device)
+
+
+def _queue_events(view: TraceView, report: ImportReport) -> tuple[dict, list[TraceEvent], Any]:
+    """(Dequeue by correlation id, Enqueues in time order, the task-queue consumer thread): torch_npu's task queue
+    as the trace shows it; malformed ids and a second consumer are reported."""
     dequeues = {_correlation(e): e for e in view.events
                 if e.name.startswith("Dequeue") and _correlation(e) is not None}
     enqueues = sorted((e for e in view.events if e.name.startswith("Enqueue") and _correlation(e) is not None),
@@ -192,18 +211,15 @@ def read_calls(view: TraceView, report: ImportReport) -> ProfileCalls:
     if len(deq_by_thread) > 1:
         report.warn("dequeue on a second consumer thread", sum(len(v) for t, v in deq_by_thread.items()
                                                               if t != consumer))
+    return dequeues, enqueues, consumer
 
-    # phase-2 events and the host events nested in them (for launch links)
-    phase2 = [a.event for a in acl if a.kind == "phase2" or a.api == ACLOP_CALL]
-    phase2.sort(key=lambda e: (e.ts, e.index))
-    p2_by_thread: dict[Any, list[TraceEvent]] = {}
-    for e in phase2:
-        p2_by_thread.setdefault(e.tid, []).append(e)
-    p2_starts = {t: [e.ts for e in v] for t, v in p2_by_thread.items()}
 
+def _kernels_by_call(view: TraceView, p2_by_thread: dict[Any, list[TraceEvent]]) -> tuple[dict, set, list]:
+    """(phase-2 event index -> its kernels, indices of the kernels placed so, (host event, device task) of the
+    launches outside every call), from the trace's launch links."""
     kernels_of: dict[int, list[Kernel]] = {}
     placed: set[int] = set()
-    outside: list[tuple[TraceEvent, TraceEvent]] = []  # (host event, device task) launched outside the calls
+    outside: list[tuple[TraceEvent, TraceEvent]] = []
     for link, owner in _owners(view.launch_links(), p2_by_thread):
         if owner is None:
             outside += [(link.host, k) for k in link.kernels]
@@ -214,9 +230,15 @@ def read_calls(view: TraceView, report: ImportReport) -> ProfileCalls:
             placed.add(k.index)
             kernels_of.setdefault(owner.index, []).append(
                 Kernel(k.name, view.stream_id(k) or 0, k.ts, k.dur, _task_type(k), task_id=_task_id(k)))
+    return kernels_of, placed, outside
+
+
+def _queued_calls(enqueues: list[TraceEvent], dequeues: dict, p2_by_thread: dict[Any, list[TraceEvent]],
+                  kernels_of: dict, report: ImportReport) -> tuple[list[Call], set[int]]:
+    """The queued calls (Enqueue -> Dequeue -> the phase 2 inside the dequeue) and the phase-2 events they use."""
+    p2_starts = {t: [e.ts for e in v] for t, v in p2_by_thread.items()}
     calls: list[Call] = []
     used_p2: set[int] = set()
-    # queued calls: Enqueue -> Dequeue -> phase 2 inside the dequeue
     for enq in enqueues:
         deq = dequeues.get(_correlation(enq))
         if deq is None:
@@ -241,7 +263,13 @@ def read_calls(view: TraceView, report: ImportReport) -> ProfileCalls:
     orphans = sum(1 for c in dequeues if c not in enqueued)
     if orphans:
         report.warn("Dequeue without its Enqueue (issuing thread unknown, not replayed)", orphans)
-    # direct calls: phase 2 on the issuing thread itself
+    return calls, used_p2
+
+
+def _direct_calls(phase2: list[TraceEvent], used_p2: set[int], consumer: Any, kernels_of: dict,
+                  report: ImportReport) -> list[Call]:
+    """The direct calls: phase 2 on the issuing thread itself (not one a queued call used)."""
+    calls = []
     for e in phase2:
         if e.index in used_p2:
             continue
@@ -250,21 +278,27 @@ def read_calls(view: TraceView, report: ImportReport) -> ProfileCalls:
                         example=e.name)
             continue
         calls.append(_call(e, e.tid, e.ts, e.end, False, None, kernels_of))
-    calls.sort(key=lambda c: (c.start_ns, c.phase2.index))
+    return calls
 
-    _attach_phase1(calls, acl, report)
-    _attach_framework_flows(view, calls, placed)
-    from opsim.importer.device_tasks import collect
+
+def _other_device_tasks(view: TraceView, outside: list, placed: set[int], report: ImportReport, issuer: Any) -> Any:
+    """The device tasks of no call (launched outside every call, or without a launch link), each noted;
+    `issuer` finds the Enqueue of a task-queue thread's launching event (`_issuer`)."""
     launched, seen = [], set(placed)
     for h, k in outside:
         if k.index not in seen:
             seen.add(k.index)
             launched.append((h, k))
-    device = collect(view, launched, [k for k in view.device_kernels() if k.index not in seen],
-                     _issuer(dequeues, enqueues, consumer))
+    device = collect(view, launched, [k for k in view.device_kernels() if k.index not in seen], issuer)
     for item in device.items:
         how = "launched outside an ACLNN call" if item.host_tid is not None else "without a launch link"
         report.note(f"device task {how}, replayed as a {item.kind} task", 1)
+    return device
+
+
+def _syncs_and_host_apis(acl: list, consumer: Any, report: ImportReport) -> list[Sync]:
+    """The synchronisations of the issuing threads; every other AscendCL event is noted (known host-only APIs)
+    or warned about (unknown ones), as host time kept between calls."""
     syncs = [Sync(SYNC_APIS[a.api], a.event.tid, a.event.ts, a.event.end) for a in acl
              if a.api in SYNC_APIS and a.event.tid != consumer]
     for a in acl:
@@ -276,7 +310,12 @@ def read_calls(view: TraceView, report: ImportReport) -> ProfileCalls:
             report.note(f"AscendCL@{a.api}: launches the device tasks replayed in its place", 1)
         else:
             report.warn("unknown AscendCL event kept as host time between calls", 1, example=a.api)
+    return syncs
 
+
+def _profile_calls(view: TraceView, calls: list[Call], syncs: list[Sync], consumer: Any, device: Any) -> ProfileCalls:
+    """The calls and syncs with the profile's steps, threads in order of appearance, origin and streams (the
+    calls' streams first)."""
     steps = sorted((int(m.group(1)), e.ts, e.end) for e in view.events
                    if e.dur > 0 and (m := _STEP_RE.match(e.name)))
     threads: list[Any] = []
@@ -320,7 +359,6 @@ def _issuer(dequeues: dict[int, TraceEvent], enqueues: list[TraceEvent], consume
 def _owners(links: list, p2_by_thread: dict[Any, list[TraceEvent]]) -> list[tuple[Any, TraceEvent | None]]:
     """Each launch link with the phase-2 event of its thread that holds its host event (None: outside every
     call), in the links' order; one sweep per thread over both lists sorted by start."""
-    from opsim.ingest.trace_view import innermost_at
     by_thread: dict[Any, list[int]] = {}
     for i, link in enumerate(links):
         by_thread.setdefault(link.host.tid, []).append(i)

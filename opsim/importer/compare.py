@@ -33,6 +33,7 @@ def _window(view: TraceView) -> tuple[int, int]:
 
 def measure(view: TraceView) -> dict[str, Any]:
     """The figures of one trace, inside its first ProfilerStep."""
+    # lazy: keeps opsim.trace out of importing opsim.importer.compare
     from opsim.trace.ascend_profiler import merge_intervals
     lo, hi = _window(view)
     names = {tid: n for (pid, tid), n in view.thread_names.items()}

@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from opsim.ingest import TraceEvent, TraceView
+import bisect
 
 HCCL_TASK_TYPES = frozenset({"NOTIFY WAIT", "NOTIFY RECORD", "NOTIFY_WAIT", "NOTIFY_RECORD", "WRITE VALUE", "SDMA",
                              "RDMA", "REDUCE_INLINE", "REDUCE INLINE", "COMMUNICATION", "HCCL", "MEMCPY",

@@ -17,6 +17,9 @@ from pathlib import Path
 
 from opsim.errors import ProfileFormatError
 from opsim.ingest.locate import check_regular_file
+import csv
+import io
+from opsim.ingest import read_kernels
 
 MAX_RANK_FOLDERS = 1024
 """Most rank folders a job folder may hold (the scenario's rank limit, opsim.scenario.schema.MAX_RANKS)."""
@@ -147,8 +150,6 @@ def _json(path: Path) -> dict:
 
 
 def _steps(path: Path) -> tuple[str, ...]:
-    import csv
-    import io
     size = check_regular_file(path, "step_trace_time.csv")
     if size > MAX_SMALL_FILE:
         raise ProfileFormatError(f"{path}: {size} bytes; a step_trace_time.csv is a few KB per step")
@@ -164,8 +165,8 @@ def _steps(path: Path) -> tuple[str, ...]:
 
 
 def _soc(path: Path) -> str:
+    # lazy: keeps SimPy out of importing opsim.importer.job
     from opsim.calibration.soc_evidence import match_preset, soc_evidence
-    from opsim.ingest import read_kernels
     return match_preset(soc_evidence(read_kernels(path)))
 
 

@@ -26,16 +26,17 @@ from pathlib import Path
 from typing import Any, Callable
 
 from opsim.errors import ProfileFormatError
-from opsim.importer.job import RankFolder
+from opsim.importer.job import RankFolder, rank_folders
 from opsim.importer.report import LATE_US, ImportReport
-from opsim.calibration.comm_read import CommOp
+from opsim.calibration.comm_read import CommOp, read_communication, read_groups
+from opsim.importer.calls import stream_order
+from opsim.importer.collectives import collapse, read_hccl_ops
 
 
 
 def group_table(folders: list[RankFolder]) -> dict[str, tuple[str, tuple[int, ...]]]:
     """Group hash -> (group name, member ranks), the union over the observed ranks' matrices. The group of
     every rank of the job is named `world`; others `group_<hash % 1000>` (the suffix the op names carry)."""
-    from opsim.calibration.comm_read import read_groups
     members: dict[str, set[int]] = {}
     for f in folders:
         for ghash, ranks in read_groups(f.output / "communication_matrix.json").items():
@@ -174,8 +175,6 @@ def build_job(path: str | Path, *, name: str, progress: bool, import_rank: Calla
     """(scenario, report, calibration) of a job folder: one scenario for all its ranks, each rank read by
     `import_rank` (opsim.importer.import_profile); raises ProfileFormatError naming the folder and field when the
     rank folders disagree."""
-    from opsim.importer.job import rank_folders
-    from opsim.calibration.comm_read import read_communication
     folders = rank_folders(path)
     if not folders:
         raise ProfileFormatError(f"{path}: no *_ascend_pt rank folder; give the folder of a job's rank folders")
@@ -194,8 +193,6 @@ def build_job(path: str | Path, *, name: str, progress: bool, import_rank: Calla
 def _import_rank(f: RankFolder, ops: list[CommOp], groups: dict, report: ImportReport, progress: bool,
                  first: bool, import_rank: Callable[..., Any]) -> dict[str, Any]:
     """One rank imported with its HCCL ops as collective steps."""
-    from opsim.importer.calls import stream_order
-    from opsim.importer.collectives import collapse, read_hccl_ops
     by_name = {o.name: o for o in ops}
     by_hash3 = {_short(h): v for h, v in groups.items()}
     origin: list[int] = []

@@ -15,6 +15,7 @@ from opsim.errors import ProfileFormatError
 from opsim.importer.device_tasks import DEVICE_THREAD, DeviceItem, assign_lanes, step_of
 from opsim.importer.report import ImportReport
 from opsim.trace.step_breakdown import is_communication
+from opsim.ingest.trace_view import us_to_ns
 
 
 def _stream_name(label: Any) -> str:
@@ -30,7 +31,6 @@ COLUMNS = {"name": ("Name", "Op Name"), "core": ("Accelerator Core", "Task Type"
 def _rows(table: Any, source: str) -> list[tuple[int, str, str, int, int, int]]:
     """(line, name, core, stream, start ns, duration ns) of every row, HCCL and shape-less rows included (the
     kernel reader skips those for calibration)."""
-    from opsim.ingest.trace_view import us_to_ns
     header = [h.strip() for h in table.header]
     col = {}
     for key, names in COLUMNS.items():

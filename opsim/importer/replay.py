@@ -3,14 +3,17 @@ from __future__ import annotations
 
 from pathlib import Path
 from typing import Any, Mapping
+from opsim.importer import import_profile, write_import
 
 
 def replay_and_compare(profile: str | Path, out_dir: str | Path, *,
                        overrides: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """`opsim import` then `opsim run --profiler-output`; returns the comparison (opsim.importer.compare)."""
-    from opsim.importer import import_profile, write_import
+    # lazy: keeps numpy, ijson, sqlite3, decimal out of importing opsim.importer.replay
     from opsim.importer.compare import compare
+    # lazy: keeps numpy, ijson, sqlite3, decimal out of importing opsim.importer.replay
     from opsim.ingest import locate_profile
+    # lazy: keeps numpy, SimPy, PyYAML out of importing opsim.importer.replay
     from opsim.scenario.runner import run_scenario
     out = Path(out_dir)
     imported = write_import(import_profile(profile), out / "imported.yaml")

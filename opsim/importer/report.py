@@ -5,6 +5,7 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+from opsim.outputs import write_text_atomic
 
 LATE_US = 1.0
 """A job's filled rank gets its own threads only when its model rank's recorded waits exceed this (opsim's
@@ -39,7 +40,6 @@ class ImportReport:
                 "notes": [{"reason": r, "count": n} for r, n in sorted(self.notes.items())]}
 
     def write(self, path: str | Path) -> Path:
-        from opsim.outputs import write_text_atomic
         return Path(write_text_atomic(path, json.dumps(self.as_dict(), indent=2, sort_keys=False) + "\n"))
 
     def summary_lines(self) -> list[str]:

@@ -135,7 +135,7 @@ def _kernel(k: Any, dur_ns: float) -> dict[str, Any]:
 
 
 def _dtype(dtypes: tuple) -> str:
-    from opsim.ops.profiled import DTYPES
+    from opsim.ops.profiled import DTYPES  # lazy: keeps opsim.opdev, opsim.ops out of importing opsim.importer.scenario
     return next((d for d in dtypes if d in DTYPES), "float")
 
 
@@ -145,10 +145,49 @@ def _signature(call: Call) -> tuple:
 
 def build_scenario(pc: ProfileCalls, report: ImportReport, *, view: Any, name: str, source: str) -> dict[str, Any]:
     """The scenario (plain data, ready for YAML) replaying `pc` (read from the trace `view`)."""
+    # lazy: keeps SimPy out of importing opsim.importer.scenario
     from opsim.calibration.host import host_table, queue_phases
-    host_medians = host_table(view)
     queued = any(c.queued for c in pc.calls)
     pta = queued or any(c.kind == "aclnn" and c.phase1 is None for c in pc.calls)
+    variants, warmup, assigned = _assign_variants(pc, pta)
+    profiled = _profiled_ops(pc, variants, host_table(view))
+    streams = [stream_name(s) for s in pc.streams] or ["stream_0"]
+    threads = _threads(pc, warmup, assigned, profiled, streams, pta)
+    scenario: dict[str, Any] = {
+        "name": name,
+        "description": f"imported from {source} by opsim import: {len(pc.calls)} calls on {len(pc.threads)} "
+                       f"thread(s); sleeps are the recorded host gaps between calls",
+        "seed": 0,
+        "env": {"TASK_QUEUE_ENABLE": "1" if queued else "0"},
+    }
+    if queued and pc.consumer is not None:
+        scenario["task_queue_thread"] = thread_name(pc.consumer)
+        # the task queue's own costs as this profile measured them (Enqueue, Dequeue@ overhead, gap)
+        measured = queue_phases(view)
+        if measured:
+            scenario["cost_overrides"] = {k: round(m.median_us, 3) for k, m in measured.items()}
+    scenario["streams"] = streams
+    if pc.device is not None and pc.device.events:
+        scenario["events"] = list(pc.device.events)
+    scenario["profiled_ops"] = profiled
+    scenario["threads"] = threads
+    device_items = pc.device.items if pc.device is not None else []
+    report.figures.update({
+        "calls": len(pc.calls), "phase1": sum(c.phase1 is not None for c in pc.calls), "threads": len(threads),
+        "kernels": sum(len(c.kernels) for c in pc.calls), "streams": len(streams), "profiled_ops": len(profiled),
+        "steps": len(pc.steps), "warmup_calls": sum(len(w) for w in warmup.values()),
+        "variants": sum(len(vs.sigs) for vs in variants.values()),
+        "task_queue": queued,
+        "device_tasks": {k: sum(1 for d in device_items if d.kind == k)
+                         for k in ("communication", "record", "wait", "recorded", "collective")
+                         if k != "collective" or any(d.kind == k for d in device_items)}})
+    return scenario
+
+
+def _assign_variants(pc: ProfileCalls, pta: bool) -> tuple[dict[str, _Variants], dict[Any, list], dict[int, int]]:
+    """(op -> its launch variants, thread -> the (op, variant) its warm-up calls create, call index -> its
+    variant). Without PTA phase 1 runs on hits too, so a call joins the nearest variant of its signature; with
+    PTA a call with phase 1 makes a new variant and one without reuses one its thread has cached."""
     variants: dict[str, _Variants] = {}
     cached: dict[tuple[Any, str], list[int]] = {}
     seen: set[tuple[Any, str, int]] = set()
@@ -175,7 +214,11 @@ def build_scenario(pc: ProfileCalls, report: ImportReport, *, view: Any, name: s
             mine.append(v)
         vs.add(v, c)
         assigned[i] = v
+    return variants, warmup, assigned
 
+
+def _profiled_ops(pc: ProfileCalls, variants: dict[str, _Variants], host_medians: dict) -> dict[str, Any]:
+    """The scenario's `profiled_ops`: per op its API names, the profile's own host medians and its variants."""
     calls_of: dict[str, list[Call]] = {}
     for c in pc.calls:
         calls_of.setdefault(op_name(c), []).append(c)
@@ -202,8 +245,13 @@ def build_scenario(pc: ProfileCalls, report: ImportReport, *, view: Any, name: s
             entry["host_us"] = host
         entry["variants"] = _same_input_count([vs.definition(v) for v in range(len(vs.sigs))])
         profiled[op] = entry
+    return profiled
 
-    streams = [stream_name(s) for s in pc.streams] or ["stream_0"]
+
+def _threads(pc: ProfileCalls, warmup: dict[Any, list], assigned: dict[int, int], profiled: dict[str, Any],
+             streams: list[str], pta: bool) -> list[dict[str, Any]]:
+    """The scenario's threads: per profile thread its warm-up calls and a device sync, then its calls, syncs and
+    device tasks in time order (the device tasks of no host thread on their own thread)."""
     step_thread = _step_thread(pc)
     threads = []
     items_of: dict[Any, list[tuple[int, Any]]] = {tid: [] for tid in pc.threads}
@@ -224,39 +272,11 @@ def build_scenario(pc: ProfileCalls, report: ImportReport, *, view: Any, name: s
         program += _timeline(items, pc, assigned, profiled, streams, tid == step_thread)
         threads.append({"name": thread_name(tid) if tid != DEVICE_THREAD else DEVICE_THREAD,
                         "program": program or [{"sleep": 0}]})
-
     if pta:
         for th in threads:
             if th["name"] != DEVICE_THREAD:
                 th["cache_mode"] = "pta"
-    scenario: dict[str, Any] = {
-        "name": name,
-        "description": f"imported from {source} by opsim import: {len(pc.calls)} calls on {len(pc.threads)} "
-                       f"thread(s); sleeps are the recorded host gaps between calls",
-        "seed": 0,
-        "env": {"TASK_QUEUE_ENABLE": "1" if queued else "0"},
-    }
-    if queued and pc.consumer is not None:
-        scenario["task_queue_thread"] = thread_name(pc.consumer)
-        # the task queue's own costs as this profile measured them (Enqueue, Dequeue@ overhead, gap)
-        measured = queue_phases(view)
-        if measured:
-            scenario["cost_overrides"] = {k: round(m.median_us, 3) for k, m in measured.items()}
-    scenario["streams"] = streams
-    if pc.device is not None and pc.device.events:
-        scenario["events"] = list(pc.device.events)
-    scenario["profiled_ops"] = profiled
-    scenario["threads"] = threads
-    report.figures.update({
-        "calls": len(pc.calls), "phase1": sum(c.phase1 is not None for c in pc.calls), "threads": len(threads),
-        "kernels": sum(len(c.kernels) for c in pc.calls), "streams": len(streams), "profiled_ops": len(profiled),
-        "steps": len(pc.steps), "warmup_calls": sum(len(w) for w in warmup.values()),
-        "variants": sum(len(vs.sigs) for vs in variants.values()),
-        "task_queue": queued,
-        "device_tasks": {k: sum(1 for d in device_items if d.kind == k)
-                         for k in ("communication", "record", "wait", "recorded", "collective")
-                         if k != "collective" or any(d.kind == k for d in device_items)}})
-    return scenario
+    return threads
 
 
 HIT_FLOOR_NS = 2000

@@ -16,6 +16,7 @@ from typing import Any, Iterator
 
 from opsim.acl.dtypes import DataType
 from opsim.errors import InvalidArgumentError, ProfileFormatError
+from opsim.safe_io import open_regular
 
 #: canonical column -> accepted header spellings (kernel_details.csv first, then msprof op_summary).
 COLUMNS: dict[str, tuple[str, ...]] = {
@@ -325,7 +326,6 @@ def iter_records(path: Path) -> Iterator[tuple[int, str, list[str]]]:
     """(1-based first line, raw text without its newline, cells) of every CSV record of `path`, read as a
     stream: a regular file only, one record in memory at a time (opsim.safe_io), quoted newlines kept inside
     their record. A last record without a newline is marked by a raw text that `ends_without_newline` sees."""
-    from opsim.safe_io import open_regular
     with open_regular(path, "a kernel_details.csv or op_summary_*.csv", ProfileFormatError) as fh:
         counter = [0]
         pending: list[str] = []

@@ -10,7 +10,9 @@ from pathlib import Path
 from typing import Iterator
 
 from opsim.ingest.kernels import KernelRecord
-from opsim.ingest.trace_view import AclApiEvent
+from opsim.ingest.trace_view import AclApiEvent, read_trace_view
+from opsim.ingest.op_summary import iter_op_summary
+from opsim.ingest.profiler_db import iter_db_api_events, iter_db_kernels
 
 
 def is_db(path: str | Path) -> bool:
@@ -21,18 +23,14 @@ def is_db(path: str | Path) -> bool:
 def iter_kernel_rows(path: str | Path, skipped: dict[str, int] | None = None) -> Iterator[KernelRecord]:
     """The kernel rows of one kernel source (CSV table or db export), streamed; skips counted in `skipped`."""
     if is_db(path):
-        from opsim.ingest.profiler_db import iter_db_kernels
         return iter_db_kernels(path, skipped)
-    from opsim.ingest.op_summary import iter_op_summary
     return iter_op_summary(path, skipped)
 
 
 def iter_host_calls(path: str | Path) -> Iterator[AclApiEvent]:
     """The AscendCL host calls of a trace_view.json (parsed whole) or a db export (streamed)."""
     if is_db(path):
-        from opsim.ingest.profiler_db import iter_db_api_events
         return iter_db_api_events(path)
-    from opsim.ingest.trace_view import read_trace_view
     return iter(read_trace_view(path).acl_api_events())
 
 

@@ -1,4 +1,5 @@
-"""DFX: the L0 scope, operator dumps, overflow detection and stream-capture awareness (dfx-and-profiling.md).
+"""DFX: the L0 scope, operator dumps, overflow detection and stream-capture awareness (opbase
+`composite_op/aclnn_engine/op_dfx.cpp`).
 
 Dumps are structured records (name, op type, tensor descriptors) kept on the process and, when a dump
 directory is configured and numerics are on, `.npy` files named after opbase's dump names. Overflow detection

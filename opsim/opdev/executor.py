@@ -1,4 +1,4 @@
-"""aclOpExecutor and the two-phase flow (executor-and-memory.md).
+"""aclOpExecutor and the two-phase flow (opbase `composite_op/aclnn_engine/op_executor.cpp`).
 
 Phase 1 builds an executor (CREATE_EXECUTOR, allocation APIs, launcher registration with one graph node per
 launcher, GetWorkspaceSize running the planner, ReleaseTo). Phase 2 is `common_op_executor_run`: validation,
@@ -62,7 +62,7 @@ class AclOpExecutor:
         self.runs = 0
         self.manager_ref = False
         self.l2_io_tensors: tuple[list, list] = ([], [])
-        # OpExecCache: created unless the thread's cache is full (op-exec-cache.md §5 step 1)
+        # OpExecCache: created unless the thread's cache is full (opbase `common/utils/op_cache.cpp`)
         self.op_exec_cache = None
         if not ctx.cache_has_full:
             self.op_exec_cache = OpExecCache.from_thread(ctx)

@@ -1,4 +1,4 @@
-"""The per-thread huge host-memory pool (executor-and-memory.md §11, `mem_mgr/huge_mem.cpp`).
+"""The per-thread huge host-memory pool (opbase `composite_op/mem_mgr/huge_mem.cpp`).
 
 A framework adapter (torch_npu) activates a pool on the calling thread around phase 1 so that every framework
 object of that call is bump-allocated from it, and releases the whole pool once the call is done. opsim does

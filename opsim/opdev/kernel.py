@@ -10,7 +10,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from opsim.errors import InvalidArgumentError
 
 
 @dataclass
@@ -94,18 +93,3 @@ def find_aicore_kernel(op_type: str) -> AiCoreKernel | None:
     return _KERNELS.get(op_type)
 
 
-def aicore_kernels() -> dict[str, AiCoreKernel]:
-    return dict(_KERNELS)
-
-
-def require_kernel(op_type: str) -> AiCoreKernel:
-    k = _KERNELS.get(op_type)
-    if k is None:
-        raise InvalidArgumentError(f"no AI Core kernel registered for op type {op_type!r}; "
-                                   f"known: {', '.join(sorted(_KERNELS))}")
-    return k
-
-
-def kernel_args(*tensors: Any) -> list:
-    """Drop None entries (a convenience for compute functions)."""
-    return [t for t in tensors if t is not None]

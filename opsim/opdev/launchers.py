@@ -1,4 +1,5 @@
-"""Kernel launchers (launchers.md): the base, AI Core (two workspace paths), DSA, copy, MemSet pre-launch.
+"""Kernel launchers (opbase `common/inc/kernel_launcher.h`): the base, AI Core (two workspace paths), DSA, copy,
+MemSet pre-launch.
 
 A launcher is what phase 1 registers and phase 2 launches. Each owns its OpArgContext and destroys it in its
 destructor; registration appends one launcher and one graph node to the executor.

@@ -1,4 +1,5 @@
-"""The OpExecCache key: L2_DFX_PHASE_1's byte layout (op-exec-cache.md §4) and the fast path's key memo.
+"""The OpExecCache key: L2_DFX_PHASE_1's byte layout (opbase `include/nnopbase/opdev/op_dfx.h`,
+`common/utils/op_cache.cpp`) and the fast path's key memo.
 
 A key is the API name and its length, aicNum, aivNum and the deterministic level, then every DFX_IN / DFX_OUT
 element, then the aliasing labels of the tensors; longer than 8192 bytes it is empty (not cacheable). The memo

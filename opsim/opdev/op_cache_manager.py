@@ -1,4 +1,5 @@
-"""OpExecCacheManager: a thread's OpExecCache container (op-exec-cache.md §8; pta-cache-mode.md §5).
+"""OpExecCacheManager: a thread's OpExecCache container (opbase `include/nnopbase/opdev/op_cache_container.h`,
+`common/utils/op_cache.cpp`).
 
 Capacity comes from ACLNN_CACHE_LIMIT (read once per thread); eviction drops 30 LRU entries at a time and
 happens before the duplicate check; the PTA hash map never evicts.
@@ -9,7 +10,7 @@ from collections import OrderedDict
 from typing import TYPE_CHECKING
 
 from opsim.acl.status import AclnnStatus
-from opsim.opdev.thread_local import ThreadLocalContext, current
+from opsim.opdev.thread_local import CacheEventAt, ThreadLocalContext, current
 
 if TYPE_CHECKING:  # the manager holds caches; op_exec_cache imports this module
     from opsim.opdev.op_exec_cache import OpExecCache
@@ -44,6 +45,19 @@ class OpExecCacheManager:
         self.container.move_to_end(slot)
         return cache
 
+    def slot_of(self, key: bytes) -> int | None:
+        """The key container's slot recorded for `key` (None when absent), without the LRU move or the dead-entry
+        check of `find` (the fast path checks the entry itself)."""
+        return self._slots.get(key)
+
+    def has_key(self, key: bytes) -> bool:
+        """`key` has a slot (a live or dead entry)."""
+        return key in self._slots
+
+    def slot_state(self) -> tuple[int, int]:
+        """(keys with a slot, the next slot number): what a call that adds no entry leaves unchanged."""
+        return len(self._slots), self._next_slot
+
     def _insert(self, cache: OpExecCache) -> None:
         slot = self._next_slot
         self._next_slot += 1
@@ -52,7 +66,7 @@ class OpExecCacheManager:
         cache.manager = self
 
     def add(self, ctx: ThreadLocalContext, cache: OpExecCache) -> bool:
-        """AddOpExecCache (§8; pta-cache-mode.md §5 step 8): returns whether the cache was accepted."""
+        """AddOpExecCache (opbase `common/utils/op_cache.cpp`): returns whether the cache was accepted."""
         if not cache.valid:
             return False
         if len(self.hash_map) >= self.capacity:
@@ -76,7 +90,7 @@ class OpExecCacheManager:
             if evicted:
                 rec = ctx.process.recorder
                 op = ctx.log_info.l2_api_name or ""
-                ctx.at(lambda t, n=evicted: rec.cache_event(t, ctx.name, "exec", "evict", op, 0, str(n)))
+                ctx.at(CacheEventAt(rec, ctx.name, "exec", "evict", op, 0, str(evicted)))
         if cache.key and self.find(cache.key) is None:
             self._insert(cache)
             return True

@@ -1,4 +1,5 @@
-"""OpExecCache: the per-thread phase-1 skip and device-task replay (op-exec-cache.md).
+"""OpExecCache: the per-thread phase-1 skip and device-task replay (opbase `include/nnopbase/opdev/op_cache.h`,
+`common/utils/op_cache.cpp`).
 
 The key is built by L2_DFX_PHASE_1 with opbase's exact byte layout (op_cache_key); equality is exact bytes. A
 hit returns a cache wrapper; phase 2 replays the AI Core launches recorded during the first run with fresh
@@ -19,7 +20,7 @@ from opsim.opdev.op_cache_key import (_HEADS, _TENSOR_KEYS, K_HASH_BUF_SIZE, KEY
                                       args_snapshot, args_unchanged, build_l2_key, fields_unchanged)
 from opsim.opdev.op_cache_manager import (K_CACHE_SHRINK_NUM, OpExecCacheManager, add_cache,  # noqa: F401
                                           get_manager, reselect_static_kernel, set_cached_tensor_list)
-from opsim.opdev.thread_local import OpLogInfo, ThreadLocalContext, current
+from opsim.opdev.thread_local import CacheEventAt, OpLogInfo, ThreadLocalContext, current
 
 log = logging.getLogger("opsim.opdev")
 S = AclnnStatus
@@ -104,7 +105,7 @@ class OpExecCache:
     @classmethod
     def from_thread(cls, ctx: ThreadLocalContext) -> "OpExecCache":
         """Snapshot of the TLS at CREATE_EXECUTOR: key bytes, hash (PTA V1), storages, and the API name
-        (in PTA mode torch_npu's cacheApi_, pta-cache-mode.md §5 step 6)."""
+        (in PTA mode torch_npu's cacheApi_, opbase `common/utils/op_cache.cpp`)."""
         return cls(ctx.key, tls_api_name(ctx), ctx.l2_storage_list, ctx.hash_key)
 
     @property
@@ -310,7 +311,9 @@ def l2_dfx_phase_1(api_name: str, dfx_in: tuple, dfx_out: tuple, *, with_cache: 
     key, storages, tensors = build_l2_key(api_name, cfg.aic_num, cfg.aiv_num, cfg.deterministic_level,
                                           dfx_in, dfx_out, memo=p.key_memo)
     pta = ctx.use_pta_hash
-    if pta:  # pta-cache-mode.md §5: hash and key stay torch_npu's; only the storages and addresses are opbase's
+    # PTA mode (opbase `common/utils/op_cache.cpp`): hash and key stay torch_npu's; only the storages and
+    # addresses are opbase's
+    if pta:
         key = ctx.key
         set_cached_tensor_list(ctx, [t.storage.address for t in tensors])
     else:
@@ -332,12 +335,10 @@ def l2_dfx_phase_1(api_name: str, dfx_in: tuple, dfx_out: tuple, *, with_cache: 
         return None
     if cache is not None and cache.can_use(api_name):
         if rec.enabled:
-            name = ctx.name
-            ctx.at(lambda t: rec.cache_event(t, name, "exec", "hit", api_name, 0, ""))
+            ctx.at(CacheEventAt(rec, ctx.name, "exec", "hit", api_name))
         return OpExecCacheWrap(cache, tensors, li.copy(), ctx)
     if rec.enabled:
-        name = ctx.name
-        ctx.at(lambda t: rec.cache_event(t, name, "exec", "miss", api_name, 0, ""))
+        ctx.at(CacheEventAt(rec, ctx.name, "exec", "miss", api_name))
     return None
 
 

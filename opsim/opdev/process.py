@@ -15,6 +15,7 @@ from opsim.opdev.profiles import BehaviourProfile, get_profile
 from opsim.opdev.profiling import OpProfilingSwitch, start_profiling
 from opsim.opdev.settings import DEFAULT, SimulationSettings
 from opsim.opdev.thread_local import ThreadLocalContext
+from opsim.trace.recorder import Recorder
 
 FIRST_THREAD_ID = 10001
 
@@ -39,7 +40,6 @@ class ProcessContext:
             cost = CostModel()
         self.cost = cost
         if recorder is None:
-            from opsim.trace.recorder import Recorder  # lazy: as the cost model above
             recorder = Recorder(enabled=False)
         self.recorder = recorder
         self.device = device

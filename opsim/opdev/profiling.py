@@ -1,4 +1,4 @@
-"""opbase's profiling switches and the profiler's control callback (dfx-and-profiling.md §5).
+"""opbase's profiling switches and the profiler's control callback (opbase `composite_op/aclnn_engine/op_dfx.cpp`).
 
 The switches are process-wide flags that the profiler sets through the callback opbase registers with it
 (`ProfilingCallBack`): a START command sets every flag from the switch mask, a STOP command clears them all,

@@ -1,6 +1,7 @@
 """opbase's PTA entry points: a framework adapter (torch_npu) keys the OpExecCache with its own hash or bytes.
 
-All are `extern "C"` in opbase and act on the calling thread only (pta-cache-mode.md §4). The V1 store is the
+All are `extern "C"` in opbase and act on the calling thread only (opbase `common/utils/op_cache.cpp`). The V1 store
+is the
 manager's hash map (`cache_`: no eviction, a full map sets the sticky cacheHasFull_, an entry invalidated after
 insertion stays as a poisoned hash); the V2 store is the ordinary LRU key container (`cache2_`). A hit returns
 a cache wrapper whose phase 2 replays the recorded launches with the addresses the adapter pushed, by index.
@@ -13,7 +14,7 @@ import logging
 from opsim.acl.status import AclnnStatus
 from opsim.opdev.op_exec_cache import (OpExecCache, OpExecCacheWrap, check_cacheable, get_manager,
                                        reselect_static_kernel)
-from opsim.opdev.thread_local import ThreadLocalContext, current
+from opsim.opdev.thread_local import CacheEventAt, ThreadLocalContext, current
 
 log = logging.getLogger("opsim.opdev")
 S = AclnnStatus
@@ -93,8 +94,7 @@ def _wrap(ctx: ThreadLocalContext, cache: OpExecCache | None, lookup: str, key_h
         log.info("%s: cached executor belongs to %s, may be hash conflict", api, cache.l2_name)
     rec = ctx.process.recorder
     if rec.enabled:
-        name, kind = ctx.name, "hit" if usable else "miss"
-        ctx.at(lambda t: rec.cache_event(t, name, "pta", kind, api or "", key_hash, lookup))
+        ctx.at(CacheEventAt(rec, ctx.name, "pta", "hit" if usable else "miss", api or "", key_hash, lookup))
     if not usable:
         return None
     addresses = ctx.cached_tensor_list[:ctx.cached_tensor_list_size]

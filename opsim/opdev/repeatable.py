@@ -1,4 +1,5 @@
-"""LauncherRepeatableChecker (executor-and-memory.md §8): may a launcher's arguments be re-bound on a repeat?
+"""LauncherRepeatableChecker (opbase `common/inc/kernel_launcher.h`): may a launcher's arguments be re-bound on a
+repeat?
 
 Shared by the executor (SetRepeatable) and the launchers that check their own arguments; it sits below both.
 """

@@ -24,6 +24,22 @@ A_SYNC = 2      # (A_SYNC, stream or None for the whole device)
 A_CALL = 3      # (A_CALL, fn) -> fn(t) at replay time
 
 
+class CacheEventAt:
+    """A cache lookup's record, written when the replay reaches its point: `fn(t)` of an A_CALL action that the fast
+    path recognises by its type and reads by field (the exec-cache hit or miss of phase 1, an AI CPU task-cache
+    hit), where a lambda would hide them in its closure."""
+
+    __slots__ = ("rec", "thread", "cache", "kind", "op", "seed", "detail")
+
+    def __init__(self, rec: Any, thread: Any, cache: str, kind: str, op: str, seed: int = 0,
+                 detail: str = "") -> None:
+        self.rec, self.thread, self.cache, self.kind, self.op, self.seed, self.detail = (
+            rec, thread, cache, kind, op, seed, detail)
+
+    def __call__(self, t: float) -> None:
+        self.rec.cache_event(t, self.thread, self.cache, self.kind, self.op, self.seed, self.detail)
+
+
 @dataclass(slots=True)
 class OpLogInfo:
     """{l2ApiName, l0Name, l2SequenceCounter}: naming and attribution of the current call."""
@@ -71,7 +87,8 @@ class ThreadLocalContext:
     executor: Any = None  # executor currently running (phase 2)
     l2_io_tensors: tuple = ((), ())  # DFX_IN / DFX_OUT of the last phase 1, kept only while dump is on
     l2_guard: Any = None  # the open L2 phase guard's profiler (dfx.open_l2_guard), reported when the phase ends
-    # op-exec-cache state (op-exec-cache.md): manager, key of the last phase-1, storages and addresses
+    # op-exec-cache state (opbase `common/inc/thread_local_context.h`): manager, key of the last phase-1, storages
+    # and addresses
     op_cache_manager: Any = None
     cache_has_full: bool = False
     key: bytes = b""
@@ -80,7 +97,7 @@ class ThreadLocalContext:
     op_cache_context: Any = None
     # huge host-memory pool index of this thread (-1: none active; opsim.opdev.huge_mem)
     pool_index: int = -1
-    # PTA mode (pta-cache-mode.md §4): usePTAHash_, hashKey_, cacheApi_ and the L2 tensor address list (a
+    # PTA mode (opbase `common/utils/op_cache.cpp`): usePTAHash_, hashKey_, cacheApi_ and the L2 tensor address list (a
     # vector reused across calls: `cached_tensor_list_size` is its logical size)
     use_pta_hash: bool = False
     hash_key: int = 0
@@ -102,7 +119,7 @@ class ThreadLocalContext:
         """Charge a named host phase (cost from the cost model unless `us` is given) to this thread."""
         if us is None:
             try:
-                us = self.process.cost._host[phase]  # CostModel.host without the call
+                us = self.process.cost.host_us[phase]  # CostModel.host without the call
             except (AttributeError, KeyError):
                 us = self.process.cost.host(phase)  # raises the explanatory error for an unknown phase
         self.actions.append((A_SPAN, phase, self.current_op if op is None else op, us, self.current_corr))

@@ -29,7 +29,7 @@ from opsim.opdev.aicpu.task_space import get_task_space
 from opsim.opdev.dfx import l0_dfx
 from opsim.opdev.op_args import op_attr, op_input, op_output
 from opsim.opdev.op_def import UnknowShapeOpType
-from opsim.ops import _common as C
+from opsim.ops import _common as common
 from opsim.ops._common import S
 
 ALL_TYPES = (DataType.DT_FLOAT, DataType.DT_FLOAT16, DataType.DT_BF16, DataType.DT_INT32, DataType.DT_INT64,
@@ -41,7 +41,7 @@ MAX_DIMS = 8
 
 
 def _K():
-    from opsim.kernels import numerics
+    from opsim.kernels import numerics  # lazy: keeps Numba out of importing opsim.ops.aicpu_ops
     return numerics
 
 
@@ -192,7 +192,7 @@ def roll_l0(x: Tensor, shifts: IntArray, dims: IntArray, out: Tensor, executor) 
 
 def _check_max_dims(api: str, name: str, t: Tensor) -> AclnnStatus:
     if len(t.view_shape) > MAX_DIMS:
-        C.log.error("%s: %s has %d dims; at most %d are supported (ACLNN_ERR_PARAM_INVALID)", api, name,
+        common.log.error("%s: %s has %d dims; at most %d are supported (ACLNN_ERR_PARAM_INVALID)", api, name,
                     len(t.view_shape), MAX_DIMS)
         return S.ACLNN_ERR_PARAM_INVALID
     return S.ACLNN_SUCCESS
@@ -201,7 +201,7 @@ def _check_max_dims(api: str, name: str, t: Tensor) -> AclnnStatus:
 def _index_put_selection_shape(self: Tensor, indices: list[Tensor]) -> tuple[int, ...] | None:
     b: tuple[int, ...] = ()
     for ix in indices:
-        b = C.broadcast_shape(b, ix.view_shape)
+        b = common.broadcast_shape(b, ix.view_shape)
         if b is None:
             return None
     return tuple(b) + tuple(self.view_shape[len(indices):])
@@ -217,31 +217,31 @@ def aclnn_index_put_impl_get_workspace_size(self_ref: Tensor, indices: TensorLis
     api = "aclnnIndexPutImpl"
 
     def check():
-        st = C.check_not_null(api, selfRef=self_ref, indices=indices, values=values)
+        st = common.check_not_null(api, selfRef=self_ref, indices=indices, values=values)
         if st:
             return st
         for i, ix in enumerate(indices.tensors):
             if ix is None:
-                C.log.error("%s: indices[%d] must not be null (ACLNN_ERR_PARAM_NULLPTR)", api, i)
+                common.log.error("%s: indices[%d] must not be null (ACLNN_ERR_PARAM_NULLPTR)", api, i)
                 return S.ACLNN_ERR_PARAM_NULLPTR
-        st = (C.check_dtype(api, "selfRef", self_ref, ALL_TYPES) or C.check_dtype(api, "values", values, ALL_TYPES)
-              or C.check_same_dtype(api, selfRef=self_ref, values=values)
+        st = (common.check_dtype(api, "selfRef", self_ref, ALL_TYPES) or common.check_dtype(api, "values", values, ALL_TYPES)
+              or common.check_same_dtype(api, selfRef=self_ref, values=values)
               or _check_max_dims(api, "selfRef", self_ref))
         if st:
             return st
         if len(indices) > len(self_ref.view_shape) or len(indices) == 0:
-            C.log.error("%s: %d index tensors for a %d-D selfRef; pass 1..%d (ACLNN_ERR_PARAM_INVALID)", api,
+            common.log.error("%s: %d index tensors for a %d-D selfRef; pass 1..%d (ACLNN_ERR_PARAM_INVALID)", api,
                         len(indices), len(self_ref.view_shape), len(self_ref.view_shape))
             return S.ACLNN_ERR_PARAM_INVALID
         for i, ix in enumerate(indices.tensors):
-            st = C.check_dtype(api, f"indices[{i}]", ix, INDEX_TYPES)
+            st = common.check_dtype(api, f"indices[{i}]", ix, INDEX_TYPES)
             if st:
                 return st
         if self_ref.is_empty() or values.is_empty():
             return S.ACLNN_SUCCESS
         sel = _index_put_selection_shape(self_ref, indices.tensors)
-        if sel is None or C.broadcast_shape(values.view_shape, sel) != sel:
-            C.log.error("%s: values shape %s does not broadcast to the indexed shape %s (ACLNN_ERR_PARAM_INVALID)",
+        if sel is None or common.broadcast_shape(values.view_shape, sel) != sel:
+            common.log.error("%s: values shape %s does not broadcast to the indexed shape %s (ACLNN_ERR_PARAM_INVALID)",
                         api, list(values.view_shape), None if sel is None else list(sel))
             return S.ACLNN_ERR_PARAM_INVALID
         return S.ACLNN_SUCCESS
@@ -253,12 +253,12 @@ def aclnn_index_put_impl_get_workspace_size(self_ref: Tensor, indices: TensorLis
         defined = ex.alloc_tensor_list(indices.tensors)
         return index_put_l0(self_ref, defined, values, masks, bool(accumulate), self_ref, ex)
 
-    return C.l2_phase_1(api, (self_ref, indices, values, bool(accumulate), bool(unsafe)), (self_ref,), check,
+    return common.l2_phase_1(api, (self_ref, indices, values, bool(accumulate), bool(unsafe)), (self_ref,), check,
                         build)
 
 
 def aclnn_index_put_impl(workspace: int, workspace_size: int, executor, stream) -> AclnnStatus:
-    return C.l2_phase_2("aclnnIndexPutImpl", workspace, workspace_size, executor, stream)
+    return common.l2_phase_2("aclnnIndexPutImpl", workspace, workspace_size, executor, stream)
 
 
 def pad_paddings(pad: IntArray | list[int], ndim: int) -> list[int] | None:
@@ -283,32 +283,32 @@ def aclnn_pad_aicpu_get_workspace_size(self: Tensor, pad: IntArray, value: Scala
     api = "aclnnPadAicpu"
 
     def check():
-        st = (C.check_not_null(api, self=self, pad=pad, value=value, out=out)
-              or C.check_dtype(api, "self", self, ALL_TYPES) or C.check_same_dtype(api, self=self, out=out)
+        st = (common.check_not_null(api, self=self, pad=pad, value=value, out=out)
+              or common.check_dtype(api, "self", self, ALL_TYPES) or common.check_same_dtype(api, self=self, out=out)
               or _check_max_dims(api, "self", self))
         if st:
             return st
         flat = pad_paddings(pad, len(self.view_shape))
         if flat is None:
-            C.log.error("%s: pad %s must have an even length of at most 2 x %d (ACLNN_ERR_PARAM_INVALID)", api,
+            common.log.error("%s: pad %s must have an even length of at most 2 x %d (ACLNN_ERR_PARAM_INVALID)", api,
                         list(pad), len(self.view_shape))
             return S.ACLNN_ERR_PARAM_INVALID
         want = pad_out_shape(self.view_shape, flat)
         if any(d < 0 for d in want):
-            C.log.error("%s: pad %s crops self %s below zero (ACLNN_ERR_PARAM_INVALID)", api, list(pad),
+            common.log.error("%s: pad %s crops self %s below zero (ACLNN_ERR_PARAM_INVALID)", api, list(pad),
                         list(self.view_shape))
             return S.ACLNN_ERR_PARAM_INVALID
-        return C.check_shape(api, "out", out, want)
+        return common.check_shape(api, "out", out, want)
 
     def build(ex):
         flat = pad_paddings(pad, len(self.view_shape))
         return pad_l0(self, ex.alloc_int_array(flat), float(value.value), out, ex)
 
-    return C.l2_phase_1(api, (self, pad, value), (out,), check, build)
+    return common.l2_phase_1(api, (self, pad, value), (out,), check, build)
 
 
 def aclnn_pad_aicpu(workspace: int, workspace_size: int, executor, stream) -> AclnnStatus:
-    return C.l2_phase_2("aclnnPadAicpu", workspace, workspace_size, executor, stream)
+    return common.l2_phase_2("aclnnPadAicpu", workspace, workspace_size, executor, stream)
 
 
 def aclnn_sigmoid_aicpu_get_workspace_size(self: Tensor, out: Tensor):
@@ -316,14 +316,14 @@ def aclnn_sigmoid_aicpu_get_workspace_size(self: Tensor, out: Tensor):
     api = "aclnnSigmoidAicpu"
 
     def check():
-        return (C.check_not_null(api, self=self, out=out) or C.check_dtype(api, "self", self, FLOAT_TYPES)
-                or C.check_same_dtype(api, self=self, out=out) or C.check_shape(api, "out", out, self.view_shape))
+        return (common.check_not_null(api, self=self, out=out) or common.check_dtype(api, "self", self, FLOAT_TYPES)
+                or common.check_same_dtype(api, self=self, out=out) or common.check_shape(api, "out", out, self.view_shape))
 
-    return C.l2_phase_1(api, (self,), (out,), check, lambda ex: sigmoid_l0(self, out, ex))
+    return common.l2_phase_1(api, (self,), (out,), check, lambda ex: sigmoid_l0(self, out, ex))
 
 
 def aclnn_sigmoid_aicpu(workspace: int, workspace_size: int, executor, stream) -> AclnnStatus:
-    return C.l2_phase_2("aclnnSigmoidAicpu", workspace, workspace_size, executor, stream)
+    return common.l2_phase_2("aclnnSigmoidAicpu", workspace, workspace_size, executor, stream)
 
 
 def _normalize_axes(dim, ndim: int) -> tuple[int, ...] | None:
@@ -348,27 +348,27 @@ def aclnn_reduce_sum_aicpu_get_workspace_size(self: Tensor, dim: IntArray, keepd
     api = "aclnnReduceSumAicpu"
 
     def check():
-        st = (C.check_not_null(api, self=self, dim=dim, out=out) or C.check_dtype(api, "self", self, ARITH_TYPES)
-              or C.check_same_dtype(api, self=self, out=out) or _check_max_dims(api, "self", self))
+        st = (common.check_not_null(api, self=self, dim=dim, out=out) or common.check_dtype(api, "self", self, ARITH_TYPES)
+              or common.check_same_dtype(api, self=self, out=out) or _check_max_dims(api, "self", self))
         if st:
             return st
         axes = _normalize_axes(dim, len(self.view_shape))
         if axes is None:
-            C.log.error("%s: dim %s out of range for %d dims (ACLNN_ERR_PARAM_INVALID)", api, list(dim),
+            common.log.error("%s: dim %s out of range for %d dims (ACLNN_ERR_PARAM_INVALID)", api, list(dim),
                         len(self.view_shape))
             return S.ACLNN_ERR_PARAM_INVALID
         axes = axes or tuple(range(len(self.view_shape)))
-        return C.check_shape(api, "out", out, _reduced_shape(self.view_shape, axes, bool(keepdim)))
+        return common.check_shape(api, "out", out, _reduced_shape(self.view_shape, axes, bool(keepdim)))
 
     def build(ex):
         axes = _normalize_axes(dim, len(self.view_shape)) or tuple(range(len(self.view_shape)))
         return reduce_sum_l0(self, ex.alloc_int_array(list(axes)), bool(keepdim), out, ex)
 
-    return C.l2_phase_1(api, (self, dim, bool(keepdim)), (out,), check, build)
+    return common.l2_phase_1(api, (self, dim, bool(keepdim)), (out,), check, build)
 
 
 def aclnn_reduce_sum_aicpu(workspace: int, workspace_size: int, executor, stream) -> AclnnStatus:
-    return C.l2_phase_2("aclnnReduceSumAicpu", workspace, workspace_size, executor, stream)
+    return common.l2_phase_2("aclnnReduceSumAicpu", workspace, workspace_size, executor, stream)
 
 
 def aclnn_nonzero_get_workspace_size(self: Tensor, out: Tensor):
@@ -377,17 +377,17 @@ def aclnn_nonzero_get_workspace_size(self: Tensor, out: Tensor):
     api = "aclnnNonzero"
 
     def check():
-        st = (C.check_not_null(api, self=self, out=out) or C.check_dtype(api, "self", self, ALL_TYPES)
-              or C.check_dtype(api, "out", out, (DataType.DT_INT64,)) or _check_max_dims(api, "self", self))
+        st = (common.check_not_null(api, self=self, out=out) or common.check_dtype(api, "self", self, ALL_TYPES)
+              or common.check_dtype(api, "out", out, (DataType.DT_INT64,)) or _check_max_dims(api, "self", self))
         if st:
             return st
-        return C.check_shape(api, "out", out, (self.numel(), len(self.view_shape)))
+        return common.check_shape(api, "out", out, (self.numel(), len(self.view_shape)))
 
-    return C.l2_phase_1(api, (self,), (out,), check, lambda ex: non_zero_l0(self, out, ex))
+    return common.l2_phase_1(api, (self,), (out,), check, lambda ex: non_zero_l0(self, out, ex))
 
 
 def aclnn_nonzero(workspace: int, workspace_size: int, executor, stream) -> AclnnStatus:
-    return C.l2_phase_2("aclnnNonzero", workspace, workspace_size, executor, stream)
+    return common.l2_phase_2("aclnnNonzero", workspace, workspace_size, executor, stream)
 
 
 def aclnn_roll_get_workspace_size(self: Tensor, shifts: IntArray, dims: IntArray, out: Tensor):
@@ -395,26 +395,26 @@ def aclnn_roll_get_workspace_size(self: Tensor, shifts: IntArray, dims: IntArray
     api = "aclnnRoll"
 
     def check():
-        st = (C.check_not_null(api, self=self, shifts=shifts, dims=dims, out=out)
-              or C.check_dtype(api, "self", self, ALL_TYPES) or C.check_same_dtype(api, self=self, out=out)
-              or C.check_shape(api, "out", out, self.view_shape) or _check_max_dims(api, "self", self))
+        st = (common.check_not_null(api, self=self, shifts=shifts, dims=dims, out=out)
+              or common.check_dtype(api, "self", self, ALL_TYPES) or common.check_same_dtype(api, self=self, out=out)
+              or common.check_shape(api, "out", out, self.view_shape) or _check_max_dims(api, "self", self))
         if st:
             return st
         if len(shifts) == 0 or len(shifts) != len(dims):
-            C.log.error("%s: shifts %s and dims %s must be non-empty and of equal length (ACLNN_ERR_PARAM_INVALID)",
+            common.log.error("%s: shifts %s and dims %s must be non-empty and of equal length (ACLNN_ERR_PARAM_INVALID)",
                         api, list(shifts), list(dims))
             return S.ACLNN_ERR_PARAM_INVALID
         if _normalize_axes(dims, len(self.view_shape)) is None:
-            C.log.error("%s: dims %s out of range for %d dims (ACLNN_ERR_PARAM_INVALID)", api, list(dims),
+            common.log.error("%s: dims %s out of range for %d dims (ACLNN_ERR_PARAM_INVALID)", api, list(dims),
                         len(self.view_shape))
             return S.ACLNN_ERR_PARAM_INVALID
         return S.ACLNN_SUCCESS
 
-    return C.l2_phase_1(api, (self, shifts, dims), (out,), check, lambda ex: roll_l0(self, shifts, dims, out, ex))
+    return common.l2_phase_1(api, (self, shifts, dims), (out,), check, lambda ex: roll_l0(self, shifts, dims, out, ex))
 
 
 def aclnn_roll(workspace: int, workspace_size: int, executor, stream) -> AclnnStatus:
-    return C.l2_phase_2("aclnnRoll", workspace, workspace_size, executor, stream)
+    return common.l2_phase_2("aclnnRoll", workspace, workspace_size, executor, stream)
 
 
 # ---- scenario catalogue -------------------------------------------------------------------------------
@@ -430,7 +430,7 @@ def _infer_index_put(shapes, attrs):
         return f"indices must be 1..{len(self_shape)} for a {len(self_shape)}-D self, got {k}"
     n = int(attrs.get("index_len", values_shape[0] if values_shape else 1))
     sel = (n,) + tuple(self_shape[k:])
-    if C.broadcast_shape(values_shape, sel) != sel:
+    if common.broadcast_shape(values_shape, sel) != sel:
         return f"values {list(values_shape)} do not broadcast to the indexed shape {list(sel)}"
     return []
 

@@ -17,7 +17,7 @@ from opsim.opdev.kernel import AiCoreKernel, register_aicore_kernel
 from opsim.opdev.launchers import add_to_launcher_list_aicore
 from opsim.opdev.op_args import op_input, op_output
 from opsim.opdev.op_exec_cache import l2_dfx_phase_1, l2_dfx_phase_end
-from opsim.ops import _common as C
+from opsim.ops import _common as common
 from opsim.ops._common import S
 
 STRIDED_COPY = "AsStrided"
@@ -26,7 +26,7 @@ STRIDED_COPY = "AsStrided"
 
 def _copy_tiling(ins, outs, attrs):
     out = outs[0]
-    return C.vector_tiling(C.aiv_num(), out.numel(), 2 * out.nbytes)
+    return common.vector_tiling(common.aiv_num(), out.numel(), 2 * out.nbytes)
 
 
 def _copy_compute(ins, outs, attrs, wss):
@@ -86,7 +86,7 @@ def _contiguous_phase_1(self: TensorList | None):
 
 
 def aclnn_contiguous(workspace: int, workspace_size: int, executor, stream) -> S:
-    return C.l2_phase_2("aclnnContiguous", workspace, workspace_size, executor, stream)
+    return common.l2_phase_2("aclnnContiguous", workspace, workspace_size, executor, stream)
 
 
 def contiguous_input_addresses(executor, workspace: int) -> list[int]:

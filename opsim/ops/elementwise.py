@@ -10,7 +10,7 @@ from opsim.opdev.dfx import l0_dfx
 from opsim.opdev.kernel import AiCoreKernel, register_aicore_kernel
 from opsim.opdev.launchers import add_to_launcher_list_aicore
 from opsim.opdev.op_args import op_attr, op_input, op_output
-from opsim.ops import _common as C
+from opsim.ops import _common as common
 from opsim.ops._common import S
 
 CAST_TYPES = (DataType.DT_FLOAT, DataType.DT_FLOAT16, DataType.DT_BF16, DataType.DT_INT32, DataType.DT_INT64,
@@ -18,7 +18,7 @@ CAST_TYPES = (DataType.DT_FLOAT, DataType.DT_FLOAT16, DataType.DT_BF16, DataType
 
 
 def _K():
-    from opsim.kernels import numerics
+    from opsim.kernels import numerics  # lazy: keeps Numba out of importing opsim.ops.elementwise
     return numerics
 
 
@@ -26,7 +26,7 @@ def _K():
 
 def _binary_tiling(ins, outs, attrs):
     out = outs[0]
-    return C.vector_tiling(C.aiv_num(), out.numel(), C.total_bytes(*ins, out))
+    return common.vector_tiling(common.aiv_num(), out.numel(), common.total_bytes(*ins, out))
 
 
 def _add_compute(ins, outs, attrs, wss):
@@ -40,7 +40,7 @@ def _mul_compute(ins, outs, attrs, wss):
 
 def _unary_tiling(ins, outs, attrs):
     out = outs[0]
-    return C.vector_tiling(C.aiv_num(), out.numel(), C.total_bytes(ins[0], out))
+    return common.vector_tiling(common.aiv_num(), out.numel(), common.total_bytes(ins[0], out))
 
 
 def _abs_compute(ins, outs, attrs, wss):
@@ -115,17 +115,17 @@ def aclnn_add_get_workspace_size(self: Tensor, other: Tensor, alpha: Scalar, out
     api = "aclnnAdd"
 
     def check():
-        return C.first_error(
-            C.check_not_null(api, self=self, other=other, alpha=alpha, out=out) or
-            C.check_dtype(api, "self", self, C.NUMERIC_TYPES) or C.check_same_dtype(api, self=self, other=other, out=out)
-            or C.check_broadcast(api, self, other, out))
+        return common.first_error(
+            common.check_not_null(api, self=self, other=other, alpha=alpha, out=out) or
+            common.check_dtype(api, "self", self, common.NUMERIC_TYPES) or common.check_same_dtype(api, self=self, other=other, out=out)
+            or common.check_broadcast(api, self, other, out))
 
-    return C.l2_phase_1(api, (self, other, alpha), (out,), check,
+    return common.l2_phase_1(api, (self, other, alpha), (out,), check,
                         lambda ex: add_l0(self, other, _scalar_value(alpha), out, ex))
 
 
 def aclnn_add(workspace: int, workspace_size: int, executor, stream) -> AclnnStatus:
-    return C.l2_phase_2("aclnnAdd", workspace, workspace_size, executor, stream)
+    return common.l2_phase_2("aclnnAdd", workspace, workspace_size, executor, stream)
 
 
 def aclnn_mul_get_workspace_size(self: Tensor, other: Tensor, out: Tensor):
@@ -133,23 +133,23 @@ def aclnn_mul_get_workspace_size(self: Tensor, other: Tensor, out: Tensor):
     api = "aclnnMul"
 
     def check():
-        return (C.check_not_null(api, self=self, other=other, out=out) or
-                C.check_dtype(api, "self", self, C.NUMERIC_TYPES) or
-                C.check_same_dtype(api, self=self, other=other, out=out) or C.check_broadcast(api, self, other, out))
+        return (common.check_not_null(api, self=self, other=other, out=out) or
+                common.check_dtype(api, "self", self, common.NUMERIC_TYPES) or
+                common.check_same_dtype(api, self=self, other=other, out=out) or common.check_broadcast(api, self, other, out))
 
-    return C.l2_phase_1(api, (self, other), (out,), check, lambda ex: mul_l0(self, other, out, ex))
+    return common.l2_phase_1(api, (self, other), (out,), check, lambda ex: mul_l0(self, other, out, ex))
 
 
 def aclnn_mul(workspace: int, workspace_size: int, executor, stream) -> AclnnStatus:
-    return C.l2_phase_2("aclnnMul", workspace, workspace_size, executor, stream)
+    return common.l2_phase_2("aclnnMul", workspace, workspace_size, executor, stream)
 
 
 def _unary_l2(api: str, op: str, x: Tensor, out: Tensor):
     def check():
-        return (C.check_not_null(api, self=x, out=out) or C.check_dtype(api, "self", x, C.NUMERIC_TYPES) or
-                C.check_same_dtype(api, self=x, out=out) or C.check_shape(api, "out", out, x.view_shape))
+        return (common.check_not_null(api, self=x, out=out) or common.check_dtype(api, "self", x, common.NUMERIC_TYPES) or
+                common.check_same_dtype(api, self=x, out=out) or common.check_shape(api, "out", out, x.view_shape))
 
-    return C.l2_phase_1(api, (x,), (out,), check, lambda ex: unary_l0(op, x, out, ex))
+    return common.l2_phase_1(api, (x,), (out,), check, lambda ex: unary_l0(op, x, out, ex))
 
 
 def aclnn_abs_get_workspace_size(self: Tensor, out: Tensor):
@@ -157,7 +157,7 @@ def aclnn_abs_get_workspace_size(self: Tensor, out: Tensor):
 
 
 def aclnn_abs(workspace: int, workspace_size: int, executor, stream) -> AclnnStatus:
-    return C.l2_phase_2("aclnnAbs", workspace, workspace_size, executor, stream)
+    return common.l2_phase_2("aclnnAbs", workspace, workspace_size, executor, stream)
 
 
 def aclnn_relu_get_workspace_size(self: Tensor, out: Tensor):
@@ -165,7 +165,7 @@ def aclnn_relu_get_workspace_size(self: Tensor, out: Tensor):
 
 
 def aclnn_relu(workspace: int, workspace_size: int, executor, stream) -> AclnnStatus:
-    return C.l2_phase_2("aclnnRelu", workspace, workspace_size, executor, stream)
+    return common.l2_phase_2("aclnnRelu", workspace, workspace_size, executor, stream)
 
 
 def aclnn_cast_get_workspace_size(self: Tensor, dtype: DataType, out: Tensor):
@@ -173,18 +173,18 @@ def aclnn_cast_get_workspace_size(self: Tensor, dtype: DataType, out: Tensor):
     api = "aclnnCast"
 
     def check():
-        return (C.check_not_null(api, self=self, out=out) or C.check_dtype(api, "self", self, CAST_TYPES) or
-                C.check_dtype(api, "out", out, CAST_TYPES) or C.check_shape(api, "out", out, self.view_shape) or
+        return (common.check_not_null(api, self=self, out=out) or common.check_dtype(api, "self", self, CAST_TYPES) or
+                common.check_dtype(api, "out", out, CAST_TYPES) or common.check_shape(api, "out", out, self.view_shape) or
                 (S.ACLNN_SUCCESS if out.dtype == dtype else _bad_cast(api, dtype, out)))
 
-    return C.l2_phase_1(api, (self, DataType.parse(dtype)), (out,), check, lambda ex: cast_l0(self, dtype, out, ex))
+    return common.l2_phase_1(api, (self, DataType.parse(dtype)), (out,), check, lambda ex: cast_l0(self, dtype, out, ex))
 
 
 def _bad_cast(api: str, dtype: DataType, out: Tensor) -> AclnnStatus:
-    C.log.error("%s: out dtype %s differs from dtype %s (ACLNN_ERR_PARAM_INVALID)", api, out.dtype.name,
+    common.log.error("%s: out dtype %s differs from dtype %s (ACLNN_ERR_PARAM_INVALID)", api, out.dtype.name,
                 DataType.parse(dtype).name)
     return S.ACLNN_ERR_PARAM_INVALID
 
 
 def aclnn_cast(workspace: int, workspace_size: int, executor, stream) -> AclnnStatus:
-    return C.l2_phase_2("aclnnCast", workspace, workspace_size, executor, stream)
+    return common.l2_phase_2("aclnnCast", workspace, workspace_size, executor, stream)

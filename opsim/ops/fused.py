@@ -30,7 +30,7 @@ from opsim.opdev.direct_invoke import DirectInvokeWorkspaceRequest, add_direct_i
 from opsim.opdev.op_args import OpArgContext, make_op_arg_context, op_attr, op_input, op_output
 from opsim.opdev.op_types import register_op_type
 from opsim.opdev.thread_local import current
-from opsim.ops import _common as C
+from opsim.ops import _common as common
 from opsim.ops._common import S
 
 #: longest row (bytes of the input dtype) the single-pass kernel keeps on chip next to its float32 copy; longer
@@ -46,7 +46,7 @@ BIAS_RELU = "FusedBiasRelu"
 
 
 def _K():
-    from opsim.kernels import numerics
+    from opsim.kernels import numerics  # lazy: keeps Numba out of importing opsim.ops.fused
     return numerics
 
 
@@ -91,7 +91,7 @@ def _add_rms_norm_prepare(args: OpArgContext, request: DirectInvokeWorkspaceRequ
     dtype = x1.dtype
     cols = gamma.numel()
     rows = x1.numel() // cols
-    block_dim = max(1, min(C.aiv_num(), rows))
+    block_dim = max(1, min(common.aiv_num(), rows))
     impl, chunks, sizes = select_add_rms_norm(rows, cols, dtype, block_dim)
     cost = current().process.cost
     n = rows * cols
@@ -152,21 +152,21 @@ def add_rms_norm_l0(x1: Tensor, x2: Tensor, gamma: Tensor, epsilon: float, y: Te
 
 
 def _check_add_rms_norm(api: str, x1, x2, gamma, y, rstd, x_out) -> AclnnStatus:
-    st = (C.check_not_null(api, x1=x1, x2=x2, gamma=gamma, yOut=y, rstdOut=rstd, xOut=x_out)
-          or C.check_dtype(api, "x1", x1, C.FLOAT_TYPES)
-          or C.check_same_dtype(api, x1=x1, x2=x2, gamma=gamma, yOut=y, xOut=x_out)
-          or C.check_dtype(api, "rstdOut", rstd, (DataType.DT_FLOAT,)))
+    st = (common.check_not_null(api, x1=x1, x2=x2, gamma=gamma, yOut=y, rstdOut=rstd, xOut=x_out)
+          or common.check_dtype(api, "x1", x1, common.FLOAT_TYPES)
+          or common.check_same_dtype(api, x1=x1, x2=x2, gamma=gamma, yOut=y, xOut=x_out)
+          or common.check_dtype(api, "rstdOut", rstd, (DataType.DT_FLOAT,)))
     if st:
         return st
     shape = list(x1.view_shape)
     g = len(gamma.view_shape)
     if not 1 <= g <= len(shape) or list(gamma.view_shape) != shape[len(shape) - g:]:
-        C.log.error("%s: gamma shape %s must equal the last dims of x1 shape %s (ACLNN_ERR_PARAM_INVALID)", api,
+        common.log.error("%s: gamma shape %s must equal the last dims of x1 shape %s (ACLNN_ERR_PARAM_INVALID)", api,
                     list(gamma.view_shape), shape)
         return S.ACLNN_ERR_PARAM_INVALID
     expected = add_rms_norm_shapes(shape, g)
-    return (C.check_shape(api, "x2", x2, expected["x2"]) or C.check_shape(api, "yOut", y, expected["y"])
-            or C.check_shape(api, "xOut", x_out, expected["x"]) or C.check_shape(api, "rstdOut", rstd, expected["rstd"])
+    return (common.check_shape(api, "x2", x2, expected["x2"]) or common.check_shape(api, "yOut", y, expected["y"])
+            or common.check_shape(api, "xOut", x_out, expected["x"]) or common.check_shape(api, "rstdOut", rstd, expected["rstd"])
             or S.ACLNN_SUCCESS)
 
 
@@ -180,12 +180,12 @@ def aclnn_add_rms_norm_get_workspace_size(x1: Tensor, x2: Tensor, gamma: Tensor,
             return S.ACLNN_SUCCESS
         return add_rms_norm_l0(x1, x2, gamma, epsilon, y_out, rstd_out, x_out, ex)
 
-    return C.l2_phase_1(api, (x1, x2, gamma, float(epsilon)), (y_out, rstd_out, x_out),
+    return common.l2_phase_1(api, (x1, x2, gamma, float(epsilon)), (y_out, rstd_out, x_out),
                         lambda: _check_add_rms_norm(api, x1, x2, gamma, y_out, rstd_out, x_out), build)
 
 
 def aclnn_add_rms_norm(workspace: int, workspace_size: int, executor, stream) -> AclnnStatus:
-    return C.l2_phase_2("aclnnAddRmsNorm", workspace, workspace_size, executor, stream)
+    return common.l2_phase_2("aclnnAddRmsNorm", workspace, workspace_size, executor, stream)
 
 
 # ---- FusedBiasRelu (stateless) -------------------------------------------------------------------------
@@ -200,8 +200,8 @@ def _bias_relu_launch(state: None, args: OpArgContext, stream: Any) -> AclnnStat
     x, bias = (a.value for a in args.inputs())
     (out,) = (a.value for a in args.outputs())
     n = out.numel()
-    block_dim = max(1, min(C.aiv_num(), math.ceil(n / C.ELEMENTS_PER_BLOCK)))
-    duration = ctx.process.cost.kernel(BIAS_RELU, "AI_VECTOR_CORE", 2.0 * n, float(C.total_bytes(x, bias, out)),
+    block_dim = max(1, min(common.aiv_num(), math.ceil(n / common.ELEMENTS_PER_BLOCK)))
+    duration = ctx.process.cost.kernel(BIAS_RELU, "AI_VECTOR_CORE", 2.0 * n, float(common.total_bytes(x, bias, out)),
                                        block_dim)
     if rt.fault_status(ctx, "rt.launch_kernel", BIAS_RELU) != S.ACLNN_SUCCESS:
         return S.ACLNN_ERR_RUNTIME_ERROR
@@ -230,12 +230,12 @@ def aclnn_fused_bias_relu_get_workspace_size(self: Tensor, bias: Tensor, out: Te
     api = "aclnnFusedBiasRelu"
 
     def check():
-        st = (C.check_not_null(api, self=self, bias=bias, out=out) or C.check_dtype(api, "self", self, C.FLOAT_TYPES)
-              or C.check_same_dtype(api, self=self, bias=bias, out=out))
+        st = (common.check_not_null(api, self=self, bias=bias, out=out) or common.check_dtype(api, "self", self, common.FLOAT_TYPES)
+              or common.check_same_dtype(api, self=self, bias=bias, out=out))
         if st:
             return st
         last = list(self.view_shape[-1:])
-        return C.check_shape(api, "bias", bias, last) or C.check_shape(api, "out", out, self.view_shape) \
+        return common.check_shape(api, "bias", bias, last) or common.check_shape(api, "out", out, self.view_shape) \
             or S.ACLNN_SUCCESS
 
     def build(ex):
@@ -243,11 +243,11 @@ def aclnn_fused_bias_relu_get_workspace_size(self: Tensor, bias: Tensor, out: Te
             return S.ACLNN_SUCCESS
         return fused_bias_relu_l0(self, bias, out, ex)
 
-    return C.l2_phase_1(api, (self, bias), (out,), check, build)
+    return common.l2_phase_1(api, (self, bias), (out,), check, build)
 
 
 def aclnn_fused_bias_relu(workspace: int, workspace_size: int, executor, stream) -> AclnnStatus:
-    return C.l2_phase_2("aclnnFusedBiasRelu", workspace, workspace_size, executor, stream)
+    return common.l2_phase_2("aclnnFusedBiasRelu", workspace, workspace_size, executor, stream)
 
 
 # ---- catalogue entries for the scenario layer (opsim.ops.registry.OpSpec fields) -----------------------------

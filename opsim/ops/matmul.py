@@ -16,7 +16,7 @@ from opsim.opdev.dfx import l0_dfx
 from opsim.opdev.kernel import AiCoreKernel, TilingResult, register_aicore_kernel
 from opsim.opdev.launchers import add_to_launcher_list_aicore
 from opsim.opdev.op_args import op_attr, op_input, op_output
-from opsim.ops import _common as C
+from opsim.ops import _common as common
 from opsim.ops._common import S
 from opsim.ops.elementwise import add_l0
 
@@ -24,7 +24,7 @@ CUBE_TILE = 128  # output tile edge one cube core computes per block (assumed)
 
 
 def _K():
-    from opsim.kernels import numerics
+    from opsim.kernels import numerics  # lazy: keeps Numba out of importing opsim.ops.matmul
     return numerics
 
 
@@ -34,8 +34,8 @@ def _matmul_tiling(ins, outs, attrs):
     k = a.view_shape[-1] if not (attrs and attrs[0]) else a.view_shape[-2]
     batch = out.numel() // max(m * n, 1) if m * n else 0
     tiles = max(1, batch * math.ceil(m / CUBE_TILE) * math.ceil(n / CUBE_TILE))
-    return TilingResult(block_dim=max(1, min(C.aic_num(), tiles)), workspace_sizes=[], tiling_data_size=256,
-                        flops=2.0 * batch * m * n * k, bytes=float(C.total_bytes(a, b, out)), task_type="AI_CORE")
+    return TilingResult(block_dim=max(1, min(common.aic_num(), tiles)), workspace_sizes=[], tiling_data_size=256,
+                        flops=2.0 * batch * m * n * k, bytes=float(common.total_bytes(a, b, out)), task_type="AI_CORE")
 
 
 def _matmul_compute(ins, outs, attrs, wss):
@@ -45,7 +45,7 @@ def _matmul_compute(ins, outs, attrs, wss):
 
 
 def _muls_tiling(ins, outs, attrs):
-    return C.vector_tiling(C.aiv_num(), outs[0].numel(), C.total_bytes(ins[0], outs[0]))
+    return common.vector_tiling(common.aiv_num(), outs[0].numel(), common.total_bytes(ins[0], outs[0]))
 
 
 def _muls_compute(ins, outs, attrs, wss):
@@ -85,23 +85,23 @@ def aclnn_matmul_get_workspace_size(self: Tensor, mat2: Tensor, out: Tensor, cub
     api = "aclnnMatmul"
 
     def check():
-        st = (C.check_not_null(api, self=self, mat2=mat2, out=out) or
-              C.check_dtype(api, "self", self, C.FLOAT_TYPES) or C.check_same_dtype(api, self=self, mat2=mat2, out=out))
+        st = (common.check_not_null(api, self=self, mat2=mat2, out=out) or
+              common.check_dtype(api, "self", self, common.FLOAT_TYPES) or common.check_same_dtype(api, self=self, mat2=mat2, out=out))
         if st:
             return st
         shape = matmul_shape(self.view_shape, mat2.view_shape)
         if shape is None:
-            C.log.error("%s: self %s and mat2 %s are not 2-D with matching inner dims (ACLNN_ERR_PARAM_INVALID)", api,
+            common.log.error("%s: self %s and mat2 %s are not 2-D with matching inner dims (ACLNN_ERR_PARAM_INVALID)", api,
                         list(self.view_shape), list(mat2.view_shape))
             return S.ACLNN_ERR_PARAM_INVALID
-        return C.check_shape(api, "out", out, shape)
+        return common.check_shape(api, "out", out, shape)
 
-    return C.l2_phase_1(api, (self, mat2, np.int8(cube_math_type)), (out,), check,
+    return common.l2_phase_1(api, (self, mat2, np.int8(cube_math_type)), (out,), check,
                         lambda ex: matmul_l0(self, mat2, out, ex))
 
 
 def aclnn_matmul(workspace: int, workspace_size: int, executor, stream) -> AclnnStatus:
-    return C.l2_phase_2("aclnnMatmul", workspace, workspace_size, executor, stream)
+    return common.l2_phase_2("aclnnMatmul", workspace, workspace_size, executor, stream)
 
 
 def aclnn_addmm_get_workspace_size(self: Tensor, mat1: Tensor, mat2: Tensor, beta: Scalar, alpha: Scalar,
@@ -110,21 +110,21 @@ def aclnn_addmm_get_workspace_size(self: Tensor, mat1: Tensor, mat2: Tensor, bet
     api = "aclnnAddmm"
 
     def check():
-        st = (C.check_not_null(api, self=self, mat1=mat1, mat2=mat2, beta=beta, alpha=alpha, out=out) or
-              C.check_dtype(api, "mat1", mat1, C.FLOAT_TYPES) or
-              C.check_same_dtype(api, self=self, mat1=mat1, mat2=mat2, out=out))
+        st = (common.check_not_null(api, self=self, mat1=mat1, mat2=mat2, beta=beta, alpha=alpha, out=out) or
+              common.check_dtype(api, "mat1", mat1, common.FLOAT_TYPES) or
+              common.check_same_dtype(api, self=self, mat1=mat1, mat2=mat2, out=out))
         if st:
             return st
         shape = matmul_shape(mat1.view_shape, mat2.view_shape)
         if shape is None:
-            C.log.error("%s: mat1 %s and mat2 %s are not 2-D with matching inner dims (ACLNN_ERR_PARAM_INVALID)", api,
+            common.log.error("%s: mat1 %s and mat2 %s are not 2-D with matching inner dims (ACLNN_ERR_PARAM_INVALID)", api,
                         list(mat1.view_shape), list(mat2.view_shape))
             return S.ACLNN_ERR_PARAM_INVALID
-        if C.broadcast_shape(self.view_shape, shape) != tuple(shape):
-            C.log.error("%s: self %s does not broadcast to %s (ACLNN_ERR_PARAM_INVALID)", api, list(self.view_shape),
+        if common.broadcast_shape(self.view_shape, shape) != tuple(shape):
+            common.log.error("%s: self %s does not broadcast to %s (ACLNN_ERR_PARAM_INVALID)", api, list(self.view_shape),
                         list(shape))
             return S.ACLNN_ERR_PARAM_INVALID
-        return C.check_shape(api, "out", out, shape)
+        return common.check_shape(api, "out", out, shape)
 
     def build(ex):
         shape = list(out.view_shape)
@@ -136,8 +136,8 @@ def aclnn_addmm_get_workspace_size(self: Tensor, mat1: Tensor, mat2: Tensor, bet
         return (matmul_l0(mat1, mat2, mm, ex) or muls_l0(mm, float(alpha.value), scaled, ex) or
                 muls_l0(self, float(beta.value), beta_self, ex) or add_l0(beta_self, scaled, 1.0, out, ex))
 
-    return C.l2_phase_1(api, (self, mat1, mat2, beta, alpha, np.int8(cube_math_type)), (out,), check, build)
+    return common.l2_phase_1(api, (self, mat1, mat2, beta, alpha, np.int8(cube_math_type)), (out,), check, build)
 
 
 def aclnn_addmm(workspace: int, workspace_size: int, executor, stream) -> AclnnStatus:
-    return C.l2_phase_2("aclnnAddmm", workspace, workspace_size, executor, stream)
+    return common.l2_phase_2("aclnnAddmm", workspace, workspace_size, executor, stream)

@@ -25,6 +25,7 @@ from opsim.acl.status import AclnnStatus
 from opsim.opdev.kernel import AiCoreKernel, TilingResult, find_aicore_kernel, register_aicore_kernel
 from opsim.opdev.thread_local import A_SPAN, current
 from opsim.ops.registry import OpSpec
+from opsim.opdev.op_args import op_attr, op_input, op_output
 
 PROFILED_HOST = "profiled host"
 """Host phase of the time a profile recorded beyond opsim's modelled phases (phase 1 on a miss, phase 2)."""
@@ -58,6 +59,7 @@ def _tiling(ins: list, outs: list, attrs: list) -> TilingResult:
 
 def _work(op_type: str, ins: list, outs: list) -> tuple[float, float]:
     """(flops, bytes moved) of a launch, counted as the calibration counts a profile row."""
+    # lazy: keeps ijson, sqlite3, SimPy, decimal out of importing opsim.ops.profiled
     from opsim.calibration.features import MATMUL_TYPES, matmul_flops
     ins = [t for t in ins if t is not None]
     outs = [t for t in outs if t is not None]
@@ -130,21 +132,21 @@ class ProfiledOp:
     def get_workspace_size(self, variant: int, *tensors: Any) -> tuple[AclnnStatus, int, Any]:
         if self.kind == "aclop":
             return S.ACLNN_SUCCESS, 0, ("aclop", variant)
-        from opsim.opdev.op_exec_cache import OpExecCacheWrap
-        from opsim.ops import _common as C
+        from opsim.opdev.op_exec_cache import OpExecCacheWrap  # lazy: keeps SimPy out of importing opsim.ops.profiled
+        from opsim.ops import _common as common  # lazy: keeps SimPy out of importing opsim.ops.profiled
         ctx = current()
         start = len(ctx.actions)
         ins, outs = tensors[:self.n_inputs], tensors[self.n_inputs:]
-        status, size, executor = C.l2_phase_1(self.phase1_api, (*ins, variant), tuple(outs), lambda: S.ACLNN_SUCCESS,
+        status, size, executor = common.l2_phase_1(self.phase1_api, (*ins, variant), tuple(outs), lambda: S.ACLNN_SUCCESS,
                                               lambda ex: self._launchers(ex, variant, ins, outs))
         if status == S.ACLNN_SUCCESS and not isinstance(executor, OpExecCacheWrap):
             _charge_rest(ctx, start, self.phase1_us)
         return status, size, executor
 
     def _launchers(self, executor: Any, variant: int, ins: Sequence[Any], outs: Sequence[Any]) -> AclnnStatus:
-        from opsim.opdev.dfx import l0_dfx
+        from opsim.opdev.dfx import l0_dfx  # lazy: keeps SimPy out of importing opsim.ops.profiled
+        # lazy: keeps SimPy out of importing opsim.ops.profiled
         from opsim.opdev.launchers import add_to_launcher_list_aicore
-        from opsim.opdev.op_args import op_attr, op_input, op_output
         v = self.variants[variant]
         recorded = _recorded_numel(v, self.n_inputs)
         last = len(v["kernels"]) - 1  # the last kernel writes the outputs (no output written twice)
@@ -169,14 +171,14 @@ class ProfiledOp:
             own = (self.variants[executor[1]].get("host_us") or {}).get("phase2")
             target = target if own is None else float(own)
         else:
-            from opsim.ops import _common as C
-            status = C.l2_phase_2(self.api, workspace, workspace_size, executor, stream)
+            from opsim.ops import _common as common  # lazy: keeps SimPy out of importing opsim.ops.profiled
+            status = common.l2_phase_2(self.api, workspace, workspace_size, executor, stream)
         _charge_rest(ctx, start, target)
         return status
 
     def _aclop_run(self, ctx: Any, variant: int, stream: Any) -> AclnnStatus:
         """aclopCompileAndExecute: the single-op call launches the recorded kernels (no opbase executor)."""
-        from opsim.opdev import rt
+        from opsim.opdev import rt  # lazy: keeps SimPy out of importing opsim.ops.profiled
         ctx.current_op = self.api
         ctx.charge("L2 phase2 entry")
         for k in self.variants[variant]["kernels"]:

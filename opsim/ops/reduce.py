@@ -11,12 +11,12 @@ from opsim.opdev.dfx import l0_dfx
 from opsim.opdev.kernel import AiCoreKernel, TilingResult, register_aicore_kernel
 from opsim.opdev.launchers import add_to_launcher_list_aicore
 from opsim.opdev.op_args import op_attr, op_input, op_output
-from opsim.ops import _common as C
+from opsim.ops import _common as common
 from opsim.ops._common import S
 
 
 def _K():
-    from opsim.kernels import numerics
+    from opsim.kernels import numerics  # lazy: keeps Numba out of importing opsim.ops.reduce
     return numerics
 
 
@@ -41,11 +41,11 @@ def reduced_shape(shape, axes, keepdims: bool) -> tuple[int, ...]:
 def _reduce_tiling(ins, outs, attrs):
     x, out = ins[0], outs[0]
     n = x.numel()
-    blocks = max(1, min(C.aiv_num(), math.ceil(n / C.ELEMENTS_PER_BLOCK)))
+    blocks = max(1, min(common.aiv_num(), math.ceil(n / common.ELEMENTS_PER_BLOCK)))
     # Cross-core partial sums: one float32 partial per block per output element, plus a 32-byte sync area.
     ws = blocks * max(out.numel(), 1) * 4 + 32 if blocks > 1 else 0
     return TilingResult(block_dim=blocks, workspace_sizes=[ws] if ws else [], tiling_data_size=96,
-                        flops=float(n), bytes=float(C.total_bytes(x, out)), task_type="AI_VECTOR_CORE")
+                        flops=float(n), bytes=float(common.total_bytes(x, out)), task_type="AI_VECTOR_CORE")
 
 
 def _reduce_compute(ins, outs, attrs, wss):
@@ -67,23 +67,23 @@ def aclnn_reduce_sum_get_workspace_size(self: Tensor, dim: IntArray, keepdim: bo
     api = "aclnnReduceSum"
 
     def check():
-        st = C.check_not_null(api, self=self, dim=dim, out=out) or C.check_dtype(api, "self", self, C.NUMERIC_TYPES)
+        st = common.check_not_null(api, self=self, dim=dim, out=out) or common.check_dtype(api, "self", self, common.NUMERIC_TYPES)
         if st:
             return st
         axes = normalize_axes(dim, len(self.view_shape))
         if axes is None:
-            C.log.error("%s: dim %s out of range for %d dims (ACLNN_ERR_PARAM_INVALID)", api, list(dim),
+            common.log.error("%s: dim %s out of range for %d dims (ACLNN_ERR_PARAM_INVALID)", api, list(dim),
                         len(self.view_shape))
             return S.ACLNN_ERR_PARAM_INVALID
-        return C.check_shape(api, "out", out, reduced_shape(self.view_shape, axes, keepdim)) or \
-            C.check_same_dtype(api, self=self, out=out)
+        return common.check_shape(api, "out", out, reduced_shape(self.view_shape, axes, keepdim)) or \
+            common.check_same_dtype(api, self=self, out=out)
 
     def build(ex):
         axes = normalize_axes(dim, len(self.view_shape)) or tuple(range(len(self.view_shape)))
         return reduce_sum_l0(self, ex.alloc_int_array(axes), bool(keepdim), out, ex)
 
-    return C.l2_phase_1(api, (self, dim, bool(keepdim), DataType.parse(dtype)), (out,), check, build)
+    return common.l2_phase_1(api, (self, dim, bool(keepdim), DataType.parse(dtype)), (out,), check, build)
 
 
 def aclnn_reduce_sum(workspace: int, workspace_size: int, executor, stream) -> AclnnStatus:
-    return C.l2_phase_2("aclnnReduceSum", workspace, workspace_size, executor, stream)
+    return common.l2_phase_2("aclnnReduceSum", workspace, workspace_size, executor, stream)

@@ -17,8 +17,9 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, Callable, Mapping, Sequence
 
-from opsim.acl.tensor import broadcast_shapes
+from opsim.acl.tensor import broadcast_shapes, IntArray, Scalar
 from opsim.errors import InvalidArgumentError
+from opsim.acl.dtypes import DataType
 
 Shape = tuple[int, ...]
 TensorFactory = Callable[[Sequence[int], Any, str], Any]
@@ -141,12 +142,10 @@ def _outs(make: TensorFactory, out_shapes: list[Shape], dtype: Any) -> list[Any]
 
 
 def _scalar(value: float) -> Any:
-    from opsim.acl.tensor import Scalar
     return Scalar(float(value))
 
 
 def _dt(name: Any) -> Any:
-    from opsim.acl.dtypes import DataType
     return DataType.parse(name)
 
 
@@ -164,7 +163,6 @@ def _build_cast(make, ins, dtype, attrs, out_shapes):
 
 
 def _build_reduce_sum(make, ins, dtype, attrs, out_shapes):
-    from opsim.acl.tensor import IntArray
     return (ins[0], IntArray([int(d) for d in attrs["dim"]]), bool(attrs["keepdim"]), dtype,
             *_outs(make, out_shapes, dtype))
 

@@ -13,12 +13,12 @@ from opsim.opdev.dfx import l0_dfx
 from opsim.opdev.kernel import AiCoreKernel, TilingResult, register_aicore_kernel
 from opsim.opdev.launchers import add_to_launcher_list_aicore
 from opsim.opdev.op_args import op_attr, op_input, op_output, op_workspace
-from opsim.ops import _common as C
+from opsim.ops import _common as common
 from opsim.ops._common import S
 
 
 def _K():
-    from opsim.kernels import numerics
+    from opsim.kernels import numerics  # lazy: keeps Numba out of importing opsim.ops.softmax
     return numerics
 
 
@@ -26,9 +26,9 @@ def _softmax_tiling(ins, outs, attrs):
     x = ins[0]
     n = x.numel()
     rows = n // max(x.view_shape[attrs[0]] if x.view_shape else 1, 1) if x.view_shape else 1
-    blocks = max(1, min(C.aiv_num(), rows))
+    blocks = max(1, min(common.aiv_num(), rows))
     return TilingResult(block_dim=blocks, workspace_sizes=[], tiling_data_size=128, flops=5.0 * n,
-                        bytes=float(C.total_bytes(x, outs[0])), task_type="AI_VECTOR_CORE")
+                        bytes=float(common.total_bytes(x, outs[0])), task_type="AI_VECTOR_CORE")
 
 
 def _softmax_compute(ins, outs, attrs, wss):
@@ -54,13 +54,13 @@ def aclnn_softmax_get_workspace_size(self: Tensor, dim: int, out: Tensor):
     api = "aclnnSoftmax"
 
     def check():
-        st = (C.check_not_null(api, self=self, out=out) or C.check_dtype(api, "self", self, C.FLOAT_TYPES) or
-              C.check_same_dtype(api, self=self, out=out) or C.check_shape(api, "out", out, self.view_shape))
+        st = (common.check_not_null(api, self=self, out=out) or common.check_dtype(api, "self", self, common.FLOAT_TYPES) or
+              common.check_same_dtype(api, self=self, out=out) or common.check_shape(api, "out", out, self.view_shape))
         if st:
             return st
         nd = max(len(self.view_shape), 1)
         if not -nd <= int(dim) < nd:
-            C.log.error("%s: dim %d out of range for %d dims (ACLNN_ERR_PARAM_INVALID)", api, dim, nd)
+            common.log.error("%s: dim %d out of range for %d dims (ACLNN_ERR_PARAM_INVALID)", api, dim, nd)
             return S.ACLNN_ERR_PARAM_INVALID
         return S.ACLNN_SUCCESS
 
@@ -68,10 +68,10 @@ def aclnn_softmax_get_workspace_size(self: Tensor, dim: int, out: Tensor):
         d = int(dim) % max(len(self.view_shape), 1)
         return softmax_l0(self, d, out, ex)
 
-    return C.l2_phase_1(api, (self, int(dim)), (out,), check, build)
+    return common.l2_phase_1(api, (self, int(dim)), (out,), check, build)
 
 
 def aclnn_softmax(workspace: int, workspace_size: int, executor, stream) -> AclnnStatus:
-    return C.l2_phase_2("aclnnSoftmax", workspace, workspace_size, executor, stream)
+    return common.l2_phase_2("aclnnSoftmax", workspace, workspace_size, executor, stream)
 
 

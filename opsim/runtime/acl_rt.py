@@ -46,7 +46,7 @@ def free_async(address: int, stream: Any) -> AclnnStatus:
 
 def synchronize_stream(stream: Any) -> AclnnStatus:
     """aclrtSynchronizeStream."""
-    from opsim.opdev import rt
+    from opsim.opdev import rt  # lazy: keeps SimPy out of importing opsim.runtime.acl_rt
     return rt.synchronize_stream(current(), stream)
 
 
@@ -77,7 +77,7 @@ def stream_wait_event(stream: Any, event: Any) -> AclnnStatus:
 def launch_task(stream: Any, kind: str, name: str, task_type: str, duration_us: float) -> AclnnStatus:
     """A device task replayed from a profile (a communication task or a recorded one): it takes its stream
     for `duration_us`; its host side is in the replayed host gaps, so it charges no host time."""
-    from opsim.device.task import DeviceTask, TaskKind
+    from opsim.device.task import DeviceTask, TaskKind  # lazy: keeps SimPy out of importing opsim.runtime.acl_rt
     task = DeviceTask.trusted(TaskKind.COMMUNICATION if kind == "communication" else TaskKind.RECORDED,
                               float(duration_us), 1, name, task_type)
     current().actions.append((1, _TaskSubmit(stream, task), None))

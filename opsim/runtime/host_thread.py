@@ -10,10 +10,12 @@ from __future__ import annotations
 
 from typing import Any, Callable, Generator
 
-from opsim.fastpath import calls as fast_calls
-from opsim.fastpath import phase2_replay
+from opsim.fastpath import calls as fast_calls, phase2_replay
 from opsim.fastpath.phase2_replay import PHASE_2_ENTRY
 from opsim.opdev.thread_local import A_CALL, A_SPAN, A_SUBMIT, A_SYNC, ThreadLocalContext, set_current
+from opsim.opdev.executor import destroy_executor
+from opsim.runtime import acl_rt
+from opsim.runtime.host_calibration import apply_host_calibration
 
 
 class HostThread:
@@ -133,7 +135,6 @@ _ACL_RT: list = []  # opsim.runtime.acl_rt, imported on the first run_op
 
 
 def _load_acl_rt() -> Any:
-    from opsim.runtime import acl_rt
     _ACL_RT.append(acl_rt)
     return acl_rt
 
@@ -142,7 +143,6 @@ _HOST_CAL: list = []  # opsim.runtime.host_calibration.apply_host_calibration, i
 
 
 def _load_host_calibration() -> Callable[..., None]:
-    from opsim.runtime.host_calibration import apply_host_calibration
     _HOST_CAL.append(apply_host_calibration)
     return apply_host_calibration
 
@@ -185,7 +185,6 @@ def run_op(thread: HostThread, get_workspace_size: Callable[..., Any], run: Call
             if size:
                 status, workspace = acl_rt.malloc(size)
                 if status != 0:
-                    from opsim.opdev.executor import destroy_executor
                     destroy_executor(executor)
             if status == 0:
                 n2 = len(ctx.actions)

@@ -1,10 +1,10 @@
 """torch_npu's side of an ACLNN call: op-plugin's EXEC_NPU_CMD, its argument hash, and the task queue.
 
-torch_npu serialises a call's arguments into a thread-local 8192-byte buffer and asks opbase for a cached
-executor by that key (pta-cache-mode.md): V1 hashes the bytes (gen_hash, the MurmurHash3 variant opbase uses
-for its buckets) and looks up on the calling thread, queueing only phase 2; V2 hands opbase the bytes and
-runs the whole call on the task-queue consumer thread. TASK_QUEUE_ENABLE picks the variant and the queue.
-A hit skips phase 1 (no aclnnXxxGetWorkspaceSize); a miss runs phase 1 in PTA mode.
+torch_npu serialises a call's arguments into a thread-local 8192-byte buffer and asks opbase for a cached executor
+by that key (op-plugin `op_plugin/utils/op_api_common.h`): V1 hashes the bytes (gen_hash, the MurmurHash3 variant
+opbase uses for its buckets) and looks up on the calling thread, queueing only phase 2; V2 hands opbase the bytes
+and runs the whole call on the task-queue consumer thread. TASK_QUEUE_ENABLE picks the variant and the queue. A hit
+skips phase 1 (no aclnnXxxGetWorkspaceSize); a miss runs phase 1 in PTA mode.
 """
 from __future__ import annotations
 
@@ -18,10 +18,11 @@ from opsim.acl.dtypes import DataType
 from opsim.acl.tensor import BoolArray, FloatArray, Fp16Array, IntArray, Scalar, ScalarList, Tensor, TensorList
 from opsim.errors import InvalidArgumentError
 from opsim.kernels.hashing import murmur_hash3_x64_h2
-from opsim.opdev import huge_mem
-from opsim.opdev import pta_cache as pta
+from opsim.opdev import huge_mem, pta_cache as pta
 from opsim.opdev.op_args import Null
 from opsim.opdev.thread_local import ThreadLocalContext, current, set_current
+import simpy
+from opsim.runtime import acl_rt
 
 G_HASH_BUF_MAX_SIZE = 8192
 """torch_npu's g_hash_buf size (op_api_common.cpp kHashBufSize)."""
@@ -233,7 +234,6 @@ class TaskQueue:
     """torch_npu's task queue: one consumer host thread running queued jobs in order."""
 
     def __init__(self, sim: Any, name: str):
-        import simpy
         self.sim = sim
         self.store = simpy.Store(sim.env)
         self.pending: dict[str, int] = {}
@@ -331,8 +331,8 @@ class TorchNpu:
     def _whole_call(self, ctx: ThreadLocalContext, gws: Callable, run: Callable, args: tuple, stream: Any,
                     api: str, form: str, v2: bool, queue_phase_2: bool) -> tuple[CallOutcome, Callable | None]:
         """One call up to (queue_phase_2) or through phase 2; returns the outcome and the phase-2 job if queued."""
+        # lazy: keeps opsim.opdev out of importing opsim.runtime.torch_npu
         from opsim.opdev.executor import destroy_executor
-        from opsim.runtime import acl_rt
         out = CallOutcome()
         executor = None
         if form == "cmd":
@@ -345,7 +345,7 @@ class TorchNpu:
             if form == "sync" or v2:
                 pta.set_pta_cache_hash_key(None, 0, ctx)
         miss = executor is None
-        if miss:  # a miss runs phase 1 with a huge-memory pool active (pta-cache-mode.md §2.1 step 4)
+        if miss:  # a miss runs phase 1 with a huge-memory pool active (op-plugin `op_api_common.h`, EXEC_NPU_CMD_V1)
             huge_mem.init_huge_mem_thread_local(ctx)
             status, size, executor = gws(*args)
             if status != 0:
@@ -413,7 +413,6 @@ class TorchNpu:
                 out = CallOutcome(status=None)
 
                 def job(out: CallOutcome = out) -> int | None:
-                    from opsim.opdev.thread_local import current
                     done, _ = self._whole_call(current(), gws, run, args, stream, api, form, True, False)
                     out.status, out.workspace_size, out.hit = done.status, done.workspace_size, done.hit
                     return out.status

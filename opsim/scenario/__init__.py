@@ -14,7 +14,7 @@ def __getattr__(name: str):
     module = _LAZY.get(name)
     if module is None:
         raise AttributeError(f"module 'opsim.scenario' has no attribute {name!r}")
-    import importlib
+    import importlib  # lazy: module __getattr__ (PEP 562): loaded when the name is first used
     value = getattr(importlib.import_module(module), name)
     globals()[name] = value
     return value

@@ -5,9 +5,12 @@ from __future__ import annotations
 from typing import Any, Mapping
 
 from opsim.errors import InvalidArgumentError
-from opsim.scenario import config as C
+from opsim.scenario import config
 from opsim.scenario.limits import INT64_MAX
 from opsim.scenario.messages import Path_, _describe, _Errors, _suggest
+from opsim.acl.dtypes import DataType
+from opsim.opdev.profiling import MASK_NAMES, mask_of
+from opsim.ops.registry import get_op, op_names
 
 DEFAULT_STREAM = "default"
 
@@ -15,7 +18,6 @@ DEFAULT_STREAM = "default"
 def _dtype_name(name: str) -> str | None:
     if name.__class__ is str and name in _DTYPE_NAMES:
         return _DTYPE_NAMES[name]
-    from opsim.acl.dtypes import DataType
     try:
         short = DataType.parse(name).short_name
     except InvalidArgumentError:
@@ -49,10 +51,10 @@ class _Builder:
         self.group_names = tuple(g["name"] for g in groups if isinstance(g, dict) and isinstance(g.get("name"), str)) \
             if isinstance(groups, list) else ()
         self.thread_mode = "ordinary"  # `cache_mode` of the thread being built
-        self._op_steps: dict[tuple, C.OpStep] = {}
+        self._op_steps: dict[tuple, config.OpStep] = {}
         """Op steps built without a problem, by what they were built from (see `op_step`)."""
 
-    def thread(self, i: int, th: Mapping[str, Any], path: Path_ | None = None) -> C.ThreadConfig:
+    def thread(self, i: int, th: Mapping[str, Any], path: Path_ | None = None) -> config.ThreadConfig:
         """Thread `i` of the scenario's `threads` (or of another list: `path`, e.g. a rank's threads)."""
         own = tuple(th.get("streams") or ())
         shared = tuple(s for s in self.shared_streams if s not in own)
@@ -60,7 +62,7 @@ class _Builder:
         path = ("threads", i) if path is None else path
         self.thread_mode = th.get("cache_mode", "ordinary")
         program = self.program(th.get("program") or [], path + ("program",), streams)
-        return C.ThreadConfig(name=str(th.get("name")), streams=streams, program=program,
+        return config.ThreadConfig(name=str(th.get("name")), streams=streams, program=program,
                               cache_mode=str(th.get("cache_mode", "ordinary")))
 
     def program(self, steps: list, path: Path_, streams: tuple[str, ...]) -> tuple:
@@ -79,31 +81,31 @@ class _Builder:
         if "loop" in step and isinstance(step["loop"], dict):
             lp = step["loop"]
             body = self.program(lp.get("body") or [], path + ("loop", "body"), streams)
-            return C.LoopStep(count=int(lp.get("count", 0)), body=body)
+            return config.LoopStep(count=int(lp.get("count", 0)), body=body)
         if "choose" in step and isinstance(step["choose"], list):
             opts = self.program(step["choose"], path + ("choose",), streams)
-            return C.ChooseStep(options=opts) if opts else None
+            return config.ChooseStep(options=opts) if opts else None
         if "sync" in step:
-            return C.SyncStep(self.stream(step["sync"], path + ("sync",), streams))
+            return config.SyncStep(self.stream(step["sync"], path + ("sync",), streams))
         if "sync_device" in step:
-            return C.SyncDeviceStep()
+            return config.SyncDeviceStep()
         for key in ("record_event", "wait_event"):
             if key in step and isinstance(step[key], dict):
                 return self.event_step(key, step[key], path, streams)
         if "sleep" in step:
-            return C.SleepStep(float(step["sleep"]))
+            return config.SleepStep(float(step["sleep"]))
         if "task" in step and isinstance(step["task"], dict):
             return self.task_step(step["task"], path + ("task",), streams)
         if "tasks" in step and isinstance(step["tasks"], list):
             tasks = tuple(self.group_item(t, path + ("tasks", i), streams) for i, t in enumerate(step["tasks"]))
-            return C.TasksStep(tuple(t for t in tasks if t is not None)) if any(tasks) else None
+            return config.TasksStep(tuple(t for t in tasks if t is not None)) if any(tasks) else None
         if "collective" in step:
             return self.collective_step(step, path, streams)
         if "profiling" in step and isinstance(step["profiling"], dict):
             return _profiling_step(step["profiling"])
         if "deterministic" in step and isinstance(step["deterministic"], dict):
             det = step["deterministic"]
-            return C.DeterministicStep(det.get("level"), det.get("strong_consistency"))
+            return config.DeterministicStep(det.get("level"), det.get("strong_consistency"))
         return None
 
     def event_step(self, key: str, ev: dict, path: Path_, streams: tuple[str, ...]) -> Any:
@@ -112,7 +114,7 @@ class _Builder:
             self.errors.add(path + (key, "event"), f"unknown event {name!r}{_suggest(name, self.events)}; "
                             f"declare it in the top-level `events` list (declared: {', '.join(self.events) or 'none'})")
         stream = self.stream(ev.get("stream", streams[0]), path + (key, "stream"), streams)
-        return C.EventStep(event=str(name), stream=stream, record=key == "record_event")
+        return config.EventStep(event=str(name), stream=stream, record=key == "record_event")
 
     def group_item(self, item: Any, path: Path_, streams: tuple[str, ...]) -> Any:
         """One device action of a `tasks` step: a task, an event record or an event wait."""
@@ -128,11 +130,12 @@ class _Builder:
     def task_step(self, t: dict, path: Path_, streams: tuple[str, ...]) -> Any:
         stream = self.stream(t.get("stream", streams[0]), path + ("stream",), streams)
         kind = str(t.get("kind", "recorded"))
-        return C.TaskStep(stream=stream, kind=kind, name=str(t.get("name", kind)),
+        return config.TaskStep(stream=stream, kind=kind, name=str(t.get("name", kind)),
                           task_type=str(t.get("task_type", kind.upper())), duration_us=float(t.get("duration_us", 0.0)))
 
-    def collective_step(self, step: dict[str, Any], path: Path_, streams: tuple[str, ...]) -> C.CollectiveStep | None:
+    def collective_step(self, step: dict[str, Any], path: Path_, streams: tuple[str, ...]) -> config.CollectiveStep | None:
         """A collective: its group (declared in `groups`) or its send/recv `peer`, its dtype and stream."""
+        # lazy: keeps opsim.cluster out of importing opsim.scenario.builder
         from opsim.cluster.collective import CollectiveSpec
         op = step.get("collective")
         stream = self.stream(step.get("stream", streams[0]), path + ("stream",), streams)
@@ -153,7 +156,7 @@ class _Builder:
                                                "float16 or bfloat16")
         if not isinstance(op, str) or not isinstance(step.get("bytes"), int):
             return None  # the schema reports the malformed parts
-        return C.CollectiveStep(stream=stream, spec=CollectiveSpec(
+        return config.CollectiveStep(stream=stream, spec=CollectiveSpec(
             op=op, nbytes=int(step["bytes"]), dtype=dtype or "float32", group=group, peer=peer,
             op_type=step.get("name"), algorithm=step.get("algorithm"), transit_us=step.get("transit_us"),
             idle_us=float(step.get("idle_us", 0.0)), root=int(step.get("root", 0))))
@@ -164,7 +167,7 @@ class _Builder:
                                   f"{', '.join(streams)}")
         return str(name)
 
-    def op_step(self, step: dict[str, Any], path: Path_, streams: tuple[str, ...]) -> C.OpStep | None:
+    def op_step(self, step: dict[str, Any], path: Path_, streams: tuple[str, ...]) -> config.OpStep | None:
         """The step's OpStep, or None after reporting its problems. A step written like an earlier one built
         while no problem had been found in the scenario (equal text of its values, types included, on the same
         streams and cache mode) gets that one's checked values, with its own place: a long program mostly
@@ -174,7 +177,7 @@ class _Builder:
         done = self._op_steps.get(key) if key is not None else None
         if done is not None:
             line = self.errors.line_of(path)
-            return C.OpStep(op=done.op, spec=done.spec, stream=done.stream, shape_sets=done.shape_sets,
+            return config.OpStep(op=done.op, spec=done.spec, stream=done.stream, shape_sets=done.shape_sets,
                             dtypes=done.dtypes, attrs=dict(done.attrs), repeat=done.repeat,
                             cache_mode=done.cache_mode, where=f"{self.label}:{line}" if line else self.label)
         built = self._op_step(step, path, streams)
@@ -182,8 +185,7 @@ class _Builder:
             self._op_steps[key] = built
         return built
 
-    def _op_step(self, step: dict[str, Any], path: Path_, streams: tuple[str, ...]) -> C.OpStep | None:
-        from opsim.ops.registry import get_op, op_names
+    def _op_step(self, step: dict[str, Any], path: Path_, streams: tuple[str, ...]) -> config.OpStep | None:
         name = step.get("op")
         try:
             spec = get_op(str(name), self.extra_ops)
@@ -211,7 +213,7 @@ class _Builder:
             self.errors.add(path + ("repeat",), "repeat > 1 needs cache_mode: ordinary (torch_npu never makes an "
                                                 "executor repeatable); set cache_mode: ordinary on this op or drop repeat")
         line = self.errors.line_of(path)
-        return C.OpStep(op=spec.name, spec=spec, stream=stream, shape_sets=shape_sets, dtypes=dtypes,
+        return config.OpStep(op=spec.name, spec=spec, stream=stream, shape_sets=shape_sets, dtypes=dtypes,
                         attrs=attrs, repeat=int(step.get("repeat", 1)), cache_mode=step.get("cache_mode"),
                         where=f"{self.label}:{line}" if line else self.label)
 
@@ -335,17 +337,16 @@ def _tuple(t: Any) -> tuple:
     return t if isinstance(t, tuple) else (t,)
 
 
-def _profiling_step(spec: dict) -> C.ProfilingStep | None:
+def _profiling_step(spec: dict) -> config.ProfilingStep | None:
     """{start: mask} or {stop: true}; a malformed value is reported by the schema."""
-    from opsim.opdev.profiling import MASK_NAMES, mask_of
     if "start" in spec:
         mask = spec["start"]
         if isinstance(mask, list) and all(m in MASK_NAMES for m in mask):
-            return C.ProfilingStep(True, mask_of(mask))
+            return config.ProfilingStep(True, mask_of(mask))
         if isinstance(mask, int) and not isinstance(mask, bool):
-            return C.ProfilingStep(True, mask)
+            return config.ProfilingStep(True, mask)
         return None
-    return C.ProfilingStep(False) if spec.get("stop") is True else None
+    return config.ProfilingStep(False) if spec.get("stop") is True else None
 
 
 __all__ = ["DEFAULT_STREAM"]

@@ -11,16 +11,18 @@ from __future__ import annotations
 import os
 from typing import Any, Callable, Mapping
 
-from opsim.errors import InvalidArgumentError
-from opsim.scenario import config as C
+from opsim.errors import InvalidArgumentError, CalibrationError
+from opsim.scenario import config
 from opsim.scenario.limits import MAX_HORIZON_US, Limits
+from opsim.acl.dtypes import DataType
+from opsim.outputs import output_dir_problem
 
 Add = Callable[[tuple, str], None]
 
 
-def check_scenario(data: Mapping[str, Any], threads: list[C.ThreadConfig], add: Add, limits: Limits, *,
+def check_scenario(data: Mapping[str, Any], threads: list[config.ThreadConfig], add: Add, limits: Limits, *,
                    deferred_ops: bool = False, calibration: str | None = None,
-                   every_rank: list[C.ThreadConfig] | None = None) -> None:
+                   every_rank: list[config.ThreadConfig] | None = None) -> None:
     """Report (through `add(field path, message)`) every bound the scenario exceeds. `calibration` is the
     resolved path of its calibration file, read as a run would read it; `every_rank`: a job's threads over all
     its ranks, what the call and numerics budgets count (None: a single rank's `threads`)."""
@@ -39,8 +41,8 @@ def check_scenario(data: Mapping[str, Any], threads: list[C.ThreadConfig], add: 
 
 
 def _check_calibration(path: str, add: Add) -> None:
+    # lazy: keeps ijson, sqlite3, SimPy, decimal out of importing opsim.scenario.checks
     from opsim.calibration import load_calibration
-    from opsim.errors import CalibrationError
     try:
         load_calibration(path)
     except CalibrationError as exc:
@@ -48,7 +50,7 @@ def _check_calibration(path: str, add: Add) -> None:
 
 
 def _check_soc(data: Mapping[str, Any], add: Add) -> Any:
-    from opsim.device.soc import get_soc
+    from opsim.device.soc import get_soc  # lazy: keeps SimPy out of importing opsim.scenario.checks
     name = data.get("soc", "Ascend910B2")
     overrides = dict(data.get("soc_overrides") or {})
     ok = True
@@ -68,7 +70,7 @@ def _check_soc(data: Mapping[str, Any], add: Add) -> Any:
 
 
 def _check_cost(data: Mapping[str, Any], soc: Any, add: Add) -> None:
-    from opsim.device.cost import CostModel
+    from opsim.device.cost import CostModel  # lazy: keeps SimPy out of importing opsim.scenario.checks
     for k, v in dict(data.get("cost_overrides") or {}).items():
         try:
             CostModel(soc, {k: v})
@@ -76,7 +78,7 @@ def _check_cost(data: Mapping[str, Any], soc: Any, add: Add) -> None:
             add(("cost_overrides", k), str(exc))
 
 
-def _check_streams(data: Mapping[str, Any], threads: list[C.ThreadConfig], soc: Any, add: Add) -> None:
+def _check_streams(data: Mapping[str, Any], threads: list[config.ThreadConfig], soc: Any, add: Add) -> None:
     """The run creates each top-level (shared) stream once and each thread's other streams per thread."""
     shared = set(s for s in (data.get("streams") or ()) if isinstance(s, str))
     total = len(shared)
@@ -94,7 +96,6 @@ def _check_streams(data: Mapping[str, Any], threads: list[C.ThreadConfig], soc: 
 
 
 def _check_paths(data: Mapping[str, Any], add: Add) -> None:
-    from opsim.outputs import output_dir_problem
     dump_dir = (data.get("dump") or {}).get("dir")
     if isinstance(dump_dir, str) and not os.path.isabs(dump_dir):
         norm = os.path.normpath(dump_dir)
@@ -108,16 +109,16 @@ def _check_paths(data: Mapping[str, Any], add: Add) -> None:
             add(("outputs", "dir"), problem)
 
 
-def _check_calls(threads: list[C.ThreadConfig], add: Add, limits: Limits) -> None:
-    per_thread = [C.program_calls(th.program, 1) for th in threads]
+def _check_calls(threads: list[config.ThreadConfig], add: Add, limits: Limits) -> None:
+    per_thread = [config.program_calls(th.program, 1) for th in threads]
     total = sum(per_thread)
     if total <= limits.max_calls:
         return
     i = max(range(len(threads)), key=per_thread.__getitem__)
     program = threads[i].program
-    j = max(range(len(program)), key=lambda k: C.program_calls(program[k:k + 1], 1))
-    where = ("threads", i, "program", j) + (("loop", "count") if isinstance(program[j], C.LoopStep) else
-                                            ("repeat",) if isinstance(program[j], C.OpStep) else ())
+    j = max(range(len(program)), key=lambda k: config.program_calls(program[k:k + 1], 1))
+    where = ("threads", i, "program", j) + (("loop", "count") if isinstance(program[j], config.LoopStep) else
+                                            ("repeat",) if isinstance(program[j], config.OpStep) else ())
     add(where, f"an estimated {total:.4g} calls ({total} counting each loop iteration at least "
                                    f"once, loops x bodies) exceed the call budget of {limits.max_calls:.4g}; lower "
                                    "the loop counts or raise --max-calls")
@@ -137,11 +138,11 @@ def _horizon(data: Mapping[str, Any]) -> tuple[float, str]:
     return MAX_HORIZON_US, f"the longest simulated time of {MAX_HORIZON_US} us (2**53 ns)"
 
 
-def _check_horizon(data: Mapping[str, Any], threads: list[C.ThreadConfig], add: Add) -> None:
+def _check_horizon(data: Mapping[str, Any], threads: list[config.ThreadConfig], add: Add) -> None:
     """Sleeps, and each call's time-valued cost overrides, must fit the times the outputs can express: a run
     refuses them only after simulating, when it writes them."""
     bound, why = _horizon(data)
-    from opsim.device.cost import HOST_PHASES
+    from opsim.device.cost import HOST_PHASES  # lazy: keeps SimPy out of importing opsim.scenario.checks
     per_call = 0.0
     for k, v in dict(data.get("cost_overrides") or {}).items():
         if (k in HOST_PHASES or k.endswith("_us")) and isinstance(v, (int, float)) and not isinstance(v, bool):
@@ -149,24 +150,23 @@ def _check_horizon(data: Mapping[str, Any], threads: list[C.ThreadConfig], add: 
                 add(("cost_overrides", k), f"{v:.4g} us is beyond {why}; give a smaller value")
             per_call = max(per_call, float(v))
     for i, th in enumerate(threads):
-        t = C.sleep_us(th.program)
+        t = config.sleep_us(th.program)
         if t > MAX_HORIZON_US:
             add(("threads", i, "program"), f"the sleeps alone last {t:.4g} us, beyond the longest simulated time "
                                            f"of {MAX_HORIZON_US} us (2**53 ns); shorten the sleeps or the loops")
-        elif t + per_call * C.program_calls(th.program) > bound:
+        elif t + per_call * config.program_calls(th.program) > bound:
             add(("threads", i, "program"), f"the sleeps and the cost overrides alone last "
-                                           f"{t + per_call * C.program_calls(th.program):.4g} us, beyond {why}; "
+                                           f"{t + per_call * config.program_calls(th.program):.4g} us, beyond {why}; "
                                            "shorten the sleeps, the loops or the overrides")
 
 
-def numerics_bytes(threads: list[C.ThreadConfig]) -> int:
+def numerics_bytes(threads: list[config.ThreadConfig]) -> int:
     """Host bytes `numerics: true` needs for tensor data: every variant's inputs and outputs of every thread
     (each is created once and kept), plus the largest input's random-number scratch (float64 + float32)."""
-    from opsim.acl.dtypes import DataType
     total = 0
     scratch = 0
     for th in threads:
-        for step in C.op_steps(th.program):
+        for step in config.op_steps(th.program):
             for shapes in step.shape_sets:
                 for dtype in step.dtypes:
                     dt = DataType.parse(dtype)
@@ -188,7 +188,7 @@ def _numel(shape: Any) -> int:
     return n
 
 
-def _check_numerics(threads: list[C.ThreadConfig], add: Add, limits: Limits) -> None:
+def _check_numerics(threads: list[config.ThreadConfig], add: Add, limits: Limits) -> None:
     need = numerics_bytes(threads)
     if need > limits.numerics_bytes:
         add(("numerics",), f"true needs an estimated {need / 2**20:.1f} MiB of host memory for tensor data, "

@@ -10,22 +10,23 @@ from typing import Any, Callable, Mapping
 from opsim.cluster.cluster import DEFAULT_INTER_LINK, DEFAULT_LINK, ClusterSpec
 from opsim.cluster.groups import CommGroup
 from opsim.errors import InvalidArgumentError
-from opsim.scenario import config as C
+from opsim.scenario import config
 from opsim.scenario.messages import Path_
+from opsim.cluster.links import get_link
 
 CLUSTER_KEYS = ("cluster", "groups", "ranks")
 """A scenario with any of these is a multi-rank job."""
 
 Add = Callable[[Path_, str], None]
-BuildThread = Callable[[Path_, Mapping[str, Any]], "C.ThreadConfig | None"]
+BuildThread = Callable[[Path_, Mapping[str, Any]], "config.ThreadConfig | None"]
 
 
 def is_cluster(data: Mapping[str, Any]) -> bool:
     return any(k in data for k in CLUSTER_KEYS)
 
 
-def build_cluster(data: Mapping[str, Any], threads: tuple[C.ThreadConfig, ...], build_thread: BuildThread,
-                  add: Add) -> tuple[ClusterSpec | None, tuple[C.RankConfig, ...]]:
+def build_cluster(data: Mapping[str, Any], threads: tuple[config.ThreadConfig, ...], build_thread: BuildThread,
+                  add: Add) -> tuple[ClusterSpec | None, tuple[config.RankConfig, ...]]:
     """The ClusterSpec and per-rank settings of a scenario (None, () when it declares no cluster)."""
     if not is_cluster(data):
         return None, ()
@@ -49,9 +50,9 @@ def build_cluster(data: Mapping[str, Any], threads: tuple[C.ThreadConfig, ...], 
     return spec, ranks
 
 
-def _rank(i: int, raw: Any, size: int, build_thread: BuildThread, add: Add) -> C.RankConfig:
+def _rank(i: int, raw: Any, size: int, build_thread: BuildThread, add: Add) -> config.RankConfig:
     if not isinstance(raw, dict):
-        return C.RankConfig()
+        return config.RankConfig()
     threads = None
     if isinstance(raw.get("threads"), list):
         built = [build_thread(("ranks", i, "threads", j), th) for j, th in enumerate(raw["threads"])]
@@ -62,7 +63,7 @@ def _rank(i: int, raw: Any, size: int, build_thread: BuildThread, add: Add) -> C
     if like is not None and threads is not None:
         add(("ranks", i), "a rank has its own `threads` or runs another's (`like`), not both")
     slowdown = raw.get("slowdown", 1.0)
-    return C.RankConfig(threads=threads, like=like if isinstance(like, int) else None,
+    return config.RankConfig(threads=threads, like=like if isinstance(like, int) else None,
                         slowdown=float(slowdown) if isinstance(slowdown, (int, float)) else 1.0)
 
 
@@ -91,14 +92,13 @@ def _groups(raw: Any, size: int, add: Add) -> tuple[CommGroup, ...]:
 
 
 def _check_link(link: Mapping[str, Any], default: str, path: Path_, add: Add) -> None:
-    from opsim.cluster.links import get_link
     try:
         get_link(str(link.get("preset", default)), **{k: v for k, v in link.items() if k != "preset"})
     except (InvalidArgumentError, ValueError, TypeError) as exc:
         add(path, str(exc))
 
 
-def _check_likes(ranks: tuple[C.RankConfig, ...], add: Add) -> None:
+def _check_likes(ranks: tuple[config.RankConfig, ...], add: Add) -> None:
     for i, rc in enumerate(ranks):
         seen, r = {i}, rc.like
         while r is not None and r < len(ranks):
@@ -110,11 +110,11 @@ def _check_likes(ranks: tuple[C.RankConfig, ...], add: Add) -> None:
             r = ranks[r].like
 
 
-def _check_members(spec: ClusterSpec, ranks: tuple[C.RankConfig, ...], threads: tuple[C.ThreadConfig, ...],
+def _check_members(spec: ClusterSpec, ranks: tuple[config.RankConfig, ...], threads: tuple[config.ThreadConfig, ...],
                    add: Add) -> bool:
     """Each rank's collectives: a group it belongs to, a partner inside the cluster other than itself."""
     members = {g.name: set(g.ranks) for g in spec.groups}
-    probe = C.ScenarioConfig(name="-", threads=threads, cluster=spec, ranks=ranks)
+    probe = config.ScenarioConfig(name="-", threads=threads, cluster=spec, ranks=ranks)
     uses: dict[int, set] = {}  # the (op, group, peer) a set of threads issues, once per distinct set
     for r in range(spec.size):
         own = probe.rank_threads(r)
@@ -133,12 +133,12 @@ def _check_members(spec: ClusterSpec, ranks: tuple[C.RankConfig, ...], threads: 
     return True
 
 
-def _check_counts(spec: ClusterSpec, ranks: tuple[C.RankConfig, ...], threads: tuple[C.ThreadConfig, ...],
+def _check_counts(spec: ClusterSpec, ranks: tuple[config.RankConfig, ...], threads: tuple[config.ThreadConfig, ...],
                   add: Add) -> None:
     """Every member of a group issues as many of its collectives (a send as many as its partner's receives):
     otherwise the run would end in a deadlock, so validation refuses it first. Programs whose count depends on
     a `choose` are left to the run's deadlock check."""
-    probe = C.ScenarioConfig(name="-", threads=threads, cluster=spec, ranks=ranks)
+    probe = config.ScenarioConfig(name="-", threads=threads, cluster=spec, ranks=ranks)
     counted: dict[int, dict | None] = {}
     per_rank = []
     for r in range(spec.size):
@@ -168,37 +168,37 @@ def _counts(program: tuple) -> dict | None:
     """Collectives per group name (and per ("send"/"recv", peer)) of a program; None when a `choose` decides."""
     out: dict = {}
     for step in program:
-        if isinstance(step, C.CollectiveStep):
+        if isinstance(step, config.CollectiveStep):
             s = step.spec
             key = s.group if s.peer is None else (s.op, s.peer)
             out[key] = out.get(key, 0) + 1
-        elif isinstance(step, C.LoopStep):
+        elif isinstance(step, config.LoopStep):
             inner = _counts(step.body)
             if inner is None:
                 return None
             for k, n in inner.items():
                 out[k] = out.get(k, 0) + n * step.count
-        elif isinstance(step, C.ChooseStep):
+        elif isinstance(step, config.ChooseStep):
             if _collectives(step.options):
                 return None
     return out
 
 
-def _collectives(program: Any) -> list[C.CollectiveStep]:
-    out: list[C.CollectiveStep] = []
+def _collectives(program: Any) -> list[config.CollectiveStep]:
+    out: list[config.CollectiveStep] = []
     for item in program:
-        steps = item.program if isinstance(item, C.ThreadConfig) else (item,)
+        steps = item.program if isinstance(item, config.ThreadConfig) else (item,)
         for step in steps:
-            if isinstance(step, C.CollectiveStep):
+            if isinstance(step, config.CollectiveStep):
                 out.append(step)
-            elif isinstance(step, C.LoopStep):
+            elif isinstance(step, config.LoopStep):
                 out.extend(_collectives(step.body))
-            elif isinstance(step, C.ChooseStep):
+            elif isinstance(step, config.ChooseStep):
                 out.extend(_collectives(step.options))
     return out
 
 
-def _where(ranks: tuple[C.RankConfig, ...], r: int) -> Path_:
+def _where(ranks: tuple[config.RankConfig, ...], r: int) -> Path_:
     return ("ranks", r) if r < len(ranks) else ("threads",)
 
 

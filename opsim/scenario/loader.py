@@ -1,7 +1,7 @@
 """Reading and validating a scenario: YAML (safe loading only) -> checked data -> `ScenarioConfig`.
 
 Every error names the file, the line, the field path and what is allowed, and all errors are collected before
-one `ScenarioError` is raised. The text is read by one pass over libyaml's events (opsim.scenario.yaml_reader)
+one `ScenarioError` is raised. The text is read by one pass over libyaml's events (opsim.yamlio.reader)
 that enforces the YAML limits, builds the data as `yaml.safe_load` would and notes the line of every field;
 it also rejects tags other than YAML's standard ones (a `!!python/...` tag is refused by name, nothing is
 constructed) and duplicate keys. The only user code a scenario can cause to run is the module it names in
@@ -17,19 +17,25 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from opsim.errors import InvalidArgumentError, OpsimError, ScenarioError, shown
-from opsim.scenario import config as C
+from opsim.scenario import config
 from opsim.scenario.builder import DEFAULT_STREAM, _Builder
 from opsim.scenario.cluster_config import build_cluster
 from opsim.scenario.environment import resolve_env, shell_values
-from opsim.scenario.limits import Limits, non_finite, non_string_keys
+from opsim.scenario.limits import Limits
 from opsim.scenario.messages import Path_, _describe, _Errors, _schema_errors, _suggest, format_path
 from opsim.scenario.overrides import apply_overrides, parse_key, parse_override
 from opsim.scenario.schema import DEFAULT_EPOCH_US, PROFILER_FORMATS
-from opsim.scenario.source import read_source, read_yaml
+from opsim.scenario.source import read_source
+from opsim.yamlio.files import read_yaml
+from opsim.yamlio.limits import non_finite, non_string_keys
+import importlib.util
+import sys
+from opsim.ops.profiled import profiled_specs
+from opsim.ops.registry import catalogue_from_module
+from opsim.scenario.checks import check_scenario
 
 
 def _load_extra_ops(module: str, errors: _Errors) -> dict[str, Any]:
-    from opsim.ops.registry import catalogue_from_module
     try:
         return catalogue_from_module(module, "DIRECT_INVOKE_OPS", "DIRECT_INVOKE")
     except ImportError as exc:
@@ -45,8 +51,6 @@ def _load_extra_ops(module: str, errors: _Errors) -> dict[str, Any]:
 def module_findable(name: str) -> bool:
     """True when `import name` would find the module, decided without running it or its parent packages
     (importlib.util.find_spec of a dotted name would import the parents)."""
-    import importlib.util
-    import sys
     parts = name.split(".")
     try:
         spec = importlib.util.find_spec(parts[0])  # a top-level name: found, not executed
@@ -68,19 +72,41 @@ def module_findable(name: str) -> bool:
 
 def load_scenario(source: str | Path | Mapping[str, Any], overrides: Mapping[str, Any] | None = None, *,
                   environ: Mapping[str, str] | None = None, limits: Limits | None = None,
-                  import_modules: bool = True) -> C.ScenarioConfig:
+                  import_modules: bool = True) -> config.ScenarioConfig:
     """Read, override and validate a scenario; raise `ScenarioError` listing every problem found.
 
     The documented opbase variables set in `environ` (default: this process's environment) apply under the
-    scenario's `env` and the overrides (see opsim.scenario.environment). `limits` holds the call and numerics budgets (defaults: `opsim.scenario.limits`). With
-    `import_modules=False` (validation) `direct_invoke_module` is only looked up, never imported, and the ops
-    it may define are checked when a run imports it."""
+    scenario's `env` and the overrides (see opsim.scenario.environment). `limits` holds the call and
+    numerics budgets (defaults: `opsim.scenario.limits`). With `import_modules=False` (validation)
+    `direct_invoke_module` is only looked up, never imported, and the ops it may define are checked when a run
+    imports it."""
     data, lines, label, path = read_source(source)
     if not isinstance(data, dict):
         raise ScenarioError(f"{label}:1: the scenario must be a mapping of fields (name, threads, ...), got "
                             f"{_describe(data)}")
     overridden = apply_overrides(data, dict(overrides or {}))
     errors = _Errors(label, lines, overridden)
+    _check_values(data, errors)
+    extra_ops, deferred = _extra_ops(data, errors, import_modules)
+    builder = _Builder(data, errors, extra_ops, label, deferred)
+    threads, names = _threads(data, builder, errors)
+    in_force = _env_in_force(data, overridden, environ)
+    _check_task_queue(data, names, errors)
+    cluster, ranks = build_cluster(data, tuple(threads), lambda where, th: _built(builder, where, th), errors.add)
+    if not errors.items:
+        every = [th for r in range(cluster.size) for th in config.ScenarioConfig(
+            name="-", threads=tuple(threads), cluster=cluster, ranks=ranks).rank_threads(r)] if cluster else None
+        check_scenario(data, threads, errors.add, limits or Limits(), deferred_ops=bool(builder.deferred),
+                       calibration=_relative(data.get("calibration"), path), every_rank=every)
+    errors.raise_if_any()
+    scenario = _config(data, threads, path, extra_ops, {k: src for k, (_, src) in in_force.items()},
+                       shell_values(environ))
+    return replace(scenario, cluster=cluster, ranks=ranks) if cluster is not None else scenario
+
+
+def _check_values(data: dict[str, Any], errors: _Errors) -> None:
+    """Keys that are not names (raised at once: every later step expects names), non-finite numbers, then the
+    schema (which skips the non-finite values already reported)."""
     for where, key in non_string_keys(data):  # `env: {5: x}`: every later step expects names
         errors.add(where, f"the key {shown(key)} is read as {type(key).__name__}; mapping keys are names: quote it")
     errors.raise_if_any()
@@ -89,6 +115,11 @@ def load_scenario(source: str | Path | Mapping[str, Any], overrides: Mapping[str
         errors.add(where, f"{value!r} is not a finite number; give a finite value")
         bad_numbers.add(where)
     _schema_errors(data, errors, bad_numbers)
+
+
+def _extra_ops(data: dict[str, Any], errors: _Errors, import_modules: bool) -> tuple[dict[str, Any], str | None]:
+    """(the ops `direct_invoke_module` and `profiled_ops` add, the module whose ops are checked only when a run
+    imports it): the module is imported for a run, only looked up for validation."""
     extra_ops: dict[str, Any] = {}
     deferred = None
     module = data.get("direct_invoke_module")
@@ -101,10 +132,14 @@ def load_scenario(source: str | Path | Mapping[str, Any], overrides: Mapping[str
             errors.add(("direct_invoke_module",), f"module {module!r} not found; it must be importable "
                                                   "(installed or on PYTHONPATH)")
     if isinstance(data.get("profiled_ops"), dict) and not errors.items:
-        from opsim.ops.profiled import profiled_specs
         extra_ops.update(profiled_specs(data["profiled_ops"]))
-    threads: list[C.ThreadConfig] = []
-    builder = _Builder(data, errors, extra_ops, label, deferred)
+    return extra_ops, deferred
+
+
+def _threads(data: dict[str, Any], builder: _Builder, errors: _Errors) -> tuple[list[config.ThreadConfig], dict[str, int]]:
+    """(each thread's config, thread name -> its first index): duplicate names and an unknown
+    `outputs.step_thread` reported; a malformed thread is skipped (the schema has reported it)."""
+    threads: list[config.ThreadConfig] = []
     raw_threads = data.get("threads") if isinstance(data.get("threads"), list) else []
     names: dict[str, int] = {}
     for i, th in enumerate(raw_threads):
@@ -124,6 +159,12 @@ def load_scenario(source: str | Path | Mapping[str, Any], overrides: Mapping[str
     if isinstance(step_thread, str) and names and step_thread not in names:
         errors.add(("outputs", "step_thread"), f"no thread is named {step_thread!r}{_suggest(step_thread, names)}; "
                                                f"use one of: {', '.join(names)}")
+    return threads, names
+
+
+def _env_in_force(data: dict[str, Any], overridden: set, environ: Mapping[str, str] | None) -> dict:
+    """The opbase variables in force (name -> (value, source)): the shell's under the scenario's `env` and the
+    `--set` ones; `data["env"]` becomes them, so the copy written next to the outputs reproduces the run."""
     in_force: dict = {}
     if isinstance(data.get("env") or {}, dict):
         set_names = {p[1] for p in overridden if len(p) == 2 and p[0] == "env"}
@@ -131,21 +172,10 @@ def load_scenario(source: str | Path | Mapping[str, Any], overrides: Mapping[str
         in_force = resolve_env(data.get("env") or {}, set_names, environ)
         if in_force:  # the copy written next to the outputs reproduces the run without the shell
             data["env"] = {k: v for k, (v, _) in in_force.items()}
-    _check_task_queue(data, names, errors)
-    cluster, ranks = build_cluster(data, tuple(threads), lambda where, th: _built(builder, where, th), errors.add)
-    if not errors.items:
-        from opsim.scenario.checks import check_scenario
-        every = [th for r in range(cluster.size) for th in C.ScenarioConfig(
-            name="-", threads=tuple(threads), cluster=cluster, ranks=ranks).rank_threads(r)] if cluster else None
-        check_scenario(data, threads, errors.add, limits or Limits(), deferred_ops=bool(builder.deferred),
-                       calibration=_relative(data.get("calibration"), path), every_rank=every)
-    errors.raise_if_any()
-    config = _config(data, threads, path, extra_ops, {k: src for k, (_, src) in in_force.items()},
-                     shell_values(environ))
-    return replace(config, cluster=cluster, ranks=ranks) if cluster is not None else config
+    return in_force
 
 
-def _built(builder: _Builder, where: Path_, th: Any) -> C.ThreadConfig | None:
+def _built(builder: _Builder, where: Path_, th: Any) -> config.ThreadConfig | None:
     """A rank's own thread, built like the scenario's (None when malformed: the schema reported it)."""
     if not isinstance(th, dict):
         return None
@@ -167,12 +197,12 @@ def _check_task_queue(data: dict[str, Any], thread_names: Mapping[str, int], err
                                            f"threads[{thread_names[consumer]}]; give the task-queue thread another name")
 
 
-def _config(data: dict[str, Any], threads: list[C.ThreadConfig], path: Path | None,
+def _config(data: dict[str, Any], threads: list[config.ThreadConfig], path: Path | None,
             extra_ops: Mapping[str, Any], env_sources: Mapping[str, str],
-            env_shell: Mapping[str, str]) -> C.ScenarioConfig:
+            env_shell: Mapping[str, str]) -> config.ScenarioConfig:
     out = data.get("outputs") or {}
     dump = data.get("dump") or {}
-    return C.ScenarioConfig(
+    return config.ScenarioConfig(
         name=data["name"], threads=tuple(threads), description=str(data.get("description", "")),
         seed=int(data.get("seed", 0)), soc=str(data.get("soc", "Ascend910B2")),
         soc_overrides=dict(data.get("soc_overrides") or {}), profile=data.get("profile"),
@@ -184,13 +214,13 @@ def _config(data: dict[str, Any], threads: list[C.ThreadConfig], path: Path | No
         strong_consistency=bool((data.get("deterministic") or {}).get("strong_consistency", False)),
         trace=bool(data.get("trace", True)), memory_strategy=str(data.get("memory_strategy", "first_fit")),
         epoch_us=int(data.get("epoch_us", DEFAULT_EPOCH_US)), on_error=str(data.get("on_error", "stop")),
-        dump=C.DumpConfig(op_dump=bool(dump.get("op_dump", False)), overflow_dump=bool(dump.get("overflow_dump", False)),
+        dump=config.DumpConfig(op_dump=bool(dump.get("op_dump", False)), overflow_dump=bool(dump.get("overflow_dump", False)),
                           dir=dump.get("dir")),
         direct_invoke_module=data.get("direct_invoke_module"), events=tuple(data.get("events") or ()),
         shared_streams=tuple(data.get("streams") or ()),
         task_queue_thread=str(data.get("task_queue_thread", "task_queue")),
         fast_path=bool(data.get("fast_path", True)),
-        outputs=C.OutputsConfig(dir=out.get("dir"), trace=bool(out.get("trace", True)), csv=bool(out.get("csv", True)),
+        outputs=config.OutputsConfig(dir=out.get("dir"), trace=bool(out.get("trace", True)), csv=bool(out.get("csv", True)),
                                 timestamps=bool(out.get("timestamps", True)), summary=bool(out.get("summary", True)),
                                 records=bool(out.get("records", True)),
                                 profiler=profiler_format(out.get("profiler", False)),
@@ -218,7 +248,7 @@ def profiler_format(value: bool | str | None) -> str:
 
 
 def validate(source: str | Path | Mapping[str, Any], overrides: Mapping[str, Any] | None = None, *,
-             environ: Mapping[str, str] | None = None, limits: Limits | None = None) -> C.ScenarioConfig:
+             environ: Mapping[str, str] | None = None, limits: Limits | None = None) -> config.ScenarioConfig:
     """`load_scenario` without running any user code (`direct_invoke_module` is looked up, not imported)."""
     return load_scenario(source, overrides, environ=environ, limits=limits, import_modules=False)
 

@@ -5,67 +5,9 @@ from __future__ import annotations
 import difflib
 from typing import Any, Iterable, Mapping
 
-from opsim.errors import ScenarioError, shown
+from opsim.errors import shown
 from opsim.scenario.schema import STEP_KEYS, validator
-
-Path_ = tuple  # a field path: keys and list indices
-
-MAX_ERRORS = 50
-MAX_ENTRY = 1000
-"""Characters of one error entry (a message echoing a 1,000,000-character value is cut, its length said)."""
-
-
-def format_path(path: Iterable[Any]) -> str:
-    """("threads", 0, "program", 1, "op") -> "threads[0].program[1].op"."""
-    out = ""
-    for p in path:
-        if isinstance(p, int) and not isinstance(p, bool):
-            out += f"[{p}]"
-        else:  # a user's key: control characters escaped, a long key cut
-            out += ("." if out else "") + shown(p if isinstance(p, str) else str(p), 80, quote=False)
-    return out or "(top level)"
-
-
-class _Errors:
-    """Collects "file:line: path: message" entries."""
-
-    def __init__(self, label: str, lines: Mapping[Path_, int], overridden: set[Path_]):
-        self.label = label
-        self.lines = lines
-        self.overridden = overridden
-        self.items: list[tuple[int, str]] = []
-
-    def line_of(self, path: Path_) -> int | None:
-        path = tuple(path)
-        while True:
-            line = self.lines.get(path)
-            if line is not None:
-                return line
-            if not path:
-                return None
-            path = path[:-1]
-
-    def add(self, path: Iterable[Any], message: str) -> None:
-        path = tuple(path)
-        where = self.label
-        if any(path[:len(o)] == o for o in self.overridden):
-            where += " (--set)"
-        else:
-            line = self.line_of(path)
-            if line is not None:
-                where += f":{line}"
-        entry = shown(f"{where}: {format_path(path)}: {message}", MAX_ENTRY, quote=False)
-        if entry not in (e for _, e in self.items):
-            self.items.append((self.line_of(path) or 0, entry))
-
-    def raise_if_any(self) -> None:
-        if self.items:
-            entries = [e for _, e in sorted(self.items, key=lambda x: x[0])]
-            more = len(entries) - MAX_ERRORS
-            entries = entries[:MAX_ERRORS] + ([f"... and {more} more"] if more > 0 else [])
-            head = f"{self.label}: {len(self.items)} error{'s' if len(self.items) > 1 else ''} in the scenario"
-            raise ScenarioError(head + ":\n  " + "\n  ".join(entries) if len(entries) > 1 else entries[0])
-
+from opsim.yamlio.messages import Path_, _Errors, format_path  # noqa: F401  (the scenario's modules import them here)
 
 def _suggest(word: Any, choices: Iterable[str]) -> str:
     word = str(word) if not isinstance(word, str) else word
@@ -79,7 +21,7 @@ def _suggest(word: Any, choices: Iterable[str]) -> str:
 
 def _schema_errors(data: Any, errors: _Errors, skip: set[Path_] = frozenset()) -> None:
     """Report schema violations, except at `skip` (paths already reported)."""
-    from jsonschema.exceptions import best_match
+    from jsonschema.exceptions import best_match  # lazy: keeps jsonschema out of importing opsim.scenario.messages
     for err in validator().iter_errors(data):
         if tuple(err.absolute_path) not in skip:
             _report(err, errors, best_match)

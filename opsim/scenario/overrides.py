@@ -7,12 +7,12 @@ from typing import Any, Mapping
 import yaml
 
 from opsim.errors import ScenarioError
-from opsim.scenario.limits import LimitError, check_data
+from opsim.yamlio.limits import LimitError, check_data
 from opsim.scenario.messages import Path_, format_path
 from opsim.scenario.schema import MAX_RANKS
 from opsim.scenario.source import _plain
 from opsim.scenario.yaml_core import parse_as_written, parse_core_scalar
-from opsim.scenario.yaml_reader import check_yaml_events
+from opsim.yamlio.reader import check_yaml_events
 
 def parse_key(key: str) -> Path_:
     """"threads.0.program[1].loop.count" -> ("threads", 0, "program", 1, "loop", "count")."""

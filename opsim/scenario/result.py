@@ -104,6 +104,7 @@ class Result:
             meta["scenario"] = name
         ranks = list(getattr(run, "ranks", None) or ())
         if ranks:  # a job: every rank's collectives travel with the records
+            # lazy: keeps opsim.cluster out of importing opsim.scenario.result
             from opsim.cluster.records import RECORD_FIELDS
             meta["collectives"] = {"fields": list(RECORD_FIELDS),
                                    "rows": [list(c) for r in ranks for c in r.rank.collectives]}
@@ -221,6 +222,11 @@ class Result:
         return dict((self._summary or {}).get("step_breakdown") or {})
 
     @property
+    def scenario_summary(self) -> dict[str, Any] | None:
+        """The scenario runner's summary as written (a copy), None for a run without one (a bare Simulation)."""
+        return dict(self._summary) if self._summary is not None else None
+
+    @property
     def summary(self) -> dict[str, Any]:
         """The scenario runner's summary figures; for a run without one, the trace-derived ``figures``."""
         return dict(self._summary) if self._summary is not None else dict(self.figures)
@@ -238,7 +244,7 @@ class Result:
     def save(self, out_dir: str | os.PathLike) -> Path:
         """Write the trace columns, summary and metadata to ``out_dir/records.json.gz`` (deterministic bytes:
         the same run gives the same file) and list it in the directory's output manifest. Returns the path."""
-        from opsim.outputs import record_output
+        from opsim.outputs import record_output  # lazy: keeps opsim.outputs out of importing opsim.scenario.result
         out = Path(out_dir)
         out.mkdir(parents=True, exist_ok=True)
         path = self.write_records(out / RECORDS_FILE, relative_to=out)
@@ -265,7 +271,7 @@ class Result:
         doc = {"format": _FORMAT, "version": _VERSION, "meta": self.meta, "summary": summary,
                "outputs": outputs, "stdout_text": self.stdout_text, "records": self._columns}
         text = json.dumps(doc, separators=(",", ":"), default=_json_default, allow_nan=True)
-        from opsim.outputs import atomic_file
+        from opsim.outputs import atomic_file  # lazy: keeps opsim.outputs out of importing opsim.scenario.result
         # level 6: nearly level 9's size, several times faster to write for a large traced run
         with atomic_file(path, "wb") as fh, gzip.GzipFile(fileobj=fh, mode="wb", mtime=0, filename="",
                                                           compresslevel=6) as gz:
@@ -308,8 +314,9 @@ def load_result(out_dir: str | os.PathLike) -> Result:
         raise InvalidArgumentError(
             f"{str(out)!r} holds no {RECORDS_FILE}; give the output directory of `opsim run` or "
             "opsim.run(..., out_dir=...), or call Result.save(out_dir) on a result")
+    # lazy: keeps opsim.safe_io, opsim.trace out of importing opsim.scenario.result
     from opsim.trace.result_files import read_gzip_json, read_json_file, records_problem
-    from opsim.trace.summary import summary_problem
+    from opsim.trace.summary import summary_problem  # lazy: keeps opsim.trace out of importing opsim.scenario.result
     doc = read_gzip_json(path)  # bounded: a regular file, its decompressed size, its nesting
     if not isinstance(doc, dict) or doc.get("format") != _FORMAT:
         raise InvalidArgumentError(f"{str(path)!r} is not an opsim records file")

@@ -12,13 +12,18 @@ import sys
 import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Callable, Generator, Mapping
+from typing import Any, Callable, Generator, Mapping, Sequence
 
 from opsim.opdev.settings import SimulationSettings
 from opsim.outputs import OutputDir
 from opsim.scenario.config import OpStep, ScenarioConfig
-from opsim.scenario.limits import Limits
-from opsim.scenario.loader import load_scenario
+from opsim.scenario.limits import Limits, MAX_HORIZON_US
+from opsim.scenario.loader import load_scenario, profiler_format
+import yaml
+from opsim.acl.dtypes import DataType
+from opsim.acl.status import AclnnStatus
+from opsim.cluster.cluster import Cluster
+from opsim.opdev.thread_local import current
 
 DEFAULT_OUT_ROOT = "opsim-out"
 """Outputs go to `<DEFAULT_OUT_ROOT>/<scenario name>` unless the scenario or the caller names a directory."""
@@ -80,9 +85,11 @@ class _Run:
     def __init__(self, config: ScenarioConfig, progress: Callable[[int], None] | None, calibration: Any = None,
                  dump_dir: str | None = None, cluster: Any = None, slowdown: float = 1.0):
         """`cluster`: the job this run is the next rank of (its clock, groups, links), None: a single rank."""
+        # lazy: keeps ijson, sqlite3, decimal out of importing opsim.scenario.runner
         from opsim.runtime.simulation import Simulation
+        # lazy: keeps opsim.trace out of importing opsim.scenario.runner
         from opsim.trace.ge_profiling import StdoutCapture
-        from opsim.trace.summary import SummaryStats
+        from opsim.trace.summary import SummaryStats  # lazy: keeps opsim.trace out of importing opsim.scenario.runner
         self.config = config
         self.stats = SummaryStats()
         self._now: Callable[[], float] = lambda: 0.0
@@ -111,7 +118,9 @@ class _Run:
         self.corr_variant: dict[int, tuple[OpStep, int]] = {}
         self.variant_info: dict[tuple[int, int], dict[str, str]] = {}
         self.current_variant: tuple[OpStep, int] | None = None
+        # lazy: keeps opsim.kernels, opsim.opdev, opsim.runtime out of importing opsim.scenario.runner
         from opsim.runtime.torch_npu import task_queue_setting
+        # lazy: keeps opsim.fastpath, opsim.kernels, opsim.opdev and more out of importing opsim.scenario.runner
         from opsim.scenario.workload import ThreadWorkload
         self.pta_queue = config.uses_pta() and task_queue_setting(config.env)[1]
         self.workloads = [ThreadWorkload(self, th, i) for i, th in enumerate(config.threads)]
@@ -121,6 +130,7 @@ class _Run:
         """torch_npu (opsim.runtime.torch_npu.TorchNpu) when a thread or call uses `cache_mode: pta`."""
         self.pta_stopped: set[str] = set()
         if config.uses_pta():
+            # lazy: keeps opsim.kernels, opsim.opdev, opsim.runtime out of importing opsim.scenario.runner
             from opsim.runtime.torch_npu import TorchNpu
             self.npu = TorchNpu(self.sim, env=config.env, queue_thread=config.task_queue_thread,
                                 device=self.sim.device.device_id)
@@ -132,7 +142,6 @@ class _Run:
     # --- per-call hooks ------------------------------------------------------------------------------------
     def call_tagger(self, gws: Callable[..., Any]) -> Callable[..., Any]:
         """Wrap a phase-1 function so each call's correlation id is linked to its (op step, variant)."""
-        from opsim.opdev.thread_local import current
         corr_variant = self.corr_variant
 
         def pre_call(ctx: Any) -> None:
@@ -152,7 +161,7 @@ class _Run:
                          out_dtype: Any) -> None:
         if not self.capture_calls:
             return
-        from opsim.acl.dtypes import DataType
+        # lazy: keeps opsim.trace out of importing opsim.scenario.runner
         from opsim.trace.msprof_csv import tensor_columns
 
         def name(d: Any) -> str:
@@ -190,6 +199,7 @@ class _Run:
         """One call through torch_npu's EXEC_NPU_CMD (EXEC_NPU_CMD_SYNC for ops whose output shape the device
         computes). Counted, and checked for failure, when its queued part has run."""
         if th.name in self.pta_stopped:
+            # lazy: keeps opsim.fastpath, opsim.kernels, opsim.opdev and more out of importing opsim.scenario.runner
             from opsim.scenario.workload import StopThread
             raise StopThread()
         variant = self.current_variant
@@ -199,10 +209,12 @@ class _Run:
         if self.capture_calls:
             self.corr_variant[out.corr] = variant
         if th.name in self.pta_stopped:
+            # lazy: keeps opsim.fastpath, opsim.kernels, opsim.opdev and more out of importing opsim.scenario.runner
             from opsim.scenario.workload import StopThread
             raise StopThread()
 
     def _pta_done(self, th: Any, step: OpStep, out: Any) -> None:
+        # lazy: keeps opsim.fastpath, opsim.kernels, opsim.opdev and more out of importing opsim.scenario.runner
         from opsim.scenario.workload import StopThread
         self.count_call(th, out.workspace_size)
         if out.status:
@@ -217,7 +229,7 @@ class _Run:
 
     def queue_event(self, th: Any, event: Any, stream: Any, record: bool) -> Generator:
         """aclrtRecordEvent / aclrtStreamWaitEvent through torch_npu's task queue (after the queued calls)."""
-        from opsim.runtime import acl_rt
+        from opsim.runtime import acl_rt  # lazy: keeps opsim.runtime out of importing opsim.scenario.runner
         fn = acl_rt.record_event if record else acl_rt.stream_wait_event
         args = (event, stream) if record else (stream, event)
         api = "aclrtRecordEvent" if record else "aclrtStreamWaitEvent"
@@ -246,8 +258,9 @@ class _Run:
         aclDestroyAclOpExecutor. Each run is one op_call span with its own correlation id. When the executor
         cannot be made repeatable (for example phase 1 hit the op-exec cache and returned its wrapper) the
         call runs once as an ordinary call and the remaining runs are ordinary calls; a warning says so."""
+        # lazy: keeps opsim.kernels, opsim.opdev out of importing opsim.scenario.runner
         from opsim.opdev.executor import destroy_executor, set_repeatable
-        from opsim.runtime import acl_rt
+        from opsim.runtime import acl_rt  # lazy: keeps opsim.runtime out of importing opsim.scenario.runner
         ctx = th.ctx
         rec = self.sim.recorder
         env = th.env
@@ -299,7 +312,7 @@ class _Run:
 
     def fail(self, th: Any, step: OpStep, status: int, message: str | None = None) -> None:
         """Record a failed call; with `on_error: stop` the thread stops (it still drains and frees)."""
-        from opsim.acl.status import AclnnStatus
+        # lazy: keeps opsim.fastpath, opsim.kernels, opsim.opdev and more out of importing opsim.scenario.runner
         from opsim.scenario.workload import StopThread
         try:
             code = AclnnStatus(int(status)).name
@@ -321,6 +334,7 @@ class _Run:
 def _run_op(*args: Any) -> Generator:
     """opsim.runtime.host_thread.run_op, imported on the first call (then bound here directly)."""
     global _run_op
+    # lazy: keeps opsim.fastpath, opsim.kernels, opsim.opdev and more out of importing opsim.scenario.runner
     from opsim.runtime.host_thread import run_op
     _run_op = run_op
     return run_op(*args)
@@ -331,7 +345,7 @@ def _progress_bar(total: int, enabled: bool) -> tuple[Callable[[int], None] | No
     if not enabled or total <= 0 or not sys.stderr.isatty():
         return None, lambda: None
     try:
-        from tqdm import tqdm
+        from tqdm import tqdm  # lazy: an optional dependency, looked for where it is used
     except ImportError:
         return None, lambda: None
     bar = tqdm(total=total, unit="call", delay=1.0, file=sys.stderr, dynamic_ncols=True, leave=False)
@@ -353,7 +367,7 @@ def _writing_bar(config: ScenarioConfig, profiler: str, enabled: bool) -> Callab
     if not enabled or not sys.stderr.isatty():
         return lambda name: None
     try:
-        from tqdm import tqdm
+        from tqdm import tqdm  # lazy: an optional dependency, looked for where it is used
     except ImportError:
         return lambda name: None
     bar = tqdm(total=n, unit="file", delay=1.0, file=sys.stderr, dynamic_ncols=True, leave=False, desc="writing")
@@ -377,7 +391,7 @@ def _note_write_time(summary: dict[str, Any], seconds: float, staged: OutputDir,
         return
     wall["write_seconds"] = round(seconds, 3)
     if write_summary:
-        from opsim.trace.summary import summary_json
+        from opsim.trace.summary import summary_json  # lazy: keeps opsim.trace out of importing opsim.scenario.runner
         with staged.open(OUTPUT_FILES["summary"], encoding="utf-8") as fh:
             fh.write(summary_json(summary))
 
@@ -401,7 +415,6 @@ def run_scenario(source: str | Path | Mapping[str, Any] | ScenarioConfig, *, out
     config = source if isinstance(source, ScenarioConfig) else load_scenario(source, overrides, limits=limits)
     if fast_path is not None and fast_path != config.fast_path:
         config = replace(config, fast_path=fast_path)
-    from opsim.scenario.loader import profiler_format
     want_profiler = config.outputs.profiler if profiler_output is None else profiler_format(profiler_output)
     target = Path(out_dir) if out_dir is not None else Path(config.outputs.dir) if config.outputs.dir \
         else Path(DEFAULT_OUT_ROOT) / config.name
@@ -421,10 +434,11 @@ def run_scenario(source: str | Path | Mapping[str, Any] | ScenarioConfig, *, out
                                     "(set outputs.trace/csv/profiler to false, or trace: true)")
         run.sim.run() if run.cluster is None else run.cluster.run()
         wall = time.perf_counter() - t0
-        from opsim.trace.summary import build_summary
+        from opsim.trace.summary import build_summary  # lazy: keeps opsim.trace out of importing opsim.scenario.runner
         stats = run.stats if not config.trace else run.stats.feed_recorder(run.sim.recorder)
         summary = build_summary(run, stats, wall)
         if run.cluster is not None:
+            # lazy: keeps opsim.trace out of importing opsim.scenario.runner
             from opsim.trace.rank_table import cluster_section, ranks_section
             rows = [_rank_row(r) for r in ranks]
             summary["cluster"], summary["ranks"] = cluster_section(rows), ranks_section(rows)
@@ -435,7 +449,8 @@ def run_scenario(source: str | Path | Mapping[str, Any] | ScenarioConfig, *, out
             result.out_dir = target
             t1 = time.perf_counter()
             stage = _writing_bar(config, want_profiler, progress)
-            write_outputs(run, summary, stdout_text, staged, profiler=want_profiler, stage=stage)
+            write_outputs(run, summary, stdout_text, staged, profiler=want_profiler, stage=stage,
+                          ranks=result.ranks)
             if config.outputs.records:
                 from opsim.scenario.result import Result  # lazy: only a run that writes its records needs it
                 stage("records")
@@ -458,10 +473,9 @@ def _start(config: ScenarioConfig, progress: Callable[[int], None] | None, calib
     if config.cluster is None:
         run = _Run(config, progress, calibration, dump_dir)
         return run, [run]
-    from opsim.cluster.cluster import Cluster
+    # lazy: keeps ijson, sqlite3, decimal out of importing opsim.scenario.runner
     from opsim.calibration import load_calibration
     cal = load_calibration(calibration or config.calibration)
-    from opsim.scenario.limits import MAX_HORIZON_US
     cluster = Cluster(config.cluster, fast_path=config.fast_path, source=str(config.source or config.name),
                       calibrated_links=getattr(cal, "links", None), horizon_us=MAX_HORIZON_US)
     ranks = []
@@ -473,7 +487,7 @@ def _start(config: ScenarioConfig, progress: Callable[[int], None] | None, calib
 
 
 def _rank_row(run: _Run) -> dict[str, Any]:
-    from opsim.trace.rank_table import rank_row
+    from opsim.trace.rank_table import rank_row  # lazy: keeps opsim.trace out of importing opsim.scenario.runner
     stats = run.stats if not run.config.trace else None
     device_end = stats.device_end if stats is not None else max(run.sim.recorder.records("device")["end"],
                                                                 default=0.0)
@@ -491,8 +505,9 @@ def _output_names(config: ScenarioConfig, profiler: str) -> list[str]:
     """Every entry the run may write directly in its output directory (checked against user files first)."""
     names = list(OUTPUT_FILES.values())
     if profiler:
-        from opsim.trace.ascend_profiler import profiler_dir_name
-        names.append(profiler_dir_name(config.name, config.epoch_us))
+        # lazy: keeps opsim.scenario out of importing opsim.scenario.runner
+        from opsim.scenario.profiler_outputs import profiler_dir_names
+        names.extend(profiler_dir_names(config))
     if config.dump.dir and not os.path.isabs(config.dump.dir):
         names.append(_top(config.dump.dir))
     return names
@@ -518,6 +533,7 @@ def _keyed(written: Mapping[str, Path]) -> dict[str, Path]:
 
 
 def _stdout_text(run: _Run) -> str:
+    # lazy: keeps opsim.trace out of importing opsim.scenario.runner
     from opsim.trace.ge_profiling import aicore_blocks, merge_text
     blocks = []
     if run.config.trace and run.sim.process.ge_profiling:
@@ -526,23 +542,26 @@ def _stdout_text(run: _Run) -> str:
 
 
 def write_outputs(run: _Run, summary: dict[str, Any], stdout_text: str, out: OutputDir, *,
-                  profiler: str = "", stage: Callable[[str | None], None] | None = None) -> None:
+                  profiler: str = "", stage: Callable[[str | None], None] | None = None,
+                  ranks: Sequence[_Run] = ()) -> None:
     """Write every output the scenario asks for into the staged output directory `out`; `stage` is told the
-    name of each writer as it starts (the progress bar)."""
+    name of each writer as it starts (the progress bar). `ranks`: every rank's run of a job (each writes its
+    own profiler directory)."""
     stage = stage or (lambda name: None)
-    import yaml
 
-    from opsim.trace.summary import summary_json
+    from opsim.trace.summary import summary_json  # lazy: keeps opsim.trace out of importing opsim.scenario.runner
     cfg = run.config
     sim = run.sim
     with out.open(OUTPUT_FILES["scenario"], encoding="utf-8") as fh:
         fh.write(yaml.safe_dump(_plain_data(cfg.data), sort_keys=False, allow_unicode=True))
     if cfg.trace and cfg.outputs.trace:
+        # lazy: keeps Numba out of importing opsim.scenario.runner
         from opsim.trace.chrome_trace import write_chrome_trace
         stage("trace.json")
         with out.open(OUTPUT_FILES["trace"], encoding="utf-8") as fh:
             write_chrome_trace(sim, fh)
     if cfg.trace and cfg.outputs.csv:
+        # lazy: keeps opsim.trace out of importing opsim.scenario.runner
         from opsim.trace.msprof_csv import write_op_summary, write_task_time
         stage("op_summary.csv")
         with out.open(OUTPUT_FILES["op_summary"], encoding="utf-8", newline="") as fh:
@@ -555,17 +574,10 @@ def write_outputs(run: _Run, summary: dict[str, Any], stdout_text: str, out: Out
         with out.open(OUTPUT_FILES["timestamps"], encoding="utf-8", newline="") as fh:
             fh.write(stdout_text)
     if profiler and cfg.trace:
-        from opsim.trace.ascend_profiler import (profile_stream_ids, profiled_kernel_types, profiler_dir_name,
-                                                 write_profiler_output)
+        # lazy: keeps opsim.scenario out of importing opsim.scenario.runner
+        from opsim.scenario.profiler_outputs import write_profiler_outputs
         stage("profiler output")
-        out.path(profiler_dir_name(cfg.name, cfg.epoch_us))
-        streams = dict(run.shared_streams)
-        for wl in run.workloads:
-            streams.update(wl.streams)
-        write_profiler_output(sim, str(out.staging), name=cfg.name, epoch_us=cfg.epoch_us, rank=0,
-                              text=profiler in ("text", "both"), db=profiler in ("db", "both"),
-                              step_thread=cfg.outputs.step_thread, stream_ids=profile_stream_ids(streams),
-                              kernel_types=profiled_kernel_types(cfg.data.get("profiled_ops")))
+        write_profiler_outputs(ranks or [run], out, profiler)
     if cfg.outputs.summary:
         with out.open(OUTPUT_FILES["summary"], encoding="utf-8") as fh:
             fh.write(summary_json(summary))

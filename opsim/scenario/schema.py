@@ -76,8 +76,8 @@ def _deterministic() -> dict[str, Any]:
     return _obj({"level": {"enum": list(DETERMINISTIC_LEVELS)}, "strong_consistency": {"type": "boolean"}})
 
 
-def build_schema() -> dict[str, Any]:
-    """The scenario schema (a fresh dict)."""
+def _step_schemas() -> dict[str, Any]:
+    """Step kind -> the schema of a program step of that kind."""
     op_step = _obj({
         "op": {"type": "string", "minLength": 1},
         "stream": NAME,
@@ -125,6 +125,12 @@ def build_schema() -> dict[str, Any]:
         "algorithm": {"enum": list(ALGORITHMS)}, "transit_us": {**NUMBER, "maximum": MAX_HORIZON_US},
         "idle_us": {**NUMBER, "maximum": MAX_HORIZON_US},
         "root": {"type": "integer", "minimum": 0, "maximum": MAX_RANKS - 1}}, ("collective", "bytes"))
+    return steps
+
+
+def build_schema() -> dict[str, Any]:
+    """The scenario schema (a fresh dict)."""
+    steps = _step_schemas()
     step = {
         "type": "object",
         "anyOf": [{"required": [k]} for k in STEP_KEYS],
@@ -211,7 +217,7 @@ def validator():
     """A cached `jsonschema` validator of the scenario schema."""
     global _VALIDATOR
     if _VALIDATOR is None:
-        import jsonschema
+        import jsonschema  # lazy: keeps jsonschema out of importing opsim.scenario.schema
         schema = build_schema()
         base = jsonschema.validators.validator_for(schema)
         base.check_schema(schema)

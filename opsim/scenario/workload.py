@@ -18,6 +18,11 @@ from opsim.scenario.batch import LoopState
 from opsim.scenario.config import (ChooseStep, DeterministicStep, EventStep, LoopStep, OpStep, ProfilingStep,
                                    SleepStep, Step, SyncDeviceStep, SyncStep, TasksStep, TaskStep, ThreadConfig,
                                    CollectiveStep)
+from opsim.acl.dtypes import DataType, from_compute
+from opsim.acl.tensor import Tensor
+from opsim.opdev import profiling
+from opsim.opdev.thread_local import current
+from opsim.runtime import acl_rt
 
 _BATCH = 4096
 
@@ -95,8 +100,6 @@ class ThreadWorkload:
     # --- tensors ------------------------------------------------------------------------------------------
     def make_tensor(self, shape: tuple[int, ...], dtype: Any, role: str) -> Any:
         """A tensor at a fresh device allocation (seeded random data for inputs when numerics are on)."""
-        from opsim.acl.dtypes import DataType, from_compute
-        from opsim.acl.tensor import Tensor
         dt = DataType.parse(dtype)
         t = Tensor(shape, dt)
         nbytes = t.storage_nbytes
@@ -122,7 +125,6 @@ class ThreadWorkload:
 
     def free_all(self) -> Generator:
         """aclrtFree of every tensor this thread placed (after its streams drained)."""
-        from opsim.runtime import acl_rt
         for addr in self.allocations:
             yield from self.thread.call(acl_rt.free, addr)
         self.allocations.clear()
@@ -165,6 +167,7 @@ class ThreadWorkload:
                 return lambda th: self.run.queue_tasks(th, tasks)
             return lambda th: th.call(_launch_tasks, tasks)
         if isinstance(step, CollectiveStep):
+            # lazy: keeps opsim.cluster out of importing opsim.scenario.workload
             from opsim.cluster.hccl import launch_collective  # a job's step: single-rank runs never load it
             stream = self.streams[step.stream]
             call = self.run.collective_call(step.spec)
@@ -194,18 +197,15 @@ class ThreadWorkload:
             rec.instant(env.now, "step", name, {"step": n, "phase": "end"})
 
     def _sync(self, th: Any, stream: Any) -> Generator:
-        from opsim.runtime import acl_rt
         yield from self.run.drain(th)
         yield from th.call(acl_rt.synchronize_stream, stream)
 
     def _sync_device(self, th: Any) -> Generator:
-        from opsim.runtime import acl_rt
         yield from self.run.drain(th)
         yield from th.call(acl_rt.synchronize_device)
 
     @staticmethod
     def _event(th: Any, event: Any, stream: Any, record: bool) -> Generator:
-        from opsim.runtime import acl_rt
         if record:
             yield from th.call(acl_rt.record_event, event, stream)
         else:
@@ -274,7 +274,6 @@ class ThreadWorkload:
     def program(self, th: Any) -> Generator:
         """The SimPy program of this thread: the compiled steps, then drain its streams and free its tensors."""
         self.thread = th
-        from opsim.runtime import acl_rt
         try:
             for fn in self._program:
                 yield from fn(th)
@@ -302,8 +301,6 @@ def _launch_tasks(tasks: list) -> int:
 
 def _profiling_command(start: bool, mask: int) -> int:
     """The profiler's START (INIT then START with `mask`) or STOP, stamped in the trace on this thread."""
-    from opsim.opdev import profiling
-    from opsim.opdev.thread_local import current
     ctx = current()
     p = ctx.process
     ret = profiling.start_profiling(p, mask) if start else profiling.stop_profiling(p)
@@ -317,7 +314,6 @@ def _profiling_command(start: bool, mask: int) -> int:
 def _deterministic_command(level: int | None, strong_consistency: bool | None) -> None:
     """aclrtCtxSetSysParamOpt(ACL_OPT_DETERMINISTIC / ACL_OPT_STRONG_CONSISTENCY): process-wide, read by every
     later phase 1 (and torch_npu's key); stamped in the trace on this thread."""
-    from opsim.opdev.thread_local import current
     ctx = current()
     p = ctx.process
     if level is not None:
@@ -351,12 +347,10 @@ class _AllocFailed(Exception):
 
 
 def _is_tensor(value: Any) -> bool:
-    from opsim.acl.tensor import Tensor
     return isinstance(value, Tensor)
 
 
 def _parse_dtype(name: str) -> Any:
-    from opsim.acl.dtypes import DataType
     return DataType.parse(name)
 
 

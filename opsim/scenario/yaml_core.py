@@ -7,7 +7,7 @@ from typing import Any
 
 import yaml
 
-from opsim.scenario.limits import MAX_DEPTH, MAX_NUMBER_CHARS, LimitError
+from opsim.yamlio.limits import MAX_DEPTH, MAX_NUMBER_CHARS, LimitError
 
 
 class _CoreLoader(yaml.SafeLoader):

@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Mapping
+from opsim.sweeps.spec import Sweep, load_sweep
 
 if TYPE_CHECKING:
     from opsim.sweeps.spec import Sweep
@@ -19,7 +20,7 @@ _SPEC_NAMES = ("DEFAULT_FIGURES", "Point", "Sweep", "is_sweep", "is_sweep_file",
 def __getattr__(name: str) -> Any:
     """The sweep-file names, imported on first use (so `opsim --help` does not load them)."""
     if name in _SPEC_NAMES:
-        from opsim.sweeps import spec
+        from opsim.sweeps import spec  # lazy: module __getattr__ (PEP 562): loaded when the name is first used
         return getattr(spec, name)
     raise AttributeError(f"module 'opsim.sweeps' has no attribute {name!r}")
 
@@ -35,8 +36,7 @@ def sweep(source: "str | Path | Mapping[str, Any] | Sweep", *, out: str | os.Pat
     `scheduler`: an existing cluster's address (tcp://host:8786) or a `distributed.Client`; `out`: a directory
     for results.csv, results.parquet and the journal `--resume` reads; `on_result(point, Result)` sees each
     run's `Result` (with workers=0)."""
-    from opsim.sweeps.engine import run_sweep
-    from opsim.sweeps.spec import Sweep, load_sweep
+    from opsim.sweeps.engine import run_sweep  # lazy: keeps the engine out of `opsim --help`
     spec = source if isinstance(source, Sweep) else load_sweep(source)
     return run_sweep(spec, out=out, workers=workers, scheduler=scheduler, resume=resume, progress=progress,
                      on_result=on_result)

@@ -32,7 +32,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 def validate(path: str, out: TextIO) -> int:
     """`opsim validate SWEEP.yaml`: the file, the base scenario and every parameter value."""
-    from opsim.sweeps.spec import load_sweep
+    from opsim.sweeps.spec import load_sweep  # lazy: each subcommand loads only what it runs
     spec = load_sweep(path)
     n = len(spec.points())
     params = ", ".join(spec.params) or "no parameters"
@@ -43,11 +43,11 @@ def validate(path: str, out: TextIO) -> int:
 
 def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     """`opsim sweep`."""
-    from opsim.errors import InvalidArgumentError
-    from opsim.sweeps.engine import SweepInterrupted, run_sweep
-    from opsim.sweeps.point import FAILED, SIM_ERRORS
-    from opsim.sweeps.results import CSV, PARQUET
-    from opsim.sweeps.spec import load_sweep
+    from opsim.errors import InvalidArgumentError  # lazy: each subcommand loads only what it runs
+    from opsim.sweeps.engine import SweepInterrupted, run_sweep  # lazy: each subcommand loads only what it runs
+    from opsim.sweeps.point import FAILED, SIM_ERRORS  # lazy: each subcommand loads only what it runs
+    from opsim.sweeps.results import CSV, PARQUET  # lazy: each subcommand loads only what it runs
+    from opsim.sweeps.spec import load_sweep  # lazy: each subcommand loads only what it runs
     if args.scheduler and args.workers is not None:
         raise InvalidArgumentError("--workers sizes the local cluster; an existing cluster (--scheduler) has its "
                                    "own workers: drop one of the two")

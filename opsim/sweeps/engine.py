@@ -65,7 +65,7 @@ def choose_workers(cores: int, points: int, point_seconds: float | None = None) 
 
 def _distributed():
     try:
-        import distributed
+        import distributed  # lazy: an optional dependency, looked for where it is used
     except ImportError:
         raise OpsimError(f"running a sweep on Dask needs dask[distributed]; {EXTRA_HINT} (or run in this process "
                          "with workers=0)") from None
@@ -140,7 +140,7 @@ def _unguarded_script() -> bool:
 
 def _bootstrapping() -> bool:
     """True while a new process is importing the parent's main script (multiprocessing's own test)."""
-    import multiprocessing
+    import multiprocessing  # lazy: keeps multiprocessing out of importing opsim.sweeps.engine
     return bool(getattr(multiprocessing.current_process(), "_inheriting", False))
 
 
@@ -234,7 +234,7 @@ def _workers(client: Any) -> int:
 def _on_dask(client: Any, tasks: list[PointTask]) -> Iterator[Outcome]:
     """Submit one point per worker, then the rest in batches sized by how long the first point took (see
     `batch_size`); yield outcomes as they finish; on any exit (Ctrl-C included) cancel what is left."""
-    from distributed import as_completed
+    from distributed import as_completed  # lazy: keeps Dask out of importing opsim.sweeps.engine
     token = uuid.uuid4().hex[:8]
     n = _workers(client)
     futures: dict[Any, list[PointTask]] = {}
@@ -292,6 +292,7 @@ def _auto(tasks: list[PointTask], chosen: dict[str, str]) -> Iterator[Outcome]:
 
 def _have_distributed() -> bool:
     try:
+        # lazy: an optional dependency, looked for where it is used
         import distributed  # noqa: F401
     except ImportError:
         return False
@@ -311,32 +312,10 @@ def run_sweep(sweep: Sweep, *, out: str | os.PathLike | None = None, workers: in
     points = sweep.points()
     if not points:
         raise InvalidArgumentError(f"sweep {sweep.name!r} has no points (an axis with no values?)")
-    auto = workers is None and scheduler is None
-    if auto and (on_result is not None or callable(sweep.scenario)):
-        workers = 0  # only this process can hand back a Result or call a Python scenario
-    inline = workers == 0
-    if not inline and (on_result is not None or callable(sweep.scenario)):
-        raise InvalidArgumentError("on_result and a scenario given as a Python callable need workers=0 (in this "
-                                   "process); a Dask sweep takes a scenario file or dict")
-    if workers is not None and workers < 0:
-        raise InvalidArgumentError(f"workers must be >= 0 (0: in this process), got {workers}")
-    if inline and scheduler is not None:
-        raise InvalidArgumentError("workers=0 runs in this process; drop it to use the scheduler")
+    workers, inline, auto = _executor(sweep, workers, scheduler, on_result)
     store = ResultsDir(out, sweep) if out is not None else None
-    done = store.finished(resume) if store is not None else {}
-    rows: dict[int, dict[str, Any]] = {}
-    tasks = []
-    calibrations: dict[Any, Any] = {}
+    rows, tasks = _plan(sweep, points, store.finished(resume) if store is not None else {})
     sources: dict[int, str] = {}  # point -> the timing sources of its device time (points run now)
-    for p in points:
-        key = sweep.point_key(p)
-        if key in done:
-            old = done[key]
-            rows[p.index] = make_row(p, Outcome(p.index, key, old.get("figures") or {}, old["status"],
-                                                old.get("error") or "", float(old.get("wall_seconds") or 0.0)))
-        else:
-            tasks.append(PointTask(p.index, key, sweep.scenario, sweep.label, p.overrides, sweep.figures,
-                                   _calibration(sweep, p, calibrations)))
     bar = None
     close = lambda: None  # noqa: E731
     info = "in this process"
@@ -401,6 +380,39 @@ def run_sweep(sweep: Sweep, *, out: str | os.PathLike | None = None, workers: in
     return df
 
 
+def _executor(sweep: Sweep, workers: int | None, scheduler: Any, on_result: Any) -> tuple[int | None, bool, bool]:
+    """(workers, in this process?, chosen automatically?): the executor the arguments ask for, checked."""
+    auto = workers is None and scheduler is None
+    if auto and (on_result is not None or callable(sweep.scenario)):
+        workers = 0  # only this process can hand back a Result or call a Python scenario
+    inline = workers == 0
+    if not inline and (on_result is not None or callable(sweep.scenario)):
+        raise InvalidArgumentError("on_result and a scenario given as a Python callable need workers=0 (in this "
+                                   "process); a Dask sweep takes a scenario file or dict")
+    if workers is not None and workers < 0:
+        raise InvalidArgumentError(f"workers must be >= 0 (0: in this process), got {workers}")
+    if inline and scheduler is not None:
+        raise InvalidArgumentError("workers=0 runs in this process; drop it to use the scheduler")
+    return workers, inline, auto
+
+
+def _plan(sweep: Sweep, points: list, done: dict) -> tuple[dict[int, dict[str, Any]], list[PointTask]]:
+    """(point index -> its row, for the points already `done`; the tasks of the others)."""
+    rows: dict[int, dict[str, Any]] = {}
+    tasks = []
+    calibrations: dict[Any, Any] = {}
+    for p in points:
+        key = sweep.point_key(p)
+        if key in done:
+            old = done[key]
+            rows[p.index] = make_row(p, Outcome(p.index, key, old.get("figures") or {}, old["status"],
+                                                old.get("error") or "", float(old.get("wall_seconds") or 0.0)))
+        else:
+            tasks.append(PointTask(p.index, key, sweep.scenario, sweep.label, p.overrides, sweep.figures,
+                                   _calibration(sweep, p, calibrations)))
+    return rows, tasks
+
+
 def mixed_sources_warning(labels: Any) -> str | None:
     """A warning when the points' device times came from different timing sources (``timing_source_label``
     of each point; their comparison then mixes models, not only what the sweep varies); None when all agree."""
@@ -422,6 +434,7 @@ def _calibration(sweep: Sweep, point: Any, cache: dict[Any, Any]) -> Any:
     if path is None:
         return None
     if path not in cache:
+        # lazy: keeps numpy, ijson, sqlite3, SimPy, decimal out of importing opsim.sweeps.engine
         from opsim.calibration import load_calibration
         cache[path] = load_calibration(path)
     return cache[path]
@@ -430,7 +443,7 @@ def _calibration(sweep: Sweep, point: Any, cache: dict[Any, Any]) -> Any:
 def _bar(total: int, initial: int, enabled: bool, file: TextIO | None):
     if not enabled:
         return None
-    from tqdm import tqdm
+    from tqdm import tqdm  # lazy: keeps tqdm out of importing opsim.sweeps.engine
     return tqdm(total=total, initial=initial, unit="point", file=file or sys.stderr, dynamic_ncols=True,
                 mininterval=0.5, desc="sweep")
 

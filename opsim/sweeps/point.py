@@ -65,7 +65,7 @@ def collect(result: Any, figures: tuple[str, ...]) -> dict[str, Any]:
     """The requested figures of one `Result`: `summary.<path>` fields (a mapping is flattened), `*` for every
     trace figure, or a trace figure by name. Raises `InvalidArgumentError` naming what is missing."""
     out: dict[str, Any] = {}
-    summary = result._summary
+    summary = result.scenario_summary
     for name in figures:
         if name == "summary" and summary is None:
             continue  # a Simulation wrapped directly has no scenario summary
@@ -95,6 +95,7 @@ def collect(result: Any, figures: tuple[str, ...]) -> dict[str, Any]:
 
 
 def _result_of(task: PointTask) -> Any:
+    # lazy: keeps opsim.api, opsim.scenario, opsim.trace out of importing opsim.sweeps.point
     from opsim.api import Result, run
     if callable(task.scenario):
         out = task.scenario(dict(task.overrides))
@@ -104,7 +105,7 @@ def _result_of(task: PointTask) -> Any:
             return Result.from_simulation(out)
         raise InvalidArgumentError(f"the scenario callable returned {type(out).__name__}; return an opsim Result "
                                    "or a Simulation that has run")
-    from opsim.scenario.loader import read_yaml
+    from opsim.scenario.loader import read_yaml  # lazy: keeps numpy, SimPy, PyYAML out of importing opsim.sweeps.point
     data, _ = read_yaml(task.scenario, task.label)
     if task.calibration is None:
         return run(data, task.overrides, write=False)
@@ -120,8 +121,9 @@ def run_point(task: PointTask, keep: list | None = None) -> Outcome:
     try:
         result = _result_of(task)
         figures = collect(result, task.figures)
-        source = timing_source_label(result._summary) or ""
-        errors = (result._summary.get("errors") or []) if result._summary is not None else []
+        summary = result.scenario_summary
+        source = timing_source_label(summary) or ""
+        errors = (summary.get("errors") or []) if summary is not None else []
         status, error = (SIM_ERRORS, f"{len(errors)} failed call(s); first: {errors[0].get('message', '')}") \
             if errors else (OK, "")
         if keep is not None:

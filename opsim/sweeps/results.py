@@ -18,6 +18,7 @@ from opsim.errors import InvalidArgumentError, OpsimError
 
 from opsim.sweeps.point import FAILED, Outcome
 from opsim.sweeps.spec import Point, Sweep
+from opsim.outputs import atomic_path, write_text_atomic
 
 JOURNAL, CSV, PARQUET = "points.jsonl", "results.csv", "results.parquet"
 STATUS_COLUMNS = ("status", "error", "wall_seconds")
@@ -44,7 +45,7 @@ def make_row(point: Point, outcome: Outcome) -> dict[str, Any]:
 def frame(sweep: Sweep, rows: Iterable[dict[str, Any]]):
     """The tidy table: index `point`; the parameter columns, `seed` when the sweep repeats seeds, the figure
     columns (in the order the figures were asked for), then status, error and wall_seconds."""
-    import pandas as pd
+    import pandas as pd  # lazy: keeps pandas out of importing opsim.sweeps.results
     rows = sorted(rows, key=lambda r: r["point"])
     figure_cols: dict[str, None] = {}
     for r in rows:
@@ -80,6 +81,7 @@ class ResultsDir:
 
     def _need_pyarrow(self) -> None:
         try:
+            # lazy: an optional dependency, looked for where it is used
             import pyarrow  # noqa: F401
         except ImportError:
             raise OpsimError("writing results.parquet needs pyarrow; install it with `pip install opsim[sweep]`") \
@@ -110,7 +112,6 @@ class ResultsDir:
     def start(self) -> None:
         """Create the directory, write what is run (sweep.yaml, scenario.yaml) and open the journal."""
         self.path.mkdir(parents=True, exist_ok=True)
-        from opsim.outputs import write_text_atomic
         if self.sweep.source_text is not None:
             write_text_atomic(self.path / "sweep.yaml", self.sweep.source_text)
         if isinstance(self.sweep.scenario, str):
@@ -134,7 +135,6 @@ class ResultsDir:
     def write_tables(self, df: Any) -> None:
         """Rewrite results.csv and results.parquet from the table (each replaced whole, never half-written)."""
         t0 = time.monotonic()
-        from opsim.outputs import atomic_path
         for name, write in ((CSV, lambda p: df.to_csv(p)), (PARQUET, lambda p: df.to_parquet(p, index=True))):
             with atomic_path(self.path / name) as tmp:
                 write(tmp)

@@ -17,6 +17,9 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping
 
 from opsim.errors import ScenarioError, shown
+from opsim.safe_io import path_problem
+from opsim.trace.recorder import COLUMNS
+from opsim.yamlio.limits import LimitError, non_string_keys
 
 SWEEP_KEY = "sweep"
 DEFAULT_FIGURES = (
@@ -117,7 +120,7 @@ class Sweep:
     def calibration_file(self, point: Point) -> Path | None:
         """The calibration file a point names (`calibration`, overridden or in the base scenario), resolved
         here: it is read here and travels as data, never as a path."""
-        import yaml
+        import yaml  # lazy: keeps PyYAML out of importing opsim.sweeps.spec
         value = point.overrides.get("calibration")
         if value is None and isinstance(self.scenario, str):
             data = yaml.safe_load(self.scenario)
@@ -144,7 +147,7 @@ class _Errors:
         self.label, self.lines, self.items = label, lines, []
 
     def add(self, path: Iterable[Any], message: str) -> None:
-        from opsim.scenario.messages import format_path
+        from opsim.scenario.messages import format_path  # lazy: keeps numpy, SimPy out of importing opsim.sweeps.spec
         path = tuple(path)
         probe = path
         while probe and probe not in self.lines:
@@ -170,8 +173,7 @@ def is_sweep(data: Any) -> bool:
 def is_sweep_file(path: str | Path) -> bool:
     """True when `path` is a readable YAML file whose top level is a sweep (False for scenarios and bad files).
     Read like a scenario (size, depth and alias limits), so a hostile file costs no more here."""
-    from opsim.errors import ScenarioError
-    from opsim.scenario.source import read_source
+    from opsim.scenario.source import read_source  # lazy: keeps PyYAML out of importing opsim.sweeps.spec
     try:
         data = read_source(Path(path))[0]
     except ScenarioError:
@@ -185,14 +187,14 @@ def load_sweep(source: str | Path | Mapping[str, Any], *, check_points: bool = T
     the working directory). With `check_points`, every parameter value is applied to the base scenario and
     validated, so a typo in a key or a bad value is reported before anything runs. More than `max_points`
     points (default MAX_POINTS) are refused before any is made."""
-    from opsim.scenario.source import read_source
+    from opsim.scenario.source import read_source  # lazy: keeps PyYAML out of importing opsim.sweeps.spec
     if isinstance(source, Mapping):
         data, lines, label, path = read_source(source)
         label, base_dir, text = "<sweep>", Path.cwd(), None
     else:
         data, lines, label, path = read_source(source)
         base_dir = Path(path).parent
-        from opsim.scenario.source import read_text_file
+        from opsim.yamlio.files import read_text_file  # lazy: keeps PyYAML out of importing opsim.sweeps.spec
         text = read_text_file(path, "a sweep .yaml file", "sweep")  # bounded, as read_source read it
     errors = _Errors(label, lines)
     if not isinstance(data, dict):
@@ -250,8 +252,8 @@ def check_point_count(data: Mapping[str, Any], errors: _Errors, max_points: int 
 
 def result_figure_names() -> list[str]:
     """The names `Result.figures` gives every traced run (read off an empty result; needs pandas)."""
+    # lazy: keeps opsim.api, opsim.scenario, opsim.trace out of importing opsim.sweeps.spec
     from opsim.api import Result
-    from opsim.trace.recorder import COLUMNS
     return list(Result({k: {c: [] for c in cols} for k, cols in COLUMNS.items()}).figures)
 
 
@@ -263,6 +265,7 @@ def check_figures(figures: Iterable[str], errors: _Errors) -> None:
             errors.add(("figures", i), "the summary's `wall` section is machine time and would make results differ "
                                        "between machines; every row has a wall_seconds column instead")
         elif name.startswith("summary."):
+            # lazy: keeps opsim.trace out of importing opsim.sweeps.spec
             from opsim.trace.summary import summary_field_problem
             problem = summary_field_problem(name[len("summary."):])
             if problem:
@@ -272,6 +275,7 @@ def check_figures(figures: Iterable[str], errors: _Errors) -> None:
         else:
             names = names if names is not None else result_figure_names()
             if name not in names:
+                # lazy: keeps numpy, SimPy out of importing opsim.sweeps.spec
                 from opsim.scenario.messages import _suggest
                 errors.add(("figures", i), f"unknown figure {name!r}{_suggest(name, names)}; use a summary field "
                                            f"('summary.<path>', e.g. summary.exec_cache.hit_rate), '*' for every "
@@ -295,7 +299,6 @@ def one_parameter(scenario: Any, param: str, values: list[Any], *, overrides: Ma
 
 def _check_names(data: dict[str, Any], errors: _Errors) -> None:
     """Field and parameter names must be strings (`grid: {5: [a, b]}`); a named axis's labels may be numbers."""
-    from opsim.scenario.limits import non_string_keys
     sections = [((), data, 1)] + [((k,), data.get(k), 1) for k in ("grid", "zip", "overrides")] + \
         [(("random",), data.get("random"), 2)]
     for where, section, depth in sections:
@@ -305,9 +308,10 @@ def _check_names(data: dict[str, Any], errors: _Errors) -> None:
 
 
 def _schema_errors(data: dict[str, Any], errors: _Errors) -> None:
-    from jsonschema import Draft202012Validator
-    from jsonschema.exceptions import best_match
+    from jsonschema import Draft202012Validator  # lazy: keeps jsonschema out of importing opsim.sweeps.spec
+    from jsonschema.exceptions import best_match  # lazy: keeps jsonschema out of importing opsim.sweeps.spec
 
+    # lazy: keeps numpy, SimPy out of importing opsim.sweeps.spec
     from opsim.scenario.messages import _report  # the scenario loader's error wording, shared
     for err in Draft202012Validator(SCHEMA).iter_errors(data):
         _report(err, errors, best_match)
@@ -315,15 +319,13 @@ def _schema_errors(data: dict[str, Any], errors: _Errors) -> None:
 
 def _base_scenario(value: Any, base_dir: Path, errors: _Errors) -> tuple[str, str, Path | None]:
     """(YAML text, label, local path or None) of the base scenario."""
-    import yaml
+    import yaml  # lazy: keeps PyYAML out of importing opsim.sweeps.spec
     if isinstance(value, Mapping):
         return yaml.safe_dump(dict(value), sort_keys=False, allow_unicode=True), "<inline scenario>", None
-    from opsim.scenario.limits import LimitError
-    from opsim.scenario.source import read_text_file
-    from opsim.scenario.yaml_reader import check_yaml_events
+    from opsim.yamlio.files import read_text_file  # lazy: keeps PyYAML out of importing opsim.sweeps.spec
+    from opsim.yamlio.reader import check_yaml_events  # lazy: keeps PyYAML out of importing opsim.sweeps.spec
     path = Path(value)
     full = path if path.is_absolute() else base_dir / path
-    from opsim.safe_io import path_problem
     if path_problem(full) is None and not full.exists():
         errors.add(("scenario",), f"the scenario file {shown(str(full))} is not found; give a path relative to the "
                                   "sweep file, or the scenario inline")
@@ -402,7 +404,7 @@ def build_axes(sweep: Sweep, data: Mapping[str, Any], errors: _Errors) -> None:
 
 def _scenario_seed(text: Any) -> int:
     """The base scenario's own seed (0 when it sets none): `seeds: N` counts up from it."""
-    import yaml
+    import yaml  # lazy: keeps PyYAML out of importing opsim.sweeps.spec
     try:
         data = yaml.safe_load(text) if isinstance(text, str) else None
     except yaml.YAMLError:
@@ -453,6 +455,7 @@ def sample(params: Mapping[str, Mapping[str, Any]], samples: int, seed: int, err
 def check_values(sweep: Sweep, scenario: Any, errors: _Errors) -> None:
     """Validate the base scenario with the fixed overrides, then once per distinct parameter value (each
     applied alone), so the cost grows with the number of values, not the number of points."""
+    # lazy: keeps numpy, SimPy, PyYAML out of importing opsim.sweeps.spec
     from opsim.scenario.loader import load_scenario
     if not isinstance(sweep.scenario, str):
         return

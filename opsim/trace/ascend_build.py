@@ -183,6 +183,18 @@ class StepFinder:
             lo -= 1
         return _scan_step(t, windows[lo:j])
 
+    def closed(self, t: int) -> int | None:
+        """The step whose window holds `t` counting its last nanosecond (a window ends 1 ns before the next
+        begins, `_separate_touching`): where the tools put an instant, and where a launch that ends its step
+        belongs."""
+        step = self(t)
+        if step is None and self.apart:
+            j = bisect.bisect_right(self.starts, t)
+            step = self.windows[j - 1].step if j and self.windows[j - 1].end_ns == t else None
+        elif step is None:
+            step = next((w.step for w in self.windows if w.start_ns <= t <= w.end_ns), None)
+        return step
+
 
 def _scan_step(t: int, windows: list[StepWindow]) -> int | None:
     for w in windows:
@@ -251,6 +263,8 @@ def build_profile(sim: Any, *, epoch_us: int = DEFAULT_EPOCH_US, device: int | N
     tasks.sort(key=lambda t: (t.start_ns, t.stream, t.task_id))
     _wait_times(tasks)
     busy = merge_intervals((t.start_ns, t.end_ns) for t in tasks if t.is_busy and t.end_ns > t.start_ns)
+    comm = merge_intervals((t.start_ns, t.end_ns) for t in tasks
+                           if step_breakdown.is_communication(t.task_type) and t.end_ns > t.start_ns)
     memory_events, op_memory = memory_profile(rec, dev_id, epoch_ns, host, host_ns, calls, op_calls)
     cost = getattr(sim, "cost", None)
     for t in tasks:
@@ -261,8 +275,8 @@ def build_profile(sim: Any, *, epoch_us: int = DEFAULT_EPOCH_US, device: int | N
         vector_core_count=int(soc.vector_core_count), aicpu_count=int(getattr(soc, "aicpu_count", 0)),
         clock_mhz=float(soc.clock_mhz), threads=tids, op_calls=op_calls,
         api_spans=_api_spans(calls, host, host_ns, tids), tasks=tasks, steps=steps, step_windows=timeline,
-        step_rows=step_breakdown.step_rows(timeline, tasks), busy=busy, memory_events=memory_events, op_memory=op_memory,
-        session_ns=_session(host_ns, tasks, steps, epoch_ns))
+        step_rows=step_breakdown.step_rows(timeline, tasks), busy=busy, comm=comm, memory_events=memory_events,
+        op_memory=op_memory, session_ns=_session(host_ns, tasks, steps, epoch_ns))
 
 
 def step_rows_of(sim: Any, *, step_thread: str | None = None, epoch_us: int = DEFAULT_EPOCH_US
@@ -348,10 +362,14 @@ def _checked_stream_ids(stream_ids: Mapping[int, int] | None) -> dict[int, int]:
 def _device_tasks(dev: dict[str, list], dev_id: int, calls: dict[int, OpCall], epoch_ns: int,
                   step_of: StepFinder, stream_ids: dict[int, int]) -> list[DeviceTaskRow]:
     """The shown tasks of device `dev_id` in record order (streams renumbered by `stream_ids`); a task's step is
-    that of the call that launched it."""
+    that of the call that launched it; a collective (a communication task no op call launched) belongs to the
+    step its host thread launched it in, as torch_npu counts an HCCL op in the step that issued it (the task is
+    queued as its launch ends, which may be the instant the step ends: its launch's last nanosecond decides)."""
     tasks: list[DeviceTaskRow] = []
-    cols = ("device", "stream", "task_id", "op", "task_type", "unit_kind", "block_dim", "start", "end", "corr")
-    for i, (d, stream, task_id, op, tt, unit, bd, start, end, corr) in enumerate(zip(*(dev[c] for c in cols))):
+    cols = ("device", "stream", "task_id", "op", "task_type", "unit_kind", "block_dim", "start", "end", "corr",
+            "queued")
+    for i, (d, stream, task_id, op, tt, unit, bd, start, end, corr, queued) in enumerate(
+            zip(*(dev[c] for c in cols))):
         if d != dev_id or tt in HIDDEN_TASK_TYPES:
             continue
         call = calls.get(corr) if corr >= 0 else None
@@ -360,7 +378,11 @@ def _device_tasks(dev: dict[str, list], dev_id: int, calls: dict[int, OpCall], e
                           to_epoch_ns(epoch_ns, end), corr, op, call)
         if t.is_kernel:
             t.name = _kernel_name(op, call.api if call is not None else None)
-        t.step = step_of(call.start_ns if call is not None else t.start_ns)
+        if call is not None:
+            t.step = step_of(call.start_ns)
+        else:
+            comm = step_breakdown.is_communication(tt)
+            t.step = step_of.closed(to_epoch_ns(epoch_ns, queued) - 1) if comm else step_of(t.start_ns)
         tasks.append(t)
     return tasks
 

@@ -21,6 +21,7 @@ import numpy as np
 
 from opsim.trace.ascend_model import OpCall, us_str
 from opsim.trace.timefmt import to_ns_array
+from opsim.trace.ascend_db_schema import ENUM_TABLES
 
 __all__ = ["MemoryEvent", "OpMemory", "memory_profile", "memory_record_rows", "operator_memory_rows",
            "npu_module_mem_rows", "memory_db_rows", "MEMORY_RECORD_HEADER", "OPERATOR_MEMORY_HEADER",
@@ -168,7 +169,6 @@ def npu_module_mem_rows(events: list[MemoryEvent], device_id: int) -> list[list[
 def memory_db_rows(p: Any, sid: Callable[[str], int | None]) -> dict[str, list[tuple]]:
     """MEMORY_RECORD, OP_MEMORY, NPU_MEM and NPU_MODULE_MEM rows of a profile (``sid``: STRING_IDS ids).
     NPU_OP_MEM (GE's own operator memory) stays empty: opsim runs no graph engine."""
-    from opsim.trace.ascend_db_schema import ENUM_TABLES
     dev = p.device_id
     app_module = next(i for i, name in ENUM_TABLES["ENUM_MODULE"].items() if name == APP_MODULE)
     component, app = sid(FRAMEWORK_COMPONENT), sid(NPU_MEM_TYPE)

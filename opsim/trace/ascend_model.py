@@ -231,6 +231,8 @@ class AscendProfile:
     """Each allocation's lifetime."""
     session_ns: tuple[int, int] = (0, 0)
     """First and last epoch ns of any record (SESSION_TIME_INFO)."""
+    comm: list[tuple[int, int]] = field(default_factory=list)
+    """The union of the communication tasks (a rank's collectives), as merged intervals."""
 
     @property
     def kernels(self) -> list[DeviceTaskRow]:
@@ -238,8 +240,27 @@ class AscendProfile:
 
     @property
     def free(self) -> list[tuple[int, int]]:
-        """Gaps between consecutive busy intervals."""
-        return [(a[1], b[0]) for a, b in zip(self.busy, self.busy[1:]) if b[0] > a[1]]
+        """Gaps in which the device neither computes nor communicates."""
+        spans = merge_intervals(self.busy + self.comm) if self.comm else self.busy
+        return [(a[1], b[0]) for a, b in zip(spans, spans[1:]) if b[0] > a[1]]
+
+    @property
+    def comm_not_overlapped(self) -> list[tuple[int, int]]:
+        """The parts of the communication intervals during which nothing computes."""
+        out: list[tuple[int, int]] = []
+        j = 0
+        for s, e in self.comm:
+            while j < len(self.busy) and self.busy[j][1] <= s:
+                j += 1
+            k, cur = j, s
+            while k < len(self.busy) and self.busy[k][0] < e:
+                if self.busy[k][0] > cur:
+                    out.append((cur, self.busy[k][0]))
+                cur = max(cur, self.busy[k][1])
+                k += 1
+            if cur < e:
+                out.append((cur, e))
+        return out
 
     @property
     def computing_ns(self) -> int:

@@ -19,6 +19,8 @@ Layout written by ``write_profiler_output`` (see docs/ascend-tools.md for the co
             npu_module_mem.csv                    the application module's device memory over time
             ascend_pytorch_profiler_<rank>.db     with db=True (see ascend_profiler_db.py)
             analysis.db                           with db=True
+            communication.json                    a rank of a job (``collectives``, see ascend_comm.py)
+            communication_matrix.json             a rank of a job
 
 Every figure is derived from one model (``build_profile``) of the recorder's host and device records, so
 the trace, the CSVs and the databases agree with each other and with opsim's own records. Timestamps are
@@ -52,10 +54,11 @@ from __future__ import annotations
 import json
 import os
 import re
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
 from opsim.errors import InvalidArgumentError
 from opsim.trace.ascend_build import build_profile
+from opsim.trace.ascend_comm import StepOf, communication_data, communication_matrix_data, dumps
 from opsim.trace.ascend_memory import (MEMORY_RECORD_HEADER, NPU_MODULE_MEM_HEADER, OPERATOR_MEMORY_HEADER,
                                        memory_record_rows, npu_module_mem_rows, operator_memory_rows)
 from opsim.trace.ascend_model import (DEFAULT_EPOCH_US, DIR_MODE, FILE_MODE, KERNEL_DETAILS_HEADER,
@@ -65,11 +68,14 @@ from opsim.trace.ascend_profiler_db import write_profiler_db
 from opsim.trace.ascend_tables import (csv_text, prof_id, device_info, kernel_detail_rows, op_statistic_rows,
                                        profiler_info, step_trace_rows)
 from opsim.trace.ascend_trace_view import trace_view_json
+from opsim.outputs import atomic_file
+from opsim.trace.step_breakdown import is_communication
+from opsim.trace.timefmt import to_ns
 
 __all__ = ["write_profiler_output", "build_profile", "AscendProfile", "profiler_dir_name", "torch_op_name",
            "KERNEL_DETAILS_HEADER", "STEP_TRACE_TIME_HEADER", "OP_STATISTIC_HEADER", "DEFAULT_EPOCH_US",
            "merge_intervals", "timestamp_17", "us_str", "profile_stream_ids",
-           "profiled_kernel_types"]
+           "profiled_kernel_types", "collective_step_finder"]
 
 _NAME_RE = re.compile(r"^[A-Za-z0-9._-]+$")
 
@@ -80,7 +86,6 @@ def _mkdir(path: str) -> None:
 
 
 def _write(path: str, text: str) -> None:
-    from opsim.outputs import atomic_file
     with atomic_file(path, encoding="utf-8", newline="") as f:
         f.write(text)
     os.chmod(path, FILE_MODE)
@@ -134,7 +139,8 @@ def _write_memory_csvs(p: AscendProfile, out: str) -> None:
 def write_profiler_output(sim: Any, out_dir: str, *, name: str, epoch_us: int = DEFAULT_EPOCH_US, rank: int = 0,
                           db: bool = False, text: bool = True, step_thread: str | None = None,
                           stream_ids: Mapping[int, int] | None = None,
-                          kernel_types: Mapping[str, str] | None = None) -> str:
+                          kernel_types: Mapping[str, str] | None = None,
+                          collectives: Sequence[Any] | None = None) -> str:
     """Write ``sim`` (after ``sim.run()``) as a torch_npu profiling directory; returns its path.
 
     ``name`` becomes the ``<name>_<timestamp>_ascend_pt`` directory under ``out_dir`` (timestamp: the UTC
@@ -144,8 +150,9 @@ def write_profiler_output(sim: Any, out_dir: str, *, name: str, epoch_us: int = 
     ``text=False`` leaves the text files (trace_view.json and the CSVs) out. ``step_thread`` chooses whose steps
     step_trace_time reports. ``stream_ids`` maps opsim stream ids to the ids written (streams not in it keep
     theirs; `profile_stream_ids` gives a replay its profile's ids); ``kernel_types`` maps recorded kernel names
-    to op types (`profiled_kernel_types`). The same simulation and arguments always
-    give byte-identical files.
+    to op types (`profiled_kernel_types`). ``collectives`` (a rank's `CollectiveRecord` list, given for every
+    rank of a job, possibly empty) adds communication.json and communication_matrix.json. The same simulation
+    and arguments always give byte-identical files.
     """
     if not isinstance(name, str) or not _NAME_RE.match(name):
         raise InvalidArgumentError(
@@ -179,6 +186,27 @@ def write_profiler_output(sim: Any, out_dir: str, *, name: str, epoch_us: int = 
         _write(os.path.join(out, "op_statistic.csv"), csv_text(OP_STATISTIC_HEADER, op_statistic_rows(p)))
         _write(os.path.join(out, "step_trace_time.csv"), csv_text(STEP_TRACE_TIME_HEADER, step_trace_rows(p)))
         _write_memory_csvs(p, out)
+    if collectives is not None and text:
+        _write_communication(p, out, collectives)
     if db:
         write_profiler_db(p, out, rank=rank)
     return root
+
+
+def collective_step_finder(p: AscendProfile) -> StepOf:
+    """A record's step: that of its COMMUNICATION task in the profile (the step its host thread issued it in),
+    False when the task is outside every step."""
+    steps = {(t.name, t.start_ns): t.step for t in p.tasks if is_communication(t.task_type)}
+    epoch_ns = p.epoch_us * 1000
+
+    def step_of(rec: Any) -> int | bool:
+        step = steps.get((rec.name, epoch_ns + to_ns(rec.start_us)))
+        return False if step is None else step
+    return step_of
+
+
+def _write_communication(p: AscendProfile, out: str, collectives: Sequence[Any]) -> None:
+    """communication.json and communication_matrix.json of one rank of a job."""
+    step_of = collective_step_finder(p)
+    _write(os.path.join(out, "communication.json"), dumps(communication_data(collectives, step_of, p.epoch_us)))
+    _write(os.path.join(out, "communication_matrix.json"), dumps(communication_matrix_data(collectives, step_of)))

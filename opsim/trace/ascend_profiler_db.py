@@ -17,6 +17,7 @@ from opsim.trace.ascend_memory import memory_db_rows
 from opsim.trace.ascend_model import FILE_MODE, MODEL_ID_NONE, AscendProfile
 from opsim.trace.ascend_pmu import KernelPmu
 from opsim.trace.ascend_tables import quoted_shape
+from opsim.outputs import atomic_path
 
 __all__ = ["write_profiler_db", "ENUM_API_TYPE", "PROFILER_DB_TABLES", "RTS_TASK_TYPE", "with_depth"]
 
@@ -87,7 +88,6 @@ def _insert(conn: sqlite3.Connection, table: str, ncols: int, rows: Iterable[tup
 
 def _write_db(path: str, fill: Callable[[sqlite3.Connection], None]) -> None:
     """A fresh database at `path`, filled by `fill` and renamed into place only when complete."""
-    from opsim.outputs import atomic_path
     with atomic_path(path) as tmp:
         conn = sqlite3.connect(tmp)
         try:

@@ -62,11 +62,18 @@ def trace_events(p: AscendProfile) -> list[dict]:
         flow = {"name": "torch_to_npu", "cat": "async_npu", "id": t.flow_id}
         ev.append({**flow, "ph": "s", "pid": PID_PYTHON, "tid": t.op_call.tid, "ts": us_str(t.op_call.start_ns)})
         ev.append({**flow, "ph": "f", "bp": "e", "pid": PID_HARDWARE, "tid": t.stream, "ts": us_str(t.start_ns)})
-    for s, e in p.busy:
-        ev.append({"ph": "X", "name": "Computing", "pid": PID_OVERLAP, "tid": 0, "ts": us_str(s), "dur": us_str(e - s)})
-    for s, e in p.free:
-        ev.append({"ph": "X", "name": "Free", "pid": PID_OVERLAP, "tid": 3, "ts": us_str(s), "dur": us_str(e - s)})
+    for name, tid, spans in _overlap_tracks(p):
+        for s, e in spans:
+            ev.append({"ph": "X", "name": name, "pid": PID_OVERLAP, "tid": tid, "ts": us_str(s), "dur": us_str(e - s)})
     return ev
+
+
+def _overlap_tracks(p: AscendProfile) -> list[tuple[str, int, list[tuple[int, int]]]]:
+    """Overlap Analysis: Computing, Communication and its part not overlapped (a rank of a job), Free."""
+    tracks = [("Computing", 0, p.busy)]
+    if p.comm:
+        tracks += [("Communication", 1, p.comm), ("Communication(Not Overlapped)", 2, p.comm_not_overlapped)]
+    return tracks + [("Free", 3, p.free)]
 
 
 def trace_view_json(p: AscendProfile) -> str:
@@ -107,7 +114,7 @@ def trace_view_lines(p: AscendProfile) -> list[str]:
             fid, PID_PYTHON, t.op_call.tid, us(t.op_call.start_ns)))
         lines.append('{"bp":"e","cat":"async_npu","id":%s,"name":"torch_to_npu","ph":"f","pid":%d,"tid":%d,'
                      '"ts":"%s"}' % (fid, PID_HARDWARE, t.stream, us(t.start_ns)))
-    for name, tid, spans in (("Computing", 0, p.busy), ("Free", 3, p.free)):
+    for name, tid, spans in _overlap_tracks(p):
         for s, e in spans:
             lines.append('{"dur":"%s","name":"%s","ph":"X","pid":%d,"tid":%d,"ts":"%s"}' % (
                 us(e - s), name, PID_OVERLAP, tid, us(s)))

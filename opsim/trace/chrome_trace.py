@@ -115,7 +115,7 @@ def _span(ev: dict[str, Any]) -> tuple[Any, Any]:
     decimals for strings (trace_view.json writes its epoch microseconds as strings)."""
     ts, dur = ev["ts"], ev["dur"]
     if isinstance(ts, str):
-        from decimal import Decimal
+        from decimal import Decimal  # lazy: keeps decimal out of importing opsim.trace.chrome_trace
         s = Decimal(ts)
         return s, s + Decimal(dur)
     return float(ts), float(ts) + float(dur)

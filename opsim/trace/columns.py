@@ -31,7 +31,7 @@ def code_array(col: list | bytes) -> Any:
     """A list of codes (ints) as a numpy array: uint8 by way of ``bytes`` when every code is below 256, as it is
     while a run names fewer than 256 things (about three times as fast as numpy or ``array`` converting a list),
     else int64. A ``bytes`` is taken as such a list already converted."""
-    import numpy as np
+    import numpy as np  # lazy: keeps numpy out of importing opsim.trace.columns
     try:
         return np.frombuffer(col if type(col) is bytes else bytes(col), dtype=np.uint8)
     except (ValueError, TypeError):
@@ -41,7 +41,7 @@ def code_array(col: list | bytes) -> Any:
 def code_chunk(codes: Any, typecode: str) -> array:
     """A numpy array of codes as the typed array of a chunk (typecode "H" when every code fits in 2 bytes, else
     "i")."""
-    import numpy as np
+    import numpy as np  # lazy: keeps numpy out of importing opsim.trace.columns
     out = array(typecode)
     out.frombytes(codes.astype(typecode).view(np.uint8))
     return out
@@ -114,7 +114,7 @@ def expand_groups(host: list, codes: str, group_parts: list) -> tuple:
     types: a value that is not a plain float or int (a first start of int 0) stays as recorded. `host`: the
     host columns in storage order; `group_parts`: the recorder's (phase codes, op codes, durations, call) per
     group number."""
-    import numpy as np
+    import numpy as np  # lazy: keeps numpy out of importing opsim.trace.columns
     thread, phase, op, start, dur, corr = host
     rows = len(phase)
     ph = code_array(phase).astype(np.int64)  # group rows' markers are negative

@@ -289,7 +289,7 @@ class Recorder:
         """The number of the span group of these codes and plain float durations (`call`: followed by a call
         span, see `hit_rows`), made on first use; keyed by codes and the durations' bits (1, 1.0 and True, or
         0.0 and -0.0, stay apart)."""
-        import numpy as np
+        import numpy as np  # lazy: keeps numpy out of importing opsim.trace.recorder
         key = (tuple(p_codes), tuple(o_codes), np.array(durs, dtype=np.float64).tobytes(), call)
         gid = self._group_of.get(key)
         if gid is None:
@@ -488,7 +488,7 @@ class Recorder:
     def coded_chunks(self, kind: str, name: str) -> list:
         """Column ``name`` of ``kind`` (a column of names, see _CODED) chunk by chunk, as numpy arrays of codes
         into `code_values()`: readers format each distinct value once."""
-        import numpy as np
+        import numpy as np  # lazy: keeps numpy out of importing opsim.trace.recorder
         self._check_kind(kind)
         return [np.frombuffer(chunk[name], dtype=np.dtype(chunk[name].typecode))
                 if isinstance(chunk[name], array) and len(chunk[name]) else np.array(chunk[name], dtype=np.int64)
@@ -496,7 +496,7 @@ class Recorder:
 
     def coded(self, kind: str, name: str) -> tuple[Any, list]:
         """`coded_chunks` as one array, and `code_values()`."""
-        import numpy as np
+        import numpy as np  # lazy: keeps numpy out of importing opsim.trace.recorder
         parts = self.coded_chunks(kind, name)
         dtype = np.uint16 if len(self._values) <= 0x10000 else np.int32
         # a growing (not yet folded) part reads as int64 codes, within dtype's range by the choice above
@@ -507,7 +507,7 @@ class Recorder:
         """Column ``name`` of ``kind`` chunk by chunk as numpy arrays (views of the typed chunks; typecode "d":
         floats wanted, "q": ints), each with the records whose value is not of that exact Python type
         ({record index: value}; their slot holds the value when it is a plain int or float, else 0)."""
-        import numpy as np
+        import numpy as np  # lazy: keeps numpy out of importing opsim.trace.recorder
         self._check_kind(kind)
         want = float if typecode == "d" else int
         out = []
@@ -536,7 +536,7 @@ class Recorder:
     def numeric(self, kind: str, name: str, typecode: str) -> tuple[Any, dict[int, Any]]:
         """`numeric_chunks` as one array (typecode "d": float64, "q": int64, or int32 when every chunk holds
         4-byte ints) and one {index: value} of odd records."""
-        import numpy as np
+        import numpy as np  # lazy: keeps numpy out of importing opsim.trace.recorder
         dtype = np.float64 if typecode == "d" else np.int64
         parts, odd = [], {}
         for arr, o in self.numeric_chunks(kind, name, typecode):
@@ -560,7 +560,7 @@ class Recorder:
         """The records of ``kind`` as a pandas DataFrame (pandas is an optional dependency)."""
         self._check_kind(kind)
         try:
-            import pandas as pd
+            import pandas as pd  # lazy: an optional dependency, looked for where it is used
         except ImportError:
             raise OpsimError(
                 "Recorder.to_dataframe needs pandas, which is not installed; "

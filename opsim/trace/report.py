@@ -9,6 +9,10 @@ from __future__ import annotations
 from pathlib import Path
 
 from opsim.errors import InvalidArgumentError, printable_message
+from opsim.outputs import read_manifest
+from opsim.safe_io import check_path, shown_path
+from opsim.trace.result_files import missing_outputs, read_json_file
+from opsim.trace.summary import render_table, summary_problem
 
 EXIT_OK, EXIT_SIM_ERRORS, EXIT_BAD_INPUT = 0, 1, 2
 PERFETTO_HINT = "open it at https://ui.perfetto.dev (\"Open trace file\")"
@@ -17,10 +21,6 @@ PERFETTO_HINT = "open it at https://ui.perfetto.dev (\"Open trace file\")"
 def report(outdir: Path) -> tuple[str, int]:
     """(the text to print, the exit code) for the run directory `outdir`; InvalidArgumentError when it holds no
     complete, readable run."""
-    from opsim.outputs import read_manifest
-    from opsim.safe_io import check_path, shown_path
-    from opsim.trace.result_files import missing_outputs, read_json_file
-    from opsim.trace.summary import render_table, summary_problem
     check_path(outdir, "a run's output directory")
     label = shown_path(outdir)
     if not outdir.is_dir():

@@ -21,6 +21,8 @@ from typing import Any, Mapping
 
 from opsim.errors import InvalidArgumentError, shown
 from opsim.safe_io import open_regular, path_problem, read_bounded, shown_path
+from opsim.outputs import STAGING_PREFIX, read_manifest
+from opsim.trace.recorder import COLUMNS, _CODED, _NUMERIC
 
 MAX_SUMMARY_BYTES = 64 << 20
 """Largest summary.json read (a run's summary is a few KiB; its error list is capped by the runner)."""
@@ -77,7 +79,6 @@ def _is_name(v: Any) -> bool:
 
 def records_problem(doc: Mapping[str, Any]) -> str | None:
     """Why a records document (format and version already checked) is damaged, as "field: problem", or None."""
-    from opsim.trace.recorder import COLUMNS, _CODED, _NUMERIC
     for key, kind in (("meta", dict), ("records", dict), ("outputs", dict), ("stdout_text", str)):
         if key in doc and doc[key] is not None and not isinstance(doc[key], kind):
             return f"{key}: must be {'a mapping' if kind is dict else 'text'}, got {type(doc[key]).__name__}"
@@ -114,7 +115,6 @@ def records_problem(doc: Mapping[str, Any]) -> str | None:
 def missing_outputs(outdir: Path) -> list[str]:
     """What a run directory lacks: the entries its manifest lists that are gone, and staging directories an
     interrupted run left (their names)."""
-    from opsim.outputs import STAGING_PREFIX, read_manifest
     missing = [f"{n} (listed in the manifest)" for n in read_manifest(outdir) if not (outdir / n).exists()]
     staging = sorted(p.name for p in outdir.glob(STAGING_PREFIX + "*"))
     return missing + [f"{s} (left by an interrupted run)" for s in staging[:3]]

@@ -13,6 +13,7 @@ from collections import defaultdict
 from typing import Any, Mapping
 
 from opsim.trace.timing_sources import describe_sources, timing_sources
+from opsim.errors import shown
 
 
 class SummaryStats:
@@ -97,7 +98,7 @@ class SummaryStats:
     def _feed_device_columns(self, recorder: Any) -> bool:
         """`device_task` over every device record at once; False (nothing added) when a numeric column holds a
         value of an unusual type."""
-        import numpy as np
+        import numpy as np  # lazy: keeps numpy out of importing opsim.trace.summary
         recorder.compact()  # typed columns: numpy reads them without a Python step per record
         cols = {}
         for name, typecode in (("stream", "q"), ("units", "q"), ("start", "d"), ("end", "d")):
@@ -126,14 +127,14 @@ class SummaryStats:
 
 def _sum_in_order(x: Any) -> float:
     """0.0 + x[0] + x[1] + ..., added left to right (numpy's accumulate, unlike its sum, adds in order)."""
-    import numpy as np
+    import numpy as np  # lazy: keeps numpy out of importing opsim.trace.summary
     return float(np.add.accumulate(x)[-1]) if len(x) else 0.0
 
 
 def _first_seen_groups(codes: Any, values: list | None) -> list[tuple[Any, Any]]:
     """(value, record indices) per distinct code in order of first appearance (`values[code]`, or the code
     itself as a Python int when `values` is None)."""
-    import numpy as np
+    import numpy as np  # lazy: keeps numpy out of importing opsim.trace.summary
     if not len(codes):
         return []
     distinct, first, which = np.unique(codes, return_index=True, return_inverse=True)
@@ -147,7 +148,7 @@ def _first_seen_groups(codes: Any, values: list | None) -> list[tuple[Any, Any]]
 def _first_seen_counts(codes: Any, values: list | None) -> list[tuple[Any, int]]:
     """(value, count) per distinct code in order of first appearance (`values[code]`, or the code itself as a
     Python int when `values` is None)."""
-    import numpy as np
+    import numpy as np  # lazy: keeps numpy out of importing opsim.trace.summary
     if not len(codes):
         return []
     distinct, first, counts = np.unique(codes, return_index=True, return_counts=True)
@@ -157,7 +158,7 @@ def _first_seen_counts(codes: Any, values: list | None) -> list[tuple[Any, int]]
 
 def _counts(recorder: Any, kind: str, names: tuple[str, ...]) -> list[tuple[Any, int]]:
     """Records of `kind` counted per value of the coded column(s) `names` (a tuple of values for two)."""
-    import numpy as np
+    import numpy as np  # lazy: keeps numpy out of importing opsim.trace.summary
     parts = [recorder.coded(kind, name) for name in names]
     values = parts[0][1]
     if len(parts) == 1:
@@ -181,54 +182,10 @@ def build_summary(run: Any, stats: SummaryStats, wall_seconds: float) -> dict[st
     cfg = run.config
     makespan = float(sim.now)
     span = makespan if makespan > 0 else 1.0
-    threads = {}
-    for wl in run.workloads:
-        th = wl.thread
-        threads[th.name] = {
-            "thread_id": th.thread_id,
-            "op_calls": run.calls_by_thread.get(th.name, 0),
-            "host_busy_us": _r(th.busy_us),
-            "host_busy_pct": _r(100.0 * th.busy_us / span, 2),
-            "streams": [f"Stream {s.stream_id}" for s in wl.streams.values()],
-            "stopped_on_error": wl.stopped,
-        }
-    queue = run.npu.queue if getattr(run, "npu", None) is not None else None
-    if queue is not None:  # torch_npu's task-queue consumer: no calls of its own, the queued work's host time
-        th = queue.thread
-        threads[th.name] = {"thread_id": th.thread_id, "op_calls": 0, "host_busy_us": _r(th.busy_us),
-                            "host_busy_pct": _r(100.0 * th.busy_us / span, 2), "streams": [],
-                            "stopped_on_error": False, "task_queue": True}
-    streams = {}
-    owner = {s.stream_id: wl.thread.name for wl in run.workloads for s in wl.streams.values()}
-    for s in sim.device.streams:
-        busy = stats.stream_busy.get(s.stream_id, 0.0)
-        streams[f"Stream {s.stream_id}"] = {
-            "thread": owner.get(s.stream_id, ""),
-            "tasks": stats.stream_tasks.get(s.stream_id, 0),
-            "busy_us": _r(busy),
-            "busy_pct": _r(100.0 * busy / span, 2),
-        }
-    units = {}
+    threads = _thread_rows(run, span)
+    streams = _stream_rows(run, stats, span)
     dev = sim.device
-    seen = set()
-    for pool in (dev.aicore, dev.vector, dev.aicpu, dev.dma):
-        if pool.name in seen:
-            continue
-        seen.add(pool.name)
-        unit_us = stats.pool_unit_us.get(pool.name, 0.0)
-        units[pool.name] = {
-            "capacity": pool.capacity,
-            "tasks": stats.pool_tasks.get(pool.name, 0),
-            "unit_busy_us": _r(unit_us),
-            "utilization_pct": _r(100.0 * unit_us / (pool.capacity * span), 2),
-        }
-    c = stats.cache
-    exec_hits, exec_misses = c.get(("exec", "hit"), 0), c.get(("exec", "miss"), 0)
-    ai_hits, ai_misses = c.get(("aicpu", "hit"), 0), c.get(("aicpu", "miss"), 0)
-    ai_oneshot = c.get(("aicpu", "oneshot"), 0)
-    pta_hits, pta_misses = c.get(("pta", "hit"), 0), c.get(("pta", "miss"), 0)
-    mem = dev.memory
-    leaks = mem.leaks()
+    units = _unit_rows(dev, stats, span)
     calls = run.calls
     summary: dict[str, Any] = {
         "scenario": cfg.name,
@@ -249,30 +206,8 @@ def build_summary(run: Any, stats: SummaryStats, wall_seconds: float) -> dict[st
         "streams": streams,
         "units": units,
         "task_types": dict(sorted(stats.task_types.items())),
-        "exec_cache": {
-            "hits": exec_hits, "misses": exec_misses, "evictions": c.get(("exec", "evict"), 0),
-            "hit_rate": _rate(exec_hits, exec_hits + exec_misses),
-        },
-        "pta_cache": {"hits": pta_hits, "misses": pta_misses, "hit_rate": _rate(pta_hits, pta_hits + pta_misses)},
-        "aicpu_cache": {
-            "hits": ai_hits, "misses": ai_misses, "oneshot": ai_oneshot,
-            "evictions": c.get(("aicpu", "evict"), 0),
-            "hit_rate": _rate(ai_hits, ai_hits + ai_misses + ai_oneshot),
-        },
-        "cache_events": {f"{k[0]}.{k[1]}": v for k, v in sorted(c.items())},
-        "oneshot_tasks": ai_oneshot + stats.instants.get("oneshot", 0),
-        "memory": {
-            "capacity_bytes": mem.capacity,
-            "peak_hbm_bytes": mem.peak,
-            "peak_workspace_bytes": run.peak_workspace,
-            "in_use_at_end_bytes": mem.in_use,
-            "oom_events": stats.memory_kinds.get("oom", 0),
-        },
-        "leaks": {
-            "count": len(leaks),
-            "bytes": sum(a.size for a in leaks),
-            "allocations": [{"address": f"{a.address:#x}", "size": a.size, "time_us": _r(a.time)} for a in leaks[:20]],
-        },
+        **_cache_rows(stats),
+        **_memory_rows(run, stats),
         "overflows": len(sim.process.overflows),
         "profiling_reports": {k[len("prof_"):]: v for k, v in sorted(stats.instants.items())
                               if k.startswith("prof_")},
@@ -297,6 +232,106 @@ def _step_breakdown(run: Any) -> dict[str, Any] | None:
     from opsim.trace.step_breakdown import summarise
     rows, thread = step_rows_of(run.sim, step_thread=run.config.outputs.step_thread, epoch_us=run.config.epoch_us)
     return summarise(rows, thread)
+
+
+def _thread_rows(run: Any, span: float) -> dict[str, dict]:
+    """summary.json's ``threads``: each workload thread, then torch_npu's task-queue consumer when there is one."""
+    threads = {}
+    for wl in run.workloads:
+        th = wl.thread
+        threads[th.name] = {
+            "thread_id": th.thread_id,
+            "op_calls": run.calls_by_thread.get(th.name, 0),
+            "host_busy_us": _r(th.busy_us),
+            "host_busy_pct": _r(100.0 * th.busy_us / span, 2),
+            "streams": [f"Stream {s.stream_id}" for s in wl.streams.values()],
+            "stopped_on_error": wl.stopped,
+        }
+    queue = run.npu.queue if getattr(run, "npu", None) is not None else None
+    if queue is not None:  # torch_npu's task-queue consumer: no calls of its own, the queued work's host time
+        th = queue.thread
+        threads[th.name] = {"thread_id": th.thread_id, "op_calls": 0, "host_busy_us": _r(th.busy_us),
+                            "host_busy_pct": _r(100.0 * th.busy_us / span, 2), "streams": [],
+                            "stopped_on_error": False, "task_queue": True}
+    return threads
+
+
+def _stream_rows(run: Any, stats: SummaryStats, span: float) -> dict[str, dict]:
+    """summary.json's ``streams``: tasks and busy time of each stream, with the thread that owns it."""
+    sim = run.sim
+    streams = {}
+    owner = {s.stream_id: wl.thread.name for wl in run.workloads for s in wl.streams.values()}
+    for s in sim.device.streams:
+        busy = stats.stream_busy.get(s.stream_id, 0.0)
+        streams[f"Stream {s.stream_id}"] = {
+            "thread": owner.get(s.stream_id, ""),
+            "tasks": stats.stream_tasks.get(s.stream_id, 0),
+            "busy_us": _r(busy),
+            "busy_pct": _r(100.0 * busy / span, 2),
+        }
+    return streams
+
+
+def _unit_rows(dev: Any, stats: SummaryStats, span: float) -> dict[str, dict]:
+    """summary.json's ``units``: tasks and utilisation of each unit pool (a pool shared by two kinds, once)."""
+    units = {}
+    seen = set()
+    for pool in (dev.aicore, dev.vector, dev.aicpu, dev.dma):
+        if pool.name in seen:
+            continue
+        seen.add(pool.name)
+        unit_us = stats.pool_unit_us.get(pool.name, 0.0)
+        units[pool.name] = {
+            "capacity": pool.capacity,
+            "tasks": stats.pool_tasks.get(pool.name, 0),
+            "unit_busy_us": _r(unit_us),
+            "utilization_pct": _r(100.0 * unit_us / (pool.capacity * span), 2),
+        }
+    return units
+
+
+def _cache_rows(stats: SummaryStats) -> dict[str, Any]:
+    """summary.json's cache figures: ``exec_cache``, ``pta_cache``, ``aicpu_cache``, ``cache_events`` and
+    ``oneshot_tasks``, in that order."""
+    c = stats.cache
+    exec_hits, exec_misses = c.get(("exec", "hit"), 0), c.get(("exec", "miss"), 0)
+    ai_hits, ai_misses = c.get(("aicpu", "hit"), 0), c.get(("aicpu", "miss"), 0)
+    ai_oneshot = c.get(("aicpu", "oneshot"), 0)
+    pta_hits, pta_misses = c.get(("pta", "hit"), 0), c.get(("pta", "miss"), 0)
+    return {
+        "exec_cache": {
+            "hits": exec_hits, "misses": exec_misses, "evictions": c.get(("exec", "evict"), 0),
+            "hit_rate": _rate(exec_hits, exec_hits + exec_misses),
+        },
+        "pta_cache": {"hits": pta_hits, "misses": pta_misses, "hit_rate": _rate(pta_hits, pta_hits + pta_misses)},
+        "aicpu_cache": {
+            "hits": ai_hits, "misses": ai_misses, "oneshot": ai_oneshot,
+            "evictions": c.get(("aicpu", "evict"), 0),
+            "hit_rate": _rate(ai_hits, ai_hits + ai_misses + ai_oneshot),
+        },
+        "cache_events": {f"{k[0]}.{k[1]}": v for k, v in sorted(c.items())},
+        "oneshot_tasks": ai_oneshot + stats.instants.get("oneshot", 0),
+    }
+
+
+def _memory_rows(run: Any, stats: SummaryStats) -> dict[str, Any]:
+    """summary.json's ``memory`` and ``leaks``."""
+    mem = run.sim.device.memory
+    leaks = mem.leaks()
+    return {
+        "memory": {
+            "capacity_bytes": mem.capacity,
+            "peak_hbm_bytes": mem.peak,
+            "peak_workspace_bytes": run.peak_workspace,
+            "in_use_at_end_bytes": mem.in_use,
+            "oom_events": stats.memory_kinds.get("oom", 0),
+        },
+        "leaks": {
+            "count": len(leaks),
+            "bytes": sum(a.size for a in leaks),
+            "allocations": [{"address": f"{a.address:#x}", "size": a.size, "time_us": _r(a.time)} for a in leaks[:20]],
+        },
+    }
 
 
 def env_report(env: Mapping[str, str], sources: Mapping[str, str], shell: Mapping[str, str]) -> dict[str, dict]:
@@ -428,9 +463,8 @@ SUMMARY_SCHEMA: dict[str, Any] = {
 
 def summary_problem(summary: Any) -> str | None:
     """Why `summary` (parsed JSON) cannot be rendered as a run summary, or None."""
-    import jsonschema
-    from jsonschema.exceptions import best_match
-    from opsim.errors import shown
+    import jsonschema  # lazy: keeps jsonschema out of importing opsim.trace.summary
+    from jsonschema.exceptions import best_match  # lazy: keeps jsonschema out of importing opsim.trace.summary
     err = best_match(jsonschema.Draft202012Validator(SUMMARY_SCHEMA).iter_errors(summary))
     if err is None:
         return None
@@ -472,6 +506,7 @@ def render_table(summary: Mapping[str, Any]) -> str:
     for name, u in (summary.get("units") or {}).items():
         rows.append((f"unit pool {name}", f"{u['utilization_pct']:.1f}% of {u['capacity']} units, {u['tasks']} tasks"))
     if summary.get("ranks"):
+        # lazy: keeps numpy out of importing opsim.trace.summary
         from opsim.trace.rank_table import rank_lines  # a job's table only
         rows += rank_lines(list(summary["ranks"].values()))
     ec = summary.get("exec_cache") or {}

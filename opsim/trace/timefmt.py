@@ -193,7 +193,7 @@ def compiled() -> SimpleNamespace:
     ``json_rows._render-*`` files in ``opsim/trace/__pycache__`` (a fresh install has none)."""
     global _COMPILED, _dur_float_compiled, _put_digits_compiled
     if _COMPILED is None:
-        from numba import njit
+        from numba import njit  # lazy: keeps Numba out of importing opsim.trace.timefmt
         _dur_float_compiled = njit(cache=True)(_dur_float)
         _put_digits_compiled = njit(cache=True, inline="always")(put_digits)
         _COMPILED = SimpleNamespace(nest=njit(cache=True)(_nest), put_digits=_put_digits_compiled,

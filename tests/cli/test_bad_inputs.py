@@ -12,7 +12,7 @@ import pytest
 
 from scenario_helpers import ROOT, SCENARIOS
 from opsim.cli import EXIT_BAD_INPUT, main
-from opsim.scenario.limits import MAX_FILE_BYTES
+from opsim.yamlio.limits import MAX_FILE_BYTES
 
 BAD = sorted((ROOT / "tests" / "data" / "bad").glob("*.yaml"))
 SET_CASES = [

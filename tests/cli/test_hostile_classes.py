@@ -443,7 +443,7 @@ def test_report_on_an_incomplete_run_says_what_is_missing(tmp_path, good_run):
 
 def test_class02_set_value_nesting_is_refused_before_the_python_parser():
     """A --set value is parsed by PyYAML's Python parser, which recurses per level: depth is checked first."""
-    from opsim.scenario.limits import LimitError
+    from opsim.yamlio.limits import LimitError
     from opsim.scenario.yaml_core import parse_as_written, parse_core_scalar
     deep = "[" * 5000 + "]" * 5000
     for parse in (parse_core_scalar, parse_as_written):

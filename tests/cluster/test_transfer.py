@@ -154,11 +154,14 @@ def test_link_plan_rows_are_sane(op, n, p, rps, data):
     assert all(s == rank and 0 <= d < p and b >= 0 and tm >= 0 for s, d, _tr, b, tm in rows)
     assert len({d for _s, d, *_x in rows}) == len(rows)
     assert {tr for *_x, tr, _b, _t in rows} <= {"HCCS", "RDMA", "LOCAL"}
+    assert not rows or (rank, rank, "LOCAL") in {r[:3] for r in rows}  # msprof-analyze places a rank by it
 
 
 def test_link_plan_p2p_and_errors():
-    assert link_plan("send", 64, (2, 9), 2, algorithm="mesh", intra=HCCS, inter=ROCE)[0][:4] == (2, 9, "RDMA", 64)
-    assert link_plan("recv", 64, (2, 9), 9, algorithm="mesh", intra=HCCS, inter=ROCE)[0][:4] == (2, 9, "RDMA", 64)
+    send = link_plan("send", 64, (2, 9), 2, algorithm="mesh", intra=HCCS, inter=ROCE)
+    recv = link_plan("recv", 64, (2, 9), 9, algorithm="mesh", intra=HCCS, inter=ROCE)
+    assert [r[:4] for r in send] == [(2, 2, "LOCAL", 64), (2, 9, "RDMA", 64)]
+    assert [r[:4] for r in recv] == [(2, 9, "RDMA", 64), (9, 9, "LOCAL", 64)]
     assert link_plan("allreduce", 64, (3,), 3, algorithm="mesh", intra=HCCS) == ()
     with pytest.raises(ValueError, match="group ranks"):
         link_plan("allreduce", 64, (0, 1), 5, algorithm="mesh", intra=HCCS)

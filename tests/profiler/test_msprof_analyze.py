@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import csv
 import glob
+import json
 import os
 import sqlite3
 import subprocess
@@ -265,3 +266,90 @@ def test_cluster_recipes_on_the_db_layout(tmp_path):
     assert counts["launch"] == launches
     for api, n in calls.items():
         assert counts[api] == n and counts[f"{api}GetWorkspaceSize"] == n
+
+
+# ---- cluster on a simulated job ---------------------------------------------------------------------------------
+
+SLOW_RANK = 3
+
+
+@pytest.fixture(scope="module")
+def job_output(tmp_path_factory):
+    """The bundled data_parallel job (8 ranks, 4 steps, two allreduces per step) with rank 3 1.5x slower,
+    written as one *_ascend_pt per rank."""
+    from pathlib import Path
+
+    from opsim.scenario.runner import run_scenario
+    root = Path(__file__).resolve().parents[2]
+    out = tmp_path_factory.mktemp("job") / "out"
+    res = run_scenario(str(root / "scenarios" / "data_parallel.yaml"), out_dir=out, profiler_output="text",
+                       overrides={f"ranks.{SLOW_RANK}.slowdown": 1.5, "outputs.trace": False, "outputs.csv": False,
+                                  "outputs.records": False})
+    return res, out
+
+
+def rank_step_rows(out, rank: int) -> dict[str, dict]:
+    (folder,) = out.glob(f"data_parallel_rank{rank}_*_ascend_pt")
+    with open(folder / "ASCEND_PROFILER_OUTPUT" / "step_trace_time.csv", newline="") as f:
+        return {r["Step"]: r for r in csv.DictReader(f)}
+
+
+@pytest.mark.slow
+def test_cluster_all_on_an_8_rank_job_equals_opsims_per_rank_figures(job_output, tmp_path):
+    res, out = job_output
+    run_tool(["cluster", "-d", str(out), "-m", "all"], cwd=tmp_path)
+    result = out / "cluster_analysis_output"
+    with open(result / "cluster_step_trace_time.csv", newline="") as f:
+        rows = [r for r in csv.DictReader(f) if r["Type"] == "rank"]
+    assert sorted({int(r["Index"]) for r in rows}) == list(range(8)) and len(rows) == 8 * 4
+    columns = [c for c in rows[0] if c not in ("Step", "Type", "Index")]
+    assert {"Computing", "Communication(Not Overlapped)", "Communication", "Free", "Stage"} <= set(columns)
+    for r in rows:
+        mine = rank_step_rows(out, int(r["Index"]))[r["Step"]]
+        for col in columns:
+            assert float(r[col]) == pytest.approx(float(mine[col]), abs=1e-9), (r["Index"], r["Step"], col)
+    for rank in range(8):  # the run table's whole-run figures: the steps' sums
+        summary = res.summary["ranks"][str(rank)]
+        mine = [r for r in rows if int(r["Index"]) == rank]
+        for col, key in (("Computing", "computing_us"), ("Communication", "communication_us"),
+                         ("Communication(Not Overlapped)", "communication_not_overlapped_us")):
+            assert sum(float(r[col]) for r in mine) == pytest.approx(summary[key], abs=1e-3)
+    assert json.loads((result / "communication_group.json").read_text())["collective"] == [list(range(8))]
+    # the matrix maps every rank's links to global ranks: 8 LOCAL copies and 56 HCCS links per step
+    matrix = json.loads((result / "cluster_communication_matrix.json").read_text())[str(tuple(range(8)))]
+    assert sorted(matrix) == [f"step{n}" for n in range(1, 5)]
+    (total,) = [v for k, v in matrix["step1"].items() if k.startswith("Total Op Info@")]
+    assert {k: v["Transport Type"] for k, v in total.items()} == {
+        f"{i}-{j}": "LOCAL" if i == j else "HCCS" for i in range(8) for j in range(8)}
+    # every rank's view of each allreduce: the fast ranks wait for rank 3, rank 3 waits for nobody
+    comm = json.loads((result / "cluster_communication.json").read_text())[str(tuple(range(8)))]
+    waits: dict[int, float] = defaultdict(float)
+    for step in comm.values():
+        for name, per_rank in step.items():
+            if not name.startswith("Total"):
+                for rank, info in per_rank.items():
+                    waits[int(rank)] += info["Communication Time Info"]["Wait Time(ms)"]
+    assert waits[SLOW_RANK] == 0 and all(waits[r] > 0 for r in range(8) if r != SLOW_RANK)
+    for rank in range(8):
+        assert waits[rank] * 1000 == pytest.approx(res.summary["ranks"][str(rank)]["wait_us"], abs=1e-3)
+
+
+@pytest.mark.slow
+def test_advisor_names_the_slow_rank_of_a_job(job_output, tmp_path):
+    """msprof-analyze's slow-rank analysis (advisor all on the job's folder) finds rank 3's 1.5x computing."""
+    _, out = job_output
+    work = tmp_path / "work"
+    work.mkdir()
+    run_tool(["advisor", "all", "-d", str(out), "-o", str(work), "-l", "en"], cwd=work)
+    (book,) = glob.glob(str(work / "log" / "mstt_advisor_*.xlsx"))
+    problems = {r[0]: r for r in sheet(book, "problems")[1:]}
+    assert "slow rank" in problems and "Computing" in problems["slow rank"][1]
+    slow = sheet(book, "slow rank")
+    head = slow[0]
+    compute = defaultdict(list)
+    for r in slow[1:]:
+        compute[r[head.index("rank_id")]].append(r[head.index("compute(us)")])
+    for rank, values in compute.items():
+        if rank != SLOW_RANK:
+            assert [c * 1.5 for c in values] == pytest.approx(compute[SLOW_RANK], rel=1e-4)
+    assert any(f"Rank{SLOW_RANK}" in name for name in problems)  # it compares the slow rank's kernels to a fast one

@@ -205,7 +205,7 @@ def test_replayed_hits_record_in_one_call_with_their_call_span():
 
 
 def test_settings_unchanged_reads_every_setting_and_switch():
-    """The attribute-by-attribute check agrees with the settings tuple on a change of each setting or switch."""
+    """The attribute-by-attribute check agrees with the captured settings on a change of each setting or switch."""
     from opsim.fastpath.hit_replay import PROCESS_SWITCHES, SETTINGS, captured_settings, process_settings, \
         settings_unchanged
     sim = Simulation(fast_path=True)
@@ -214,6 +214,7 @@ def test_settings_unchanged_reads_every_setting_and_switch():
     assert settings_unchanged(p, captured) and process_settings(p) == captured
     names = (*SETTINGS, *PROCESS_SWITCHES)
     assert len(captured) == len(names) == 15
+    assert captured._fields == tuple(name.rpartition(".")[2] for name in names)
     for name in names:
         owner, attr = (p.profiling, name.split(".")[1]) if name.startswith("profiling.") else (p, name)
         before = getattr(owner, attr)
@@ -227,6 +228,24 @@ def test_settings_unchanged_reads_every_setting_and_switch():
         else:
             setattr(owner, attr, before)
         assert settings_unchanged(p, captured), name
+
+
+def test_settings_are_compared_by_name_never_by_position():
+    """settings_unchanged reads each captured setting by its field name (no `s[i]`), and a captured value changed
+    under any one name is noticed."""
+    import ast
+    import inspect
+
+    from opsim.fastpath.hit_replay import CapturedSettings, captured_settings, settings_unchanged
+    tree = ast.parse(inspect.getsource(settings_unchanged))
+    assert not [n for n in ast.walk(tree) if isinstance(n, ast.Subscript)]
+    read = {n.attr for n in ast.walk(tree) if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name)
+            and n.value.id == "s"}
+    assert read == set(CapturedSettings._fields)
+    p = Simulation(fast_path=True).process
+    captured = captured_settings(p)
+    for name in CapturedSettings._fields:
+        assert not settings_unchanged(p, captured._replace(**{name: object()})), name
 
 
 def test_a_template_is_found_by_its_argument_tuple_and_by_equal_arguments_in_a_new_tuple():

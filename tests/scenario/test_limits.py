@@ -13,9 +13,10 @@ from hypothesis import strategies as st
 from opsim.cli import EXIT_BAD_INPUT, EXIT_OK, main
 from opsim.device.soc import get_soc
 from opsim.errors import InvalidArgumentError, ScenarioError
-from opsim.scenario.limits import MAX_ALIASES, MAX_DEPTH, MAX_NODES, LimitError, Limits, check_data
+from opsim.scenario.limits import Limits
+from opsim.yamlio.limits import MAX_ALIASES, MAX_DEPTH, MAX_NODES, LimitError, check_data
 from opsim.scenario.loader import load_scenario, module_findable, validate
-from opsim.scenario.yaml_reader import check_yaml_events
+from opsim.yamlio.reader import check_yaml_events
 from opsim.scenario.runner import run_scenario
 
 
@@ -241,21 +242,23 @@ _TREE = st.recursive(_LEAF, lambda kids: st.one_of(
 def test_the_quick_non_finite_check_misses_nothing_the_walk_finds(data):
     """The json pass before the path walk of `non_finite`: every NaN or infinite value the walk finds, it
     finds (a non-finite float key, which the walk does not read, may only make it look for nothing)."""
-    from opsim.scenario.limits import _any_non_finite, _walk_non_finite, non_finite
+    from opsim.yamlio.limits import _any_non_finite, _walk_non_finite, non_finite
     walk = _walk_non_finite(data)
     assert not walk or _any_non_finite(data)
     assert bool(list(non_finite(data))) == walk
 
 
-def test_limits_imports_no_scenario_module():
-    """limits is the bottom of the scenario package: the YAML reader imports it, never the other way round
-    (no import cycle yaml_reader <-> limits)."""
+def test_limits_imports_no_opsim_module():
+    """Both limits modules are bottoms: the YAML reader imports the YAML limits, never the other way round (no
+    import cycle reader <-> limits), and the scenario's budgets import nothing of opsim."""
     import ast
-    import opsim.scenario.limits as limits_module
-    tree = ast.parse(open(limits_module.__file__, encoding="utf-8").read())
-    imported = {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)} | \
-        {a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
-    assert not {m for m in imported if m and m.startswith("opsim.")}
+    import opsim.scenario.limits as budgets_module
+    import opsim.yamlio.limits as limits_module
+    for module in (limits_module, budgets_module):
+        tree = ast.parse(open(module.__file__, encoding="utf-8").read())
+        imported = {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)} | \
+            {a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
+        assert not {m for m in imported if m and m.startswith("opsim.")}, module.__name__
 
 
 def test_scenario_loader_modules_stay_small():
@@ -263,5 +266,6 @@ def test_scenario_loader_modules_stay_small():
     from pathlib import Path
     import opsim.scenario.loader as loader_module
     folder = Path(loader_module.__file__).parent
-    for name in ("loader", "source", "overrides", "messages", "builder", "yaml_reader", "limits"):
+    for name in ("loader", "source", "overrides", "messages", "builder", "limits", "../yamlio/reader",
+                 "../yamlio/files", "../yamlio/limits", "../yamlio/messages"):
         assert len((folder / f"{name}.py").read_text(encoding="utf-8").splitlines()) < 500, name

@@ -1,4 +1,4 @@
-"""The one-pass YAML reader (opsim.scenario.yaml_reader) against PyYAML's own node graph and constructor: the
+"""The one-pass YAML reader (opsim.yamlio.reader) against PyYAML's own node graph and constructor: the
 same data, the same line of every field path, the same problems in the same order, the same errors."""
 from __future__ import annotations
 
@@ -10,11 +10,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from opsim.errors import ScenarioError
-from opsim.scenario import yaml_reader
-from opsim.scenario.limits import LimitError
-from opsim.scenario.yaml_reader import check_yaml_events
+from opsim.yamlio import reader as yaml_reader
+from opsim.yamlio.limits import LimitError
+from opsim.yamlio.reader import check_yaml_events
 from opsim.scenario.loader import load_scenario, read_yaml
-from opsim.scenario.yaml_reader import LOADER, STANDARD_TAGS, LineMap, read_document
+from opsim.yamlio.reader import LOADER, STANDARD_TAGS, LineMap, read_document
 
 # ---- the reference: PyYAML's node graph, walked ----------------------------------------------------------
 

@@ -27,6 +27,7 @@ import numpy as np
 from opsim.acl.dtypes import DataType
 from opsim.acl.tensor import IntArray, Scalar, Tensor, host_tensor
 from opsim.opdev.op_args import OpArg, OpArgType
+from opsim.kernels.hashing import gen_hash_binary
 
 #: GenHashBinary's mixing constant (kHashSeed), as in opsim.kernels.hashing.
 K_HASH_SEED = 0x9E3779B9
@@ -36,7 +37,6 @@ def _hash(key: bytes) -> int:
     """GenHashBinary through the Numba kernel, imported on first use so that loading a scenario that names
     AI CPU ops (``opsim validate``) does not import Numba."""
     global _hash
-    from opsim.kernels.hashing import gen_hash_binary
     _hash = gen_hash_binary
     return gen_hash_binary(key)
 

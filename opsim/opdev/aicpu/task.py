@@ -145,7 +145,7 @@ class AicpuTask(ABC):
 
     @abstractmethod
     def init(self, ctx: Any, inputs: list, outputs: list, attrs: dict) -> AclnnStatus:
-        """Init: the TF or CC step sequence (aicpu-tasks.md §9)."""
+        """Init: the TF or CC step sequence (opbase `aicpu/task_handler/aicpu_task.cpp`)."""
 
     def _use_selection(self, status: AclnnStatus, sel: Any) -> AclnnStatus:
         """Keep what kernel-library selection chose (the last Init step of both task kinds)."""
@@ -290,6 +290,10 @@ class AicpuTask(ABC):
         rt.submit_kernel(ctx, stream, op, "AI_CPU", 1, duration, aicpu=True)
         rt.record_tensor_info(ctx, op, info)
         return S.ACLNN_SUCCESS
+
+    def forget_shapes(self) -> None:
+        """Drop the output shapes of the last launch's numerics (a launch replayed without numerics starts so)."""
+        self._shapes = None
 
     def _update_output_shapes(self, ctx: Any, stream: Any) -> AclnnStatus:
         """UpdateOutputShapeFromExtInfo: synchronise the stream, copy the output shapes device -> host

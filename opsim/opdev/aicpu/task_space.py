@@ -27,7 +27,7 @@ from opsim.opdev.aicpu.task import (K_MAX_TOTAL_HOST_LEN, AicpuCCTask, AicpuTask
                                     executor_host_tensor_factory, round_up)
 from opsim.opdev.op_args import OpArg, OpArgContext, OpArgType
 from opsim.opdev.op_def import UnknowShapeOpType
-from opsim.opdev.thread_local import current
+from opsim.opdev.thread_local import CacheEventAt, current
 
 log = logging.getLogger("opsim.opdev.aicpu")
 S = AclnnStatus
@@ -357,9 +357,7 @@ def _cache_event(ctx: Any, kind: str, op: str, seed: int, cached: int) -> None:
     rec = ctx.process.recorder
     if not rec.enabled:
         return
-    thread = ctx.name
-    detail = f"cached={cached}"
-    ctx.at(lambda t: rec.cache_event(t, thread, "aicpu", kind, op, seed, detail))
+    ctx.at(CacheEventAt(rec, ctx.name, "aicpu", kind, op, seed, f"cached={cached}"))
 
 
 def _count_event(ctx: Any) -> None:

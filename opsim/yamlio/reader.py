@@ -5,7 +5,7 @@ of that graph for line numbers and tag checks and PyYAML's constructor would do 
 same results and the same errors first (a 2 MB scenario is read about three times faster than by those four
 passes, docs/performance.md):
 
-- the limits of `opsim.scenario.limits` (depth, aliases, values after alias expansion, aliases inside their own
+- the limits of `opsim.yamlio.limits` (depth, aliases, values after alias expansion, aliases inside their own
   collection), raised at the same event as before, before anything else is reported;
 - each scalar resolved and constructed by PyYAML's own resolver and SafeConstructor functions (so values are
   exactly what `yaml.safe_load` gives), once per distinct scalar text;
@@ -34,7 +34,7 @@ from yaml.events import (AliasEvent, MappingEndEvent, MappingStartEvent, ScalarE
 from yaml.nodes import ScalarNode
 
 from opsim.errors import shown
-from opsim.scenario.limits import MAX_ALIASES, MAX_DEPTH, MAX_FILE_BYTES, MAX_NODES, MAX_NUMBER_CHARS, LimitError
+from opsim.yamlio.limits import MAX_ALIASES, MAX_DEPTH, MAX_FILE_BYTES, MAX_NODES, MAX_NUMBER_CHARS, LimitError
 
 LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 """libyaml's parser when PyYAML was built with it (about 10x faster), else PyYAML's own: both give the same
@@ -140,7 +140,7 @@ class YamlDocument:
 
 
 def read_document(text: str) -> YamlDocument:
-    """Read YAML text in one pass. Raises LimitError (the bounds of opsim.scenario.limits) and yaml.YAMLError
+    """Read YAML text in one pass. Raises LimitError (the bounds of opsim.yamlio.limits) and yaml.YAMLError
     (a syntax error, as libyaml words it) at the first event that breaks one, exactly as a check of the event
     stream before composition would."""
     if len(text) > MAX_FILE_BYTES:
