@@ -103,7 +103,7 @@ def _import(path: str | Path, name: str | None, progress: bool, device_hook: Any
 
 def _kernels_only(files: Any, name: str | None) -> ImportResult:
     """A profile without a host trace: its kernel table replayed on the device side (not the SQLite export)."""
-    from opsim.errors import ProfileFormatError
+    # lazy: keeps numpy, ijson, sqlite3, decimal out of importing opsim.importer
     from opsim.importer.kernels_only import build_kernels_only
     from opsim.ingest import read_kernels  # lazy: keeps numpy, ijson, sqlite3, decimal out of importing opsim.importer
     source = files.kernel_sources[0]

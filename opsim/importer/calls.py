@@ -78,7 +78,7 @@ def join_kernel_details(pc: "ProfileCalls", table: Any, report: ImportReport) ->
     with the same stream id, task id and start time (what identifies a task), else (a table without those
     columns) the row with the same start time and name. Rows matching no replayed kernel are counted. Returns the
     number joined."""
-    from opsim.ops.profiled import TASK_TYPES
+    from opsim.ops.profiled import TASK_TYPES  # lazy: keeps opsim.opdev, opsim.ops out of importing opsim.importer.calls
     by_task = {(r.stream_id, r.task_id, r.start_ns): r for r in table.rows
                if r.start_ns is not None and r.stream_id is not None and r.task_id is not None}
     by_name = {(r.start_ns, r.name): r for r in table.rows if r.start_ns is not None}

@@ -186,7 +186,6 @@ def _pair_events(out: DeviceTasks) -> None:
     first after it; a record no wait needs stays a record of its own event (harmless, as in the profile).
     On a stream split into lanes a record is made on every lane and a wait waits on every lane, so the lanes
     stay in step at the stream's events as the one real stream did."""
-    import bisect
     records = sorted((i for i in out.items if i.kind == "record"), key=lambda i: i.start_ns + i.dur_ns)
     for n, r in enumerate(records):
         r.event = f"ev_{n}"

@@ -237,15 +237,12 @@ class _Run:
         yield from th.spend_actions()
         self.npu.queue.put(th.name, lambda: fn(*args), -1, None, api)
 
-    def queue_tasks(self, th: Any, tasks: list) -> Generator:
-        """Replayed device tasks (a `task` / `tasks` step) as one job of torch_npu's task queue, behind the
-        queued calls, as torch_npu queues an HCCL collective or a copy."""
-        from opsim.scenario.workload import _launch_tasks
-        first = tasks[0][2]
-        name = getattr(first, "name", None) or ("record_event" if first.record else "wait_event")
+    def queue_tasks(self, th: Any, name: str, job: Callable[[], Any]) -> Generator:
+        """Replayed device tasks (a `task` / `tasks` step, launched by `job`) as one job of torch_npu's task
+        queue, behind the queued calls, as torch_npu queues an HCCL collective or a copy."""
         th.ctx.charge("enqueue", name)
         yield from th.spend_actions()
-        self.npu.queue.put(th.name, lambda: _launch_tasks(tasks), -1, None, name)
+        self.npu.queue.put(th.name, job, -1, None, name)
 
     def drain(self, th: Any) -> Generator:
         """Before a synchronisation: wait for the task queue to run what `th` queued (no-op without a queue)."""

@@ -164,7 +164,9 @@ class ThreadWorkload:
             tasks = [(self.streams[t.stream], self.run.events[t.event] if isinstance(t, EventStep) else None, t)
                      for t in (step.tasks if isinstance(step, TasksStep) else (step,))]
             if self.run.queues_for(self.cfg):  # queued behind the calls, as torch_npu queues HCCL and copies
-                return lambda th: self.run.queue_tasks(th, tasks)
+                first = tasks[0][2]
+                name = getattr(first, "name", None) or ("record_event" if first.record else "wait_event")
+                return lambda th: self.run.queue_tasks(th, name, lambda: _launch_tasks(tasks))
             return lambda th: th.call(_launch_tasks, tasks)
         if isinstance(step, CollectiveStep):
             # lazy: keeps opsim.cluster out of importing opsim.scenario.workload
@@ -288,7 +290,6 @@ class ThreadWorkload:
 def _launch_tasks(tasks: list) -> int:
     """The replayed device actions of a `task` / `tasks` step (stream, event or None, step), launched by one
     host action in order: tasks, event records and waits."""
-    from opsim.runtime import acl_rt
     for stream, event, t in tasks:
         if event is None:
             acl_rt.launch_task(stream, t.kind, t.name, t.task_type, t.duration_us)

@@ -228,8 +228,9 @@ def _step_breakdown(run: Any) -> dict[str, Any] | None:
     the run kept no records (`trace: false`)."""
     if not run.config.trace:
         return None
+    # lazy: the profile model (numpy, the profiler's tables) is loaded only by a run that keeps records
     from opsim.trace.ascend_build import step_rows_of
-    from opsim.trace.step_breakdown import summarise
+    from opsim.trace.step_breakdown import summarise  # lazy: as above
     rows, thread = step_rows_of(run.sim, step_thread=run.config.outputs.step_thread, epoch_us=run.config.epoch_us)
     return summarise(rows, thread)
 
