@@ -5,7 +5,7 @@
 
 Each size runs `opsim run` in its own process (so peak memory is that run's), with trace.json, the msprof CSVs,
 the records file and the profiler output in both layouts. Prints, per size: total wall time, the simulate and
-write wall times from summary.json, and peak resident memory; then each issue-30 target as met / not met:
+write wall times from summary.json, CPU time (user + system) and peak resident memory; then each issue-30 target as met / not met:
 
 - 40k calls in < 30 s;  wall(40k) / wall(10k) <= 5;  10^6 calls with ``--profiler-output both`` in < 120 s and
   < 2 GiB.
@@ -37,13 +37,17 @@ def run(calls: int, out: Path) -> dict:
            "--set", f"threads.0.program.0.loop.count={n}", "--set", f"threads.1.program.0.loop.count={n}",
            "--set", "trace=true", "--set", "outputs.trace=true", "--set", "outputs.csv=true"]
     env = {**os.environ, "PYTHONPATH": str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", "")}
-    before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    before, cpu0 = usage.ru_maxrss, usage.ru_utime + usage.ru_stime
     t0 = time.perf_counter()
     subprocess.run(cmd, check=True, env=env, stdout=subprocess.DEVNULL)
     wall = time.perf_counter() - t0
-    peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss  # the largest child so far (KiB)
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    peak = usage.ru_maxrss  # the largest child so far (KiB)
+    cpu = usage.ru_utime + usage.ru_stime - cpu0  # user + system: steadier than wall on a shared machine
     summary = json.loads((out / "summary.json").read_text())
-    return {"calls": summary["op_calls"], "wall_s": round(wall, 2), "simulate_s": summary["wall"]["wall_seconds"],
+    return {"calls": summary["op_calls"], "wall_s": round(wall, 2), "cpu_s": round(cpu, 2),
+            "simulate_s": summary["wall"]["wall_seconds"],
             "write_s": summary["wall"].get("write_seconds"),
             "peak_rss_mib": round(peak / 1024) if peak > before else None}
 
@@ -61,7 +65,8 @@ def main() -> None:
         if args.million:
             rows.append(run(1_000_000, Path(tmp) / "c1000000"))
     for r in rows:
-        print(f"{r['calls']:>8} calls: {r['wall_s']:7.2f} s wall (simulate {r['simulate_s']:.2f} s, write "
+        print(f"{r['calls']:>8} calls: {r['wall_s']:7.2f} s wall, {r['cpu_s']:7.2f} s CPU (simulate "
+              f"{r['simulate_s']:.2f} s, write "
               f"{r['write_s']:.2f} s), peak RSS {r['peak_rss_mib']} MiB")
     small, big = rows[0], rows[1]
     ratio = big["wall_s"] / small["wall_s"]

@@ -11,7 +11,7 @@ import json
 import os
 from functools import cached_property
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Iterator, Mapping
 
 from opsim.errors import InvalidArgumentError, OpsimError, shown
 from opsim.trace.recorder import COLUMNS
@@ -67,7 +67,7 @@ class Result:
         missing = [k for k in COLUMNS if k not in columns]
         if missing:
             raise InvalidArgumentError(f"Result columns lack record kinds {missing}; expected {list(COLUMNS)}")
-        self._columns = {k: dict(v) for k, v in columns.items()}
+        self._columns = columns if isinstance(columns, RecorderColumns) else {k: dict(v) for k, v in columns.items()}
         self._summary = dict(summary) if summary else None
         self.meta: dict[str, Any] = dict(meta or {})
         self.outputs: dict[str, Path] = {k: Path(v) for k, v in (outputs or {}).items()}
@@ -88,11 +88,15 @@ class Result:
                 "threads": [th.name for th in sim.threads], "streams": len(sim.device.streams),
                 "soc": sim.soc.name}
         meta.update(kwargs.pop("meta", None) or {})
+        if kwargs.pop("lazy", False):
+            return cls(RecorderColumns(sim.recorder), meta=meta, sim=sim, **kwargs)
         return cls({k: sim.recorder.records(k) for k in COLUMNS}, meta=meta, sim=sim, **kwargs)
 
     @classmethod
-    def from_run(cls, run: Any) -> "Result":
-        """Wrap the scenario runner's ``RunResult``."""
+    def from_run(cls, run: Any, *, lazy: bool = False) -> "Result":
+        """Wrap the scenario runner's ``RunResult``; ``lazy``: read the recorder's columns only when asked for
+        (a records file is then written from its chunks, never as whole-column lists), for a result written at
+        once while the simulation stays as it is."""
         scenario = getattr(run, "scenario", None)
         outputs = dict(getattr(run, "outputs", None) or {})
         out_dir = getattr(run, "out_dir", None)
@@ -111,7 +115,7 @@ class Result:
         result = cls.from_simulation(run.sim, summary=getattr(run, "summary", None), outputs=outputs,
                                      out_dir=out_dir, scenario=scenario,
                                      wall_seconds=getattr(run, "wall_seconds", None),
-                                     stdout_text=getattr(run, "stdout_text", ""), meta=meta)
+                                     stdout_text=getattr(run, "stdout_text", ""), meta=meta, lazy=lazy)
         result.rank_sims = [r.sim for r in ranks]
         return result
 
@@ -270,12 +274,14 @@ class Result:
         summary = {k: v for k, v in self._summary.items() if k != "wall"} if self._summary is not None else None
         doc = {"format": _FORMAT, "version": _VERSION, "meta": self.meta, "summary": summary,
                "outputs": outputs, "stdout_text": self.stdout_text, "records": self._columns}
-        text = json.dumps(doc, separators=(",", ":"), default=_json_default, allow_nan=True)
+        if isinstance(self._columns, RecorderColumns):
+            doc["records"] = {k: {c: _Chunked(self._columns.chunks(k, c)) for c in COLUMNS[k]} for k in COLUMNS}
         from opsim.outputs import atomic_file  # lazy: keeps opsim.outputs out of importing opsim.scenario.result
         # level 6: nearly level 9's size, several times faster to write for a large traced run
         with atomic_file(path, "wb") as fh, gzip.GzipFile(fileobj=fh, mode="wb", mtime=0, filename="",
                                                           compresslevel=6) as gz:
-            gz.write(text.encode("utf-8"))
+            for text in _json_pieces(doc, depth=3):
+                gz.write(text.encode("utf-8"))
         return Path(path)
 
     def __repr__(self) -> str:
@@ -290,6 +296,71 @@ def _table(rows: list, columns: list):
     except ImportError as exc:
         raise OpsimError(f"Result tables need pandas ({exc}); install it with `pip install opsim[analysis]`") from None
     return pd.DataFrame(rows) if rows else pd.DataFrame(columns=columns)
+
+
+def _json_pieces(obj: Any, depth: int) -> Iterator[str]:
+    """``json.dumps(obj, separators=(",", ":"), default=_json_default)`` in pieces: the dicts of the top
+    `depth` levels opened here, each value below them dumped on its own (a record column at a time, so the
+    whole file's text is never held at once). Joined, the pieces are exactly that text."""
+    if isinstance(obj, _Chunked):  # a list given in parts: "[" + their items + "]"
+        sep = "["
+        for part in obj.parts:
+            if len(part):
+                yield sep + json.dumps(part, separators=(",", ":"), default=_json_default, allow_nan=True)[1:-1]
+                sep = ","
+        yield "]" if sep == "," else "[]"
+        return
+    if depth <= 0 or not isinstance(obj, dict):
+        yield json.dumps(obj, separators=(",", ":"), default=_json_default, allow_nan=True)
+        return
+    sep = "{"
+    for k, v in obj.items():
+        yield sep + json.dumps(k if isinstance(k, str) else _key_text(k)) + ":"
+        yield from _json_pieces(v, depth - 1)
+        sep = ","
+    yield "}" if sep == "," else "{}"
+
+
+class _Chunked:
+    """A list written by `_json_pieces` from its parts (lists) one at a time."""
+
+    def __init__(self, parts: Iterator[list]) -> None:
+        self.parts = parts
+
+
+class RecorderColumns(Mapping):
+    """A recorder's columns as `Result` holds them (kind -> column name -> list), each kind read from the
+    recorder when first asked for."""
+
+    def __init__(self, recorder: Any) -> None:
+        self._recorder = recorder
+        self._read: dict[str, dict[str, list]] = {}
+
+    def __getitem__(self, kind: str) -> dict[str, list]:
+        if kind not in COLUMNS:
+            raise KeyError(kind)
+        if kind not in self._read:
+            self._read[kind] = self._recorder.records(kind)
+        return self._read[kind]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(COLUMNS)
+
+    def __len__(self) -> int:
+        return len(COLUMNS)
+
+    def chunks(self, kind: str, name: str) -> Iterator[list]:
+        """Column `name` of `kind` as lists, chunk by chunk (from the kind's lists once read)."""
+        if kind in self._read:
+            yield self._read[kind][name]
+            return
+        for part in self._recorder.column_chunks(kind, name):
+            yield part if isinstance(part, list) else part.tolist()
+
+
+def _key_text(key: Any) -> str:
+    """A dict key as `json.dumps` writes it (its text: numbers, booleans and None are converted)."""
+    return next(iter(json.loads(json.dumps({key: 0}))))
 
 
 def _json_default(obj: Any) -> Any:

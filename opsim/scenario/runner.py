@@ -452,7 +452,8 @@ def run_scenario(source: str | Path | Mapping[str, Any] | ScenarioConfig, *, out
                 from opsim.scenario.result import Result  # lazy: only a run that writes its records needs it
                 stage("records")
                 result.outputs = _keyed(staged.planned())
-                Result.from_run(result).write_records(staged.path(OUTPUT_FILES["records"]), relative_to=target)
+                Result.from_run(result, lazy=True).write_records(staged.path(OUTPUT_FILES["records"]),
+                                                                 relative_to=target)
             stage(None)
             _note_write_time(summary, time.perf_counter() - t1, staged, config.outputs.summary)
             result.outputs = _keyed(staged.commit())

@@ -5,13 +5,15 @@ See ascend_profiler.py for how opsim's records map onto torch_npu's (calls, CANN
 from __future__ import annotations
 
 import bisect
+import itertools
+import operator
 from typing import Any, Iterable, Mapping
 
 import numpy as np
 
 from opsim.errors import InvalidArgumentError
 from opsim.trace.ascend_model import (DEFAULT_EPOCH_US, HIDDEN_TASK_TYPES, ApiSpan, AscendProfile, DeviceTaskRow,
-                                      OpCall, StepWindow, merge_intervals, to_epoch_ns)
+                                      OpCall, StepWindow, is_kernel_type, merge_intervals, to_epoch_ns)
 from opsim.trace.ascend_memory import memory_profile
 from opsim.trace.ascend_pmu import kernel_pmu
 from opsim.trace import step_breakdown
@@ -69,70 +71,124 @@ def _tensor_infos(inst: dict[str, list],
     """Per-launch tensor descriptions grouped by (corr, op), in launch order: the recorder's `tensor_infos`
     (what the framework records at every kernel launch) and any ``tensor_info`` instants."""
     out: dict[tuple[int, str], list[dict[str, str]]] = {}
+    shared: dict[tuple[str, ...], dict[str, str]] = {}  # equal descriptions are one dict (read only)
+    seen: dict[int, dict[str, str]] = {}  # by id of the recorded dict (the recorder shares them; all stay alive)
+
+    def described(info: Any) -> dict[str, str]:
+        d = seen.get(id(info))
+        if d is None:
+            values = tuple(str(info.get(f, "")) for f in _TENSOR_FIELDS)
+            d = shared.get(values)
+            if d is None:
+                d = shared[values] = dict(zip(_TENSOR_FIELDS, values))
+            seen[id(info)] = d
+        return d
+
     for corr, op, info in launches:
-        out.setdefault((int(corr), str(op)), []).append({f: str(info.get(f, "")) for f in _TENSOR_FIELDS})
+        out.setdefault((int(corr), str(op)), []).append(described(info))
     for name, args in zip(inst["name"], inst["args"]):
         if name != "tensor_info" or not isinstance(args, dict):
             continue
         key = (int(args.get("corr", -1)), str(args.get("op", "")))
-        out.setdefault(key, []).append({f: str(args.get(f, "")) for f in _TENSOR_FIELDS})
+        out.setdefault(key, []).append(described(args))
     return out
 
 
 def _api_spans(calls: dict[int, OpCall], host: dict[str, list], host_ns: tuple[list[int], list[int]],
                tids: dict[str, int]) -> list[ApiSpan]:
     """CANN-level spans: the two ACLNN phases of each call, kernel launches and runtime calls. Each span is on
-    the thread that ran it (a call's phase 2 may run on torch_npu's task-queue thread)."""
+    the thread that ran it (a call's phase 2 may run on torch_npu's task-queue thread). The spans a call's
+    host rows give depend only on their phases, ops and threads: worked out once per distinct call
+    (`_span_program`), then filled with each call's times."""
     spans: list[ApiSpan] = []
-    by_corr: dict[int, list[tuple[int, int, str, str, int]]] = {}
-    rows = zip(host["thread"], host["phase"], host["op"], host_ns[0], host_ns[1], host["corr"])
-    for thread, phase, op, s_ns, e_ns, corr in rows:
+    by_corr: dict[int, list[int]] = {}
+    starts, ends = host_ns
+    threads, phases, ops = host["thread"], host["phase"], host["op"]
+    for i, (phase, corr) in enumerate(zip(phases, host["corr"])):
         if phase == _OP_CALL:
             continue
-        tid = tids[thread]
         if corr in calls:
-            by_corr.setdefault(corr, []).append((s_ns, e_ns, phase, op, tid))
-            continue
-        api = _runtime_api(phase, op)
-        if api is not None:
-            spans.append(ApiSpan("acl", api, tid, s_ns, e_ns, corr))
-    for corr, rows_ in by_corr.items():
-        call = calls[corr]
-        group: list[Any] | None = None  # [kind name, start, end, tid]
-        for s_ns, e_ns, phase, op, tid in rows_:
-            if group is not None and group[3] != tid:
-                spans.append(ApiSpan("acl", group[0], group[3], group[1], group[2], corr))
-                group = None
-            if phase == _PHASE1_ENTRY or phase == _PHASE2_ENTRY:
-                if group is not None:
-                    spans.append(ApiSpan("acl", group[0], group[3], group[1], group[2], corr))
-                # the span's op is the API its DFX entry named (a profiled op may name phase 1 differently)
-                name = (op or call.api) + ("GetWorkspaceSize" if phase == _PHASE1_ENTRY else "")
-                group = [name, s_ns, e_ns, tid]
-                continue
-            if phase in _QUEUE_PHASES:
-                if group is not None:
-                    spans.append(ApiSpan("acl", group[0], group[3], group[1], group[2], corr))
-                    group = None
-                continue
-            if phase in ("rt malloc", "rt free"):  # the application's calls between the two phases
-                if group is not None:
-                    spans.append(ApiSpan("acl", group[0], group[3], group[1], group[2], corr))
-                    group = None
-                spans.append(ApiSpan("acl", _RUNTIME_API[phase], tid, s_ns, e_ns, corr))
-                continue
-            if group is not None:
-                group[2] = e_ns
-            if phase in _LAUNCH_PHASES and op not in _EVENT_LAUNCH_API:
-                spans.append(ApiSpan("node", "launch", tid, s_ns, e_ns, corr))
+            rows = by_corr.get(corr)
+            if rows is None:
+                by_corr[corr] = [i]
             else:
-                api = _runtime_api(phase, op)
-                if api is not None:
-                    spans.append(ApiSpan("acl", api, tid, s_ns, e_ns, corr))
+                rows.append(i)
+            continue
+        api = _runtime_api(phase, ops[i])
+        if api is not None:
+            spans.append(ApiSpan("acl", api, tids[threads[i]], starts[i], ends[i], corr))
+    programs: dict[tuple, list[tuple[str, str, int, int, int]]] = {}
+    for corr, rows in by_corr.items():
+        api = calls[corr].api
+        if len(rows) == 1:
+            i = rows[0]
+            key: tuple = (api, phases[i], ops[i], threads[i])
+        else:
+            get = operator.itemgetter(*rows)
+            key = (api, get(phases), get(ops), get(threads))
+        program = programs.get(key)
+        if program is None:
+            program = programs[key] = _span_program(api, [(phases[i], ops[i], tids[threads[i]]) for i in rows])
+        for kind, name, tid, a, b in program:
+            spans.append(ApiSpan(kind, name, tid, starts[rows[a]], ends[rows[b]], corr))
+    return _sorted_spans(spans)
+
+
+def _span_program(api: str, rows: list[tuple[str, str, int]]) -> list[tuple[str, str, int, int, int]]:
+    """The spans of one call's host rows (phase, op, tid) as (kind, name, tid, row of the start, row of the end)."""
+    out: list[tuple[str, str, int, int, int]] = []
+    group: list[Any] | None = None  # [name, start row, end row, tid]
+    for j, (phase, op, tid) in enumerate(rows):
+        if group is not None and group[3] != tid:
+            out.append(("acl", group[0], group[3], group[1], group[2]))
+            group = None
+        if phase == _PHASE1_ENTRY or phase == _PHASE2_ENTRY:
+            if group is not None:
+                out.append(("acl", group[0], group[3], group[1], group[2]))
+            # the span's op is the API its DFX entry named (a profiled op may name phase 1 differently)
+            name = (op or api) + ("GetWorkspaceSize" if phase == _PHASE1_ENTRY else "")
+            group = [name, j, j, tid]
+            continue
+        if phase in _QUEUE_PHASES:
+            if group is not None:
+                out.append(("acl", group[0], group[3], group[1], group[2]))
+                group = None
+            continue
+        if phase in ("rt malloc", "rt free"):  # the application's calls between the two phases
+            if group is not None:
+                out.append(("acl", group[0], group[3], group[1], group[2]))
+                group = None
+            out.append(("acl", _RUNTIME_API[phase], tid, j, j))
+            continue
         if group is not None:
-            spans.append(ApiSpan("acl", group[0], group[3], group[1], group[2], corr))
-    spans.sort(key=lambda a: (a.start_ns, -a.end_ns, a.tid, a.kind, a.name))
-    return spans
+            group[2] = j
+        if phase in _LAUNCH_PHASES and op not in _EVENT_LAUNCH_API:
+            out.append(("node", "launch", tid, j, j))
+        else:
+            runtime = _runtime_api(phase, op)
+            if runtime is not None:
+                out.append(("acl", runtime, tid, j, j))
+    if group is not None:
+        out.append(("acl", group[0], group[3], group[1], group[2]))
+    return out
+
+
+def _sorted_spans(spans: list[ApiSpan]) -> list[ApiSpan]:
+    """`spans` by (start, -end, tid, kind, name), ties in list order (as a stable sort): one numpy lexsort of
+    the columns, the texts by their rank among the distinct texts."""
+    n = len(spans)
+    if n < 2:
+        return spans
+    kinds = sorted({a.kind for a in spans})
+    names = sorted({a.name for a in spans})
+    kind_rank = {k: i for i, k in enumerate(kinds)}
+    name_rank = {k: i for i, k in enumerate(names)}
+    keys = (np.fromiter((name_rank[a.name] for a in spans), dtype=np.int64, count=n),
+            np.fromiter((kind_rank[a.kind] for a in spans), dtype=np.int64, count=n),
+            np.fromiter((a.tid for a in spans), dtype=np.int64, count=n),
+            -np.fromiter((a.end_ns for a in spans), dtype=np.int64, count=n),
+            np.fromiter((a.start_ns for a in spans), dtype=np.int64, count=n))
+    return [spans[i] for i in np.lexsort(keys).tolist()]
 
 
 def _runtime_api(phase: str, op: str) -> str | None:
@@ -171,6 +227,7 @@ class StepFinder:
     def __init__(self, windows: list[StepWindow]) -> None:
         self.windows = windows
         self.starts = [w.start_ns for w in windows]
+        self.ends = [w.end_ns for w in windows]
         self.apart = all(a.start_ns <= a.end_ns <= b.start_ns for a, b in zip(windows, windows[1:]))
 
     def __call__(self, t: int) -> int | None:
@@ -178,6 +235,11 @@ class StepFinder:
         if not self.apart:
             return _scan_step(t, windows)
         j = bisect.bisect_right(self.starts, t)
+        if j == 0:
+            return None
+        if j == 1 or self.ends[j - 2] < t:  # one window may hold t: the last to start by t
+            w = windows[j - 1]
+            return w.step if w.start_ns <= t < w.end_ns or w.start_ns == w.end_ns == t else None
         lo = j
         while lo > 0 and windows[lo - 1].end_ns >= t:  # the windows that may hold t: they end at or after it
             lo -= 1
@@ -237,12 +299,12 @@ def build_profile(sim: Any, *, epoch_us: int = DEFAULT_EPOCH_US, device: int | N
     soc = sim.soc
     epoch_ns = int(epoch_us) * 1000
     dev_id = int(device if device is not None else getattr(sim.device, "device_id", 0))
-    host = rec.records("host")
+    host = _host_records(rec)
     dev = rec.records("device")
     inst = rec.records("instant")
 
-    names = list(dict.fromkeys(list(host["thread"]) + [str(t) for n, t in zip(inst["name"], inst["track"])
-                                                        if n == "step"]))
+    names = list(dict.fromkeys(itertools.chain(host["thread"], [str(t) for n, t in zip(inst["name"], inst["track"])
+                                                                 if n == "step"])))
     tids = _thread_ids(sim, names)
     host_ns = _host_ns(host, epoch_ns)
     calls, op_calls = _op_calls(host, host_ns, tids)
@@ -267,9 +329,14 @@ def build_profile(sim: Any, *, epoch_us: int = DEFAULT_EPOCH_US, device: int | N
                            if step_breakdown.is_communication(t.task_type) and t.end_ns > t.start_ns)
     memory_events, op_memory = memory_profile(rec, dev_id, epoch_ns, host, host_ns, calls, op_calls)
     cost = getattr(sim, "cost", None)
+    pmus: dict[tuple[int, str, str], Any] = {}  # the split depends on these only (shared: the splits are frozen)
     for t in tasks:
         if t.is_kernel:
-            t.pmu = kernel_pmu(t, cost, float(soc.clock_mhz))
+            key = (t.end_ns - t.start_ns, t.task_type, t.unit_kind)
+            pmu = pmus.get(key, pmus)
+            if pmu is pmus:
+                pmu = pmus[key] = kernel_pmu(t, cost, float(soc.clock_mhz))
+            t.pmu = pmu
     return AscendProfile(
         epoch_us=int(epoch_us), device_id=dev_id, soc_name=soc.name, aicore_count=int(soc.aicore_count),
         vector_core_count=int(soc.vector_core_count), aicpu_count=int(getattr(soc, "aicpu_count", 0)),
@@ -304,6 +371,20 @@ def _session(host_ns: tuple[list[int], list[int]], tasks: list[DeviceTaskRow], s
     starts = host_ns[0] + [t.start_ns for t in tasks] + [w.start_ns for w in steps]
     ends = host_ns[1] + [t.end_ns for t in tasks] + [w.end_ns for w in steps]
     return min(starts, default=epoch_ns), max(ends, default=epoch_ns)
+
+
+def _host_records(rec: Any) -> dict[str, Any]:
+    """The host columns the profile reads: the names and ids as lists, the times as float64 arrays when every
+    one is a float (no list of float objects: a million-call run has seven million spans)."""
+    numeric = getattr(rec, "numeric", None)
+    if numeric is None:
+        return rec.records("host")
+    out: dict[str, Any] = {c: list(itertools.chain.from_iterable(rec.column_chunks("host", c)))
+                           for c in ("thread", "phase", "op", "corr")}
+    for c in ("start", "dur"):
+        values, odd = numeric("host", c, "d")
+        out[c] = values if not odd else rec.records("host")[c]
+    return out
 
 
 def _host_ns(host: dict[str, list], epoch_ns: int) -> tuple[list[int], list[int]]:
@@ -366,25 +447,40 @@ def _device_tasks(dev: dict[str, list], dev_id: int, calls: dict[int, OpCall], e
     step its host thread launched it in, as torch_npu counts an HCCL op in the step that issued it (the task is
     queued as its launch ends, which may be the instant the step ends: its launch's last nanosecond decides)."""
     tasks: list[DeviceTaskRow] = []
-    cols = ("device", "stream", "task_id", "op", "task_type", "unit_kind", "block_dim", "start", "end", "corr",
-            "queued")
-    for i, (d, stream, task_id, op, tt, unit, bd, start, end, corr, queued) in enumerate(
-            zip(*(dev[c] for c in cols))):
+    cols = ("device", "stream", "task_id", "op", "task_type", "unit_kind", "block_dim", "corr", "queued")
+    starts, ends = _epoch_ns(dev["start"], epoch_ns), _epoch_ns(dev["end"], epoch_ns)
+    names: dict[tuple[str, str | None], str] = {}
+    for i, (d, stream, task_id, op, tt, unit, bd, corr, queued, s_ns, e_ns) in enumerate(
+            zip(*(dev[c] for c in cols), starts, ends)):
         if d != dev_id or tt in HIDDEN_TASK_TYPES:
             continue
         call = calls.get(corr) if corr >= 0 else None
-        t = DeviceTaskRow(i, d, stream_ids.get(stream, stream), task_id, op, tt, unit, int(bd),
-                          to_epoch_ns(epoch_ns, start),
-                          to_epoch_ns(epoch_ns, end), corr, op, call)
-        if t.is_kernel:
-            t.name = _kernel_name(op, call.api if call is not None else None)
+        t = DeviceTaskRow(i, d, stream_ids.get(stream, stream), task_id, op, tt, unit, int(bd), s_ns, e_ns, corr,
+                          op, call)
+        if is_kernel_type(tt):
+            key = (op, call.api if call is not None else None)
+            name = names.get(key)
+            if name is None:
+                name = names[key] = _kernel_name(*key)
+            t.name = name
         if call is not None:
             t.step = step_of(call.start_ns)
         else:
             comm = step_breakdown.is_communication(tt)
-            t.step = step_of.closed(to_epoch_ns(epoch_ns, queued) - 1) if comm else step_of(t.start_ns)
+            t.step = step_of.closed(to_epoch_ns(epoch_ns, queued) - 1) if comm else step_of(s_ns)
         tasks.append(t)
     return tasks
+
+
+def _epoch_ns(times: list, epoch_ns: int) -> list[int]:
+    """`to_epoch_ns` of a column of simulated microseconds, at once (exact in int64; else one by one)."""
+    try:
+        x = np.asarray(times, dtype=np.float64)
+    except (TypeError, ValueError):
+        x = None
+    if x is None or len(x) == 0 or not np.isfinite(x).all() or np.abs(x).max() * 1000.0 + epoch_ns >= 2.0**62:
+        return [to_epoch_ns(epoch_ns, t) for t in times]
+    return (to_ns_array(x) + epoch_ns).tolist()
 
 
 def _match_tensors(tasks: list[DeviceTaskRow], tensor_infos: dict[tuple[int, str], list[dict[str, str]]]) -> None:

@@ -20,7 +20,7 @@ from typing import Any, Callable
 import numpy as np
 
 from opsim.trace.ascend_model import OpCall, us_str
-from opsim.trace.timefmt import to_ns_array
+from opsim.trace.timefmt import to_ns_array, us_texts
 from opsim.trace.ascend_db_schema import ENUM_TABLES
 
 __all__ = ["MemoryEvent", "OpMemory", "memory_profile", "memory_record_rows", "operator_memory_rows",
@@ -46,7 +46,7 @@ NPU_MEM_TYPE = "app"
 _MALLOC_NAME = "aclrtMalloc"
 
 
-@dataclass
+@dataclass(slots=True)
 class MemoryEvent:
     """An alloc or free of the device, in epoch ns, with the device's total in use after it (bytes)."""
 
@@ -57,7 +57,7 @@ class MemoryEvent:
     total: int
 
 
-@dataclass
+@dataclass(slots=True)
 class OpMemory:
     """One allocation's lifetime (release fields None while it is still held at the end of the run)."""
 
@@ -140,30 +140,56 @@ def _ts(ns: int | None) -> str:
     return "" if ns is None else us_str(ns) + "\t"
 
 
+def _times(values: list[int | None]) -> list[str]:
+    """`_ts` of a column (None: empty), the numbers formatted at once."""
+    known = [v for v in values if v is not None]
+    texts = iter(us_texts(np.array(known, dtype=np.int64)) if known and max(map(abs, known)) < 2**62
+                 else [us_str(v) for v in known])
+    return ["" if v is None else next(texts) + "\t" for v in values]
+
+
+def _mbs(values: list[int | None]) -> list[str]:
+    """`_mb` of a column, each distinct value once."""
+    memo: dict[int | None, str] = {}
+    out = []
+    for v in values:
+        t = memo.get(v)
+        if t is None:
+            t = memo[v] = _mb(v)
+        out.append(t)
+    return out
+
+
 def memory_record_rows(events: list[MemoryEvent], device_id: int) -> list[list[str]]:
     """memory_record.csv: the framework allocator's totals after each event."""
     dev = f"NPU:{device_id}"
-    return [[FRAMEWORK_COMPONENT, _ts(e.time_ns), _mb(e.total), _mb(e.total), _mb(e.total), "", dev]
-            for e in events]
+    times = _times([e.time_ns for e in events])
+    return [[FRAMEWORK_COMPONENT, t, mb, mb, mb, "", dev] for t, mb in zip(times, _mbs([e.total for e in events]))]
 
 
 def operator_memory_rows(allocs: list[OpMemory], device_id: int) -> list[list[str]]:
     """operator_memory.csv: one row per allocation, in allocation order."""
     dev = f"NPU:{device_id}"
     rows = []
-    for a in allocs:
-        dur = None if a.release_ns is None else a.release_ns - a.alloc_ns
-        rows.append([a.name, repr(a.size / 1024), _ts(a.alloc_ns), _ts(a.release_ns), _ts(a.release_ns),
-                     "" if dur is None else us_str(dur) + "\t", "" if dur is None else us_str(dur) + "\t",
-                     _mb(a.alloc_total), _mb(a.alloc_total), _mb(a.alloc_total), _mb(a.release_total),
-                     _mb(a.release_total), _mb(a.release_total), "", dev])
+    alloc_ts = _times([a.alloc_ns for a in allocs])
+    release_ts = _times([a.release_ns for a in allocs])
+    durs = _times([None if a.release_ns is None else a.release_ns - a.alloc_ns for a in allocs])
+    alloc_mb = _mbs([a.alloc_total for a in allocs])
+    release_mb = _mbs([a.release_total for a in allocs])
+    sizes: dict[int, str] = {}
+    for a, at, rt, dur, amb, rmb in zip(allocs, alloc_ts, release_ts, durs, alloc_mb, release_mb):
+        size = sizes.get(a.size)
+        if size is None:
+            size = sizes[a.size] = repr(a.size / 1024)
+        rows.append([a.name, size, at, rt, rt, dur, dur, amb, amb, amb, rmb, rmb, rmb, "", dev])
     return rows
 
 
 def npu_module_mem_rows(events: list[MemoryEvent], device_id: int) -> list[list[str]]:
     """npu_module_mem.csv: the application module's reserved memory after each event."""
     dev = f"NPU:{device_id}"
-    return [[APP_MODULE, _ts(e.time_ns), _mb(e.total), dev] for e in events]
+    times = _times([e.time_ns for e in events])
+    return [[APP_MODULE, t, mb, dev] for t, mb in zip(times, _mbs([e.total for e in events]))]
 
 
 def memory_db_rows(p: Any, sid: Callable[[str], int | None]) -> dict[str, list[tuple]]:

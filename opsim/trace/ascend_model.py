@@ -7,6 +7,7 @@ nanoseconds (see ascend_profiler.py for the conventions).
 from __future__ import annotations
 
 import datetime as _dt
+import functools
 import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Iterable
@@ -92,6 +93,7 @@ def profiler_dir_name(name: str, epoch_us: int) -> str:
     return f"{name}_{timestamp_17(epoch_us)}_ascend_pt"
 
 
+@functools.lru_cache(maxsize=4096)
 def torch_op_name(api: str) -> str:
     """The torch-style name of an ACLNN API: ``aclnnAddmm`` -> ``aten::addmm``, ``aclnnInplaceAdd`` -> ``aten::add_``.
 
@@ -108,9 +110,15 @@ def torch_op_name(api: str) -> str:
     return f"aten::{snake}{'_' if inplace else ''}"
 
 
+@functools.lru_cache(maxsize=1024)
+def is_kernel_type(task_type: str) -> bool:
+    """Whether tasks of this type are kernels (a kernel_details row); remembered per type."""
+    return task_type not in NON_KERNEL_TASK_TYPES and step_breakdown.is_compute(task_type)
+
+
 # ---- the profile model ----------------------------------------------------------------------------------
 
-@dataclass
+@dataclass(slots=True)
 class OpCall:
     """One ACLNN call made through run_op (its ``op_call`` host span)."""
 
@@ -133,7 +141,7 @@ class OpCall:
         return f"{self.thread}({self.seq}): {self.api}"
 
 
-@dataclass
+@dataclass(slots=True)
 class ApiSpan:
     """A CANN-level host span: ``kind`` "acl" (``AscendCL@name``) or "node" (``Node@name``)."""
 
@@ -149,7 +157,7 @@ class ApiSpan:
         return ("AscendCL@" if self.kind == "acl" else "Node@") + self.name
 
 
-@dataclass
+@dataclass(slots=True)
 class DeviceTaskRow:
     """One shown device task with its epoch times and derived fields (``index``: its recorder row)."""
 
@@ -177,7 +185,7 @@ class DeviceTaskRow:
 
     @property
     def is_kernel(self) -> bool:
-        return self.task_type not in NON_KERNEL_TASK_TYPES and step_breakdown.is_compute(self.task_type)
+        return is_kernel_type(self.task_type)
 
     @property
     def is_busy(self) -> bool:
@@ -189,7 +197,7 @@ class DeviceTaskRow:
         return f"{self.stream}-{us_str(self.start_ns)}"
 
 
-@dataclass
+@dataclass(slots=True)
 class StepWindow:
     """A ProfilerStep on one host thread."""
 

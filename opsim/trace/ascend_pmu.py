@@ -16,7 +16,7 @@ _VECTOR_TYPES = frozenset({"AI_VECTOR_CORE", "MIX_AIV"})
 MIX_TYPES = frozenset({"MIX_AIC", "MIX_AIV"})
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class PipeSplit:
     """PipeUtilization figures of one core side (AI Core "aic" or vector "aiv") of one kernel, in ns."""
 
@@ -35,7 +35,7 @@ class PipeSplit:
         return _ratio(self.scalar_ns, self.total_ns)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class KernelPmu:
     """A kernel's PMU-style split; a side is None when the kernel did not run on those cores."""
 

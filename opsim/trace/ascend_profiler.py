@@ -65,9 +65,9 @@ from opsim.trace.ascend_model import (DEFAULT_EPOCH_US, DIR_MODE, FILE_MODE, KER
                                       OP_STATISTIC_HEADER, OUTPUT_DIR, STEP_TRACE_TIME_HEADER, AscendProfile,
                                       merge_intervals, profiler_dir_name, timestamp_17, torch_op_name, us_str)
 from opsim.trace.ascend_profiler_db import write_profiler_db
-from opsim.trace.ascend_tables import (csv_text, prof_id, device_info, kernel_detail_rows, op_statistic_rows,
+from opsim.trace.ascend_tables import (csv_text, prof_id, device_info, kernel_details_blocks, op_statistic_rows,
                                        profiler_info, step_trace_rows)
-from opsim.trace.ascend_trace_view import trace_view_json
+from opsim.trace.ascend_trace_view import write_trace_view
 from opsim.outputs import atomic_file
 from opsim.trace.step_breakdown import is_communication
 from opsim.trace.timefmt import to_ns
@@ -88,6 +88,13 @@ def _mkdir(path: str) -> None:
 def _write(path: str, text: str) -> None:
     with atomic_file(path, encoding="utf-8", newline="") as f:
         f.write(text)
+    os.chmod(path, FILE_MODE)
+
+
+def _write_with(path: str, write: Any) -> None:
+    """A binary file written by ``write(fh)`` block by block (a large run's file is never held whole)."""
+    with atomic_file(path, "wb") as f:
+        write(f)
     os.chmod(path, FILE_MODE)
 
 
@@ -181,8 +188,9 @@ def write_profiler_output(sim: Any, out_dir: str, *, name: str, epoch_us: int = 
     _write(os.path.join(root, f"profiler_info_{rank}.json"), _json(profiler_info(p, rank)))
     _write(os.path.join(device_dir, f"info.json.{p.device_id}"), _json(device_info(p, rank)))
     if text:
-        _write(os.path.join(out, "trace_view.json"), trace_view_json(p))
-        _write(os.path.join(out, "kernel_details.csv"), csv_text(KERNEL_DETAILS_HEADER, kernel_detail_rows(p)))
+        _write_with(os.path.join(out, "trace_view.json"), lambda fh: write_trace_view(p, fh))
+        _write_with(os.path.join(out, "kernel_details.csv"),
+                    lambda fh: fh.writelines(b.encode("utf-8") for b in kernel_details_blocks(p)))
         _write(os.path.join(out, "op_statistic.csv"), csv_text(OP_STATISTIC_HEADER, op_statistic_rows(p)))
         _write(os.path.join(out, "step_trace_time.csv"), csv_text(STEP_TRACE_TIME_HEADER, step_trace_rows(p)))
         _write_memory_csvs(p, out)

@@ -8,10 +8,12 @@ microseconds. Everything comes from the same ``AscendProfile`` the text files ar
 """
 from __future__ import annotations
 
+import operator
 import os
 import sqlite3
 from typing import Callable, Iterable
 
+import numpy as np
 from opsim.trace.ascend_db_schema import ENUM_API_TYPE, ENUM_TABLES, META_DATA, PROFILER_DB_TABLES
 from opsim.trace.ascend_memory import memory_db_rows
 from opsim.trace.ascend_model import FILE_MODE, MODEL_ID_NONE, AscendProfile
@@ -46,26 +48,28 @@ _PMU_SIDES = (("aic", "aic_total_time", "aic_total_cycles", "aic_mac_time", "aic
 """TASK_PMU_INFO names per core side; ``*_total_time`` marks the side (the tools read aic_total_time as cube)."""
 
 
-class _Strings:
-    """STRING_IDS: each distinct text gets the next id, in first-use order (deterministic)."""
+class _Strings(dict):
+    """STRING_IDS: each distinct text gets the next id, in first-use order (deterministic). ``sid[text]`` is
+    the id (a plain dict look-up once known); ``sid(text)`` also passes None through."""
 
-    def __init__(self) -> None:
-        self.ids: dict[str, int] = {}
-
-    def __call__(self, text: str | None) -> int | None:
-        if text is None:
-            return None
-        i = self.ids.get(text)
-        if i is None:
-            i = self.ids[text] = len(self.ids)
+    def __missing__(self, text: str) -> int:
+        i = self[text] = len(self)
         return i
 
+    def __call__(self, text: str | None) -> int | None:
+        return None if text is None else self[text]
 
-def _pmu_rows(task_id: int, pmu: KernelPmu | None, sid: _Strings) -> list[tuple]:
-    """TASK_PMU_INFO rows of one kernel (times in ns): only the core side(s) it ran on; none for AI CPU."""
-    rows: list[tuple] = []
+    @property
+    def ids(self) -> dict[str, int]:
+        return self
+
+
+def _pmu_cells(pmu: KernelPmu | None, sid: _Strings) -> list[tuple[int, int | float]]:
+    """(name id, value) of the TASK_PMU_INFO rows of one kernel (times in ns): only the core side(s) it ran on;
+    none for AI CPU."""
+    cells: list[tuple[int, int | float]] = []
     if pmu is None:
-        return rows
+        return cells
     for side, total, cycles, pipe, pipe_ratio, scalar, scalar_ratio in _PMU_SIDES:
         s = getattr(pmu, side)
         if s is None or s.total_ns == 0:
@@ -73,8 +77,8 @@ def _pmu_rows(task_id: int, pmu: KernelPmu | None, sid: _Strings) -> list[tuple]
         for name, value in ((total, s.total_ns), (cycles, s.cycles), (pipe, s.pipe_ns),
                             (pipe_ratio, float(s.pipe_ratio)), (scalar, s.scalar_ns),
                             (scalar_ratio, float(s.scalar_ratio))):
-            rows.append((task_id, sid(name), value))
-    return rows
+            cells.append((sid[name], value))
+    return cells
 
 
 def _create(conn: sqlite3.Connection, tables: dict[str, tuple[tuple[str, str], ...]]) -> None:
@@ -109,13 +113,14 @@ def profiler_db_rows(p: AscendProfile, rank: int) -> dict[str, list[tuple]]:
     _task_rows(p, rows, sid, corr_ids)
     rows["CANN_API"] = with_depth(
         [(a.start_ns, a.end_ns, _API_TYPE_ID["acl" if a.kind == "acl" else "node"], a.tid,
-          a.corr if a.corr in corr_ids else None, sid(a.name)) for a in p.api_spans], track=3)
+          a.corr if a.corr in corr_ids else None, sid[a.name]) for a in p.api_spans], track=3)
     op_type = _API_TYPE_ID["op"]
-    api = [(w.start_ns, w.end_ns, w.tid, None, sid(f"ProfilerStep#{w.step}"), -1, 0, None, None, None, op_type)
+    api = [(w.start_ns, w.end_ns, w.tid, None, sid[f"ProfilerStep#{w.step}"], -1, 0, None, None, None, op_type)
            for w in p.steps]
+    chains = rows["PYTORCH_CALLCHAINS"]
     for chain, c in enumerate(p.op_calls):
-        api.append((c.start_ns, c.end_ns, c.tid, c.corr, sid(c.torch_name), -1, 0, sid(""), sid(""), chain, op_type))
-        rows["PYTORCH_CALLCHAINS"].append((chain, sid(c.call_stack), 0))
+        api.append((c.start_ns, c.end_ns, c.tid, c.corr, sid[c.torch_name], -1, 0, sid[""], sid[""], chain, op_type))
+        chains.append((chain, sid[c.call_stack], 0))
         rows["CONNECTION_IDS"].append((c.corr, c.corr))
     api.sort(key=lambda r: (r[0], -r[1], r[2]))
     rows["PYTORCH_API"] = with_depth(api, track=2)
@@ -131,21 +136,33 @@ def profiler_db_rows(p: AscendProfile, rank: int) -> dict[str, list[tuple]]:
 def _task_rows(p: AscendProfile, rows: dict[str, list[tuple]], sid: _Strings, corr_ids: set[int]) -> None:
     """TASK (every shown task, nesting depth on its stream), COMPUTE_TASK_INFO and TASK_PMU_INFO (kernels)."""
     task = []
+    compute = rows["COMPUTE_TASK_INFO"]
+    pmu_info = rows["TASK_PMU_INFO"]
+    pmu_cells: dict[int, list] = {}  # by id of the (shared, frozen) split: its names' ids and values
+    tensor_ids: dict[int, tuple] = {}  # by id of the tensor description: its six ids
     for gid, t in enumerate(p.tasks):
         conn_id = t.corr if t.corr in corr_ids else None
-        task.append((t.start_ns, t.end_ns, t.device, conn_id, gid, 0, sid(RTS_TASK_TYPE.get(t.task_type, t.task_type)),
+        tt = t.task_type
+        task.append((t.start_ns, t.end_ns, t.device, conn_id, gid, 0, sid[RTS_TASK_TYPE.get(tt, tt)],
                      CONTEXT_ID_NONE, t.stream, t.task_id, MODEL_ID_NONE))
         if not t.is_kernel:
             continue
         ti = t.tensors
-        mix = t.block_dim if t.task_type in ("MIX_AIC", "MIX_AIV") else 0
-        rows["COMPUTE_TASK_INFO"].append((
-            sid(t.name), gid, t.block_dim, mix, sid(t.task_type), sid(t.op),
-            sid(ti.get("input_formats", "")), sid(ti.get("input_data_types", "")),
-            sid(quoted_shape(ti.get("input_shapes", ""))), sid(ti.get("output_formats", "")),
-            sid(ti.get("output_data_types", "")), sid(quoted_shape(ti.get("output_shapes", ""))), sid(""),
-            t.wait_ns, sid("static"), sid("NO")))
-        rows["TASK_PMU_INFO"].extend(_pmu_rows(gid, t.pmu, sid))
+        mix = t.block_dim if tt in ("MIX_AIC", "MIX_AIV") else 0
+        name, tt_id, op = sid[t.name], sid[tt], sid[t.op]
+        tensors = tensor_ids.get(id(ti))
+        if tensors is None:
+            tensors = (sid[ti.get("input_formats", "")], sid[ti.get("input_data_types", "")],
+                       sid[quoted_shape(ti.get("input_shapes", ""))], sid[ti.get("output_formats", "")],
+                       sid[ti.get("output_data_types", "")], sid[quoted_shape(ti.get("output_shapes", ""))])
+            if ti:  # a shared description (the empty default is a new dict per task)
+                tensor_ids[id(ti)] = tensors
+        compute.append((name, gid, t.block_dim, mix, tt_id, op) + tensors + (sid[""], t.wait_ns, sid["static"],
+                                                                              sid["NO"]))
+        cells = pmu_cells.get(id(t.pmu))
+        if cells is None:
+            cells = pmu_cells[id(t.pmu)] = _pmu_cells(t.pmu, sid)
+        pmu_info.extend([(gid, n, v) for n, v in cells])
     rows["TASK"] = with_depth(task, track=8)
 
 
@@ -160,21 +177,46 @@ def _session_rows(p: AscendProfile, rows: dict[str, list[tuple]]) -> None:
 
 
 def with_depth(rows: list[tuple], *, track: int) -> list[tuple]:
-    """`rows` (start ns, end ns, ...) with a ``depth`` column appended: how many earlier rows of the same track
-    (column `track`) still enclose the row, as torch_npu numbers nested calls (0 at the top level)."""
-    order = sorted(range(len(rows)), key=lambda i: (rows[i][track], rows[i][0], -rows[i][1], i))
-    depth = [0] * len(rows)
-    stack: list[int] = []  # end ns of the open enclosing rows of the current track
-    key = None
-    for i in order:
-        s, e, k = rows[i][0], rows[i][1], rows[i][track]
-        if k != key:
-            stack, key = [], k
-        while stack and stack[-1] <= s:
-            stack.pop()
-        depth[i] = len(stack)
-        stack.append(e)
-    return [r + (d,) for r, d in zip(rows, depth)]
+    """`rows` (start ns, end ns, ...) with a ``depth`` column appended (in place; the list is returned): how
+    many earlier rows of the same track (column `track`) still enclose the row, as torch_npu numbers nested
+    calls (0 at the top level)."""
+    n = len(rows)
+    col = operator.itemgetter
+    starts = np.fromiter(map(col(0), rows), dtype=np.int64, count=n)
+    ends = np.fromiter(map(col(1), rows), dtype=np.int64, count=n)
+    tracks = np.fromiter(map(col(track), rows), dtype=np.int64, count=n)
+    order = np.lexsort((-ends, starts, tracks))  # stable: record order breaks ties
+    depth = _depths(order, starts, ends, tracks).tolist()
+    for i, d in enumerate(depth):  # in place: one table's rows held once
+        rows[i] += (d,)
+    return rows
+
+
+def _depths(order, starts, ends, tracks):
+    """The nesting depth of each row, visiting the rows in `order` (by track, start, longest first)."""
+    global _depth_loop
+    if _depth_loop is None:
+        from numba import njit  # lazy: Numba loads only when a database with nested spans is written
+        _depth_loop = njit(cache=True)(_depth_walk)
+    depth = np.zeros(len(order), dtype=np.int64)
+    _depth_loop(order, starts[order], ends[order], tracks[order], depth)
+    return depth
+
+
+def _depth_walk(order, s, e, k, depth):  # compiled by `_depths`
+    stack = np.empty(len(order) + 1, dtype=np.int64)  # end ns of the open enclosing rows of the current track
+    top = 0
+    for j in range(len(order)):
+        if j == 0 or k[j] != k[j - 1]:
+            top = 0
+        while top > 0 and stack[top - 1] <= s[j]:
+            top -= 1
+        depth[order[j]] = top
+        stack[top] = e[j]
+        top += 1
+
+
+_depth_loop = None
 
 
 def analysis_db_rows(p: AscendProfile) -> list[tuple]:

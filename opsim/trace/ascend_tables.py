@@ -4,10 +4,11 @@ from __future__ import annotations
 import csv
 import hashlib
 import io
-from typing import Iterable
+from typing import Iterable, Iterator
 
-from opsim.trace.ascend_model import MODEL_ID_NONE, AscendProfile, us_str
+from opsim.trace.ascend_model import KERNEL_DETAILS_HEADER, MODEL_ID_NONE, AscendProfile, us_str
 from opsim.trace.ascend_pmu import MIX_TYPES, pmu_csv_values
+from opsim.trace.timefmt import us_texts
 
 
 def quoted_shape(text: str) -> str:
@@ -15,21 +16,44 @@ def quoted_shape(text: str) -> str:
     return f'"{text}"' if text else ""
 
 
-def kernel_detail_rows(p: AscendProfile) -> list[list[str]]:
-    rows = []
-    for t in p.kernels:
+def kernel_details_blocks(p: AscendProfile, block_rows: int = 65_536) -> Iterator[str]:
+    """kernel_details.csv as text blocks (the header, then `block_rows` rows at a time), as ``csv.writer`` writes
+    its rows. The times are formatted a column at a time; the cells a kernel shares with others of the same
+    name, op, type, block dim, tensors and PMU split are written once, as CSV text."""
+    yield csv_text(KERNEL_DETAILS_HEADER, ())
+    kernels = p.kernels
+    starts = us_texts([t.start_ns for t in kernels])
+    durs = us_texts([t.end_ns - t.start_ns for t in kernels])
+    waits = us_texts([t.wait_ns for t in kernels])
+    shared: dict[tuple, tuple[str, str]] = {}
+    lines: list[str] = []
+    for t, start, dur, wait in zip(kernels, starts, durs, waits):
         ti = t.tensors
-        mix = t.block_dim if t.task_type in MIX_TYPES else 0
-        row = [
-            "" if t.step is None else str(t.step), str(MODEL_ID_NONE), str(t.task_id), str(t.stream), t.name, t.op,
-            "static", t.task_type, us_str(t.start_ns), us_str(t.dur_ns), us_str(t.wait_ns), str(t.block_dim),
-            str(mix), "NO",
-            quoted_shape(ti.get("input_shapes", "")), ti.get("input_data_types", ""), ti.get("input_formats", ""),
-            quoted_shape(ti.get("output_shapes", "")), ti.get("output_data_types", ""), ti.get("output_formats", ""),
-            "N/A",
-        ]
-        rows.append(row + pmu_csv_values(t.pmu))
-    return rows
+        key = (t.name, t.op, t.task_type, t.block_dim, id(ti) if ti else 0, id(t.pmu))
+        cells = shared.get(key)
+        if cells is None:
+            mix = t.block_dim if t.task_type in MIX_TYPES else 0
+            head = _csv_cells([t.name, t.op, "static", t.task_type])
+            tail = _csv_cells([
+                str(t.block_dim), str(mix), "NO",
+                quoted_shape(ti.get("input_shapes", "")), ti.get("input_data_types", ""), ti.get("input_formats", ""),
+                quoted_shape(ti.get("output_shapes", "")), ti.get("output_data_types", ""),
+                ti.get("output_formats", ""), "N/A"] + pmu_csv_values(t.pmu))
+            cells = shared[key] = (head, tail)
+        step = "" if t.step is None else t.step
+        lines.append(f"{step},{MODEL_ID_NONE},{t.task_id},{t.stream},{cells[0]},{start},{dur},{wait},{cells[1]}\n")
+        if len(lines) >= block_rows:
+            yield "".join(lines)
+            lines = []
+    if lines:
+        yield "".join(lines)
+
+
+def _csv_cells(cells: list[str]) -> str:
+    """Cells as ``csv.writer`` writes them within a row (each quoted as it needs), without the line end."""
+    buf = io.StringIO()
+    csv.writer(buf, lineterminator="\n").writerow(cells)
+    return buf.getvalue()[:-1]
 
 
 def op_statistic_rows(p: AscendProfile) -> list[list[str]]:

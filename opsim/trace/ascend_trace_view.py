@@ -2,7 +2,10 @@
 from __future__ import annotations
 
 import json
-from typing import Any
+import operator
+from typing import Any, BinaryIO, Iterator
+
+import numpy as np
 
 from opsim.trace.ascend_model import (MODEL_ID_NONE, OVERLAP_THREADS, PID_CANN, PID_HARDWARE, PID_OVERLAP,
                                       PID_PYTHON, AscendProfile, us_str)
@@ -78,44 +81,125 @@ def _overlap_tracks(p: AscendProfile) -> list[tuple[str, int, list[tuple[int, in
 
 def trace_view_json(p: AscendProfile) -> str:
     """A flat JSON array, one event per line, keys sorted (as ``json.dumps(e, sort_keys=True)`` of every
-    `trace_events` event). The bulk events are formatted directly, one string each, in time linear in the
-    events; ``tests/profiler/test_trace_view_lines.py`` holds them to ``json.dumps``."""
-    return "[\n" + ",\n".join(trace_view_lines(p)) + "\n]\n"
+    `trace_events` event). The bulk events are rendered from integer columns by one compiled loop
+    (`opsim.trace.json_rows`), block by block, in time linear in the events;
+    ``tests/profiler/test_linear_writing.py`` holds them to ``json.dumps``."""
+    return b"".join(trace_view_blocks(p)).decode("utf-8")
+
+
+def write_trace_view(p: AscendProfile, fh: BinaryIO) -> None:
+    """`trace_view_json` written block by block into a binary file (no whole-file text in memory)."""
+    for block in trace_view_blocks(p):
+        fh.write(block)
 
 
 def trace_view_lines(p: AscendProfile) -> list[str]:
-    """The lines of trace_view.json: the metadata through ``json.dumps``, every other event formatted here."""
-    ev = trace_events_metadata(p)
-    lines = [json.dumps(e, sort_keys=True, separators=(",", ":"), ensure_ascii=False) for e in ev]
-    us = us_str
-    for w in p.steps:
-        lines.append('{"args":{"Fwd thread id":0,"Sequence number":-1},"cat":"cpu_op","dur":"%s","name":%s,'
-                     '"ph":"X","pid":%d,"tid":%d,"ts":"%s"}' % (us(w.end_ns - w.start_ns),
-                                                                 _str(f"ProfilerStep#{w.step}"), PID_PYTHON, w.tid,
-                                                                 us(w.start_ns)))
-    for c in p.op_calls:
-        lines.append('{"args":{"Call stack":%s,"Fwd thread id":0,"Sequence number":-1},"cat":"cpu_op","dur":"%s",'
-                     '"name":%s,"ph":"X","pid":%d,"tid":%d,"ts":"%s"}' % (
-                         _str(c.call_stack), us(c.end_ns - c.start_ns), _str(c.torch_name), PID_PYTHON, c.tid,
-                         us(c.start_ns)))
-    for a in p.api_spans:
-        lines.append('{"args":{"connection_id":%d},"dur":"%s","name":%s,"ph":"X","pid":%d,"tid":%d,"ts":"%s"}' % (
-            a.corr, us(a.end_ns - a.start_ns), _str(a.trace_name), PID_CANN, a.tid, us(a.start_ns)))
-    for t in p.tasks:
-        lines.append('{"args":{"Model Id":%d,"Physic Stream Id":%d,"Stream Id":%d,"Task Id":%d,"Task Type":%s,'
-                     '"connection_id":%d},"dur":"%s","name":%s,"ph":"X","pid":%d,"tid":%d,"ts":"%s"}' % (
-                         MODEL_ID_NONE, t.stream, t.stream, t.task_id, _str(t.task_type), t.corr, us(t.dur_ns),
-                         _str(t.name), PID_HARDWARE, t.stream, us(t.start_ns)))
-    for t in p.tasks:
-        if t.op_call is None:
-            continue
-        fid = _str(t.flow_id)
-        lines.append('{"cat":"async_npu","id":%s,"name":"torch_to_npu","ph":"s","pid":%d,"tid":%d,"ts":"%s"}' % (
-            fid, PID_PYTHON, t.op_call.tid, us(t.op_call.start_ns)))
-        lines.append('{"bp":"e","cat":"async_npu","id":%s,"name":"torch_to_npu","ph":"f","pid":%d,"tid":%d,'
-                     '"ts":"%s"}' % (fid, PID_HARDWARE, t.stream, us(t.start_ns)))
-    for name, tid, spans in _overlap_tracks(p):
-        for s, e in spans:
-            lines.append('{"dur":"%s","name":"%s","ph":"X","pid":%d,"tid":%d,"ts":"%s"}' % (
-                us(e - s), name, PID_OVERLAP, tid, us(s)))
-    return lines
+    """The lines of trace_view.json (without the brackets and the separating commas)."""
+    text = trace_view_json(p)
+    return text[2:-3].split(",\n") if len(text) > 5 else []
+
+
+BLOCK_ROWS = 65_536
+"""Rows rendered at a time: bounds the text held in memory whatever the run's size."""
+
+_STEP = ('{"args":{"Fwd thread id":0,"Sequence number":-1},"cat":"cpu_op","dur":"', ("us_text", "dur"),
+         '","name":', ("piece", "name", 0), f',"ph":"X","pid":{PID_PYTHON},"tid":', ("int", "tid"),
+         ',"ts":"', ("us_text", "ts"), '"}')
+_CALL = ('{"args":{"Call stack":', ("piece", "stack", 0), ',"Fwd thread id":0,"Sequence number":-1},'
+         '"cat":"cpu_op","dur":"', ("us_text", "dur"), '","name":', ("piece", "name", 0),
+         f',"ph":"X","pid":{PID_PYTHON},"tid":', ("int", "tid"), ',"ts":"', ("us_text", "ts"), '"}')
+_API = ('{"args":{"connection_id":', ("int", "corr"), '},"dur":"', ("us_text", "dur"), '","name":',
+        ("piece", "name", 0), f',"ph":"X","pid":{PID_CANN},"tid":', ("int", "tid"), ',"ts":"', ("us_text", "ts"),
+        '"}')
+_TASK = (f'{{"args":{{"Model Id":{MODEL_ID_NONE},"Physic Stream Id":', ("int", "stream"), ',"Stream Id":',
+         ("int", "stream"), ',"Task Id":', ("int", "task_id"), ',"Task Type":', ("piece", "type", 0),
+         ',"connection_id":', ("int", "corr"), '},"dur":"', ("us_text", "dur"), '","name":', ("piece", "name", 0),
+         f',"ph":"X","pid":{PID_HARDWARE},"tid":', ("int", "stream"), ',"ts":"', ("us_text", "ts"), '"}')
+_FLOW = ('{"cat":"async_npu","id":"', ("int", "stream"), "-", ("us_text", "ts"),
+         f'","name":"torch_to_npu","ph":"s","pid":{PID_PYTHON},"tid":', ("int", "call_tid"), ',"ts":"',
+         ("us_text", "call_ts"), '"},\n{"bp":"e","cat":"async_npu","id":"', ("int", "stream"), "-",
+         ("us_text", "ts"), f'","name":"torch_to_npu","ph":"f","pid":{PID_HARDWARE},"tid":', ("int", "stream"),
+         ',"ts":"', ("us_text", "ts"), '"}')
+_OVERLAP = ('{"dur":"', ("us_text", "dur"), '","name":"', ("piece", "name", 0), f'","ph":"X","pid":{PID_OVERLAP},'
+            '"tid":', ("int", "tid"), ',"ts":"', ("us_text", "ts"), '"}')
+
+
+def trace_view_blocks(p: AscendProfile) -> Iterator[bytes]:
+    """trace_view.json as UTF-8 blocks: the metadata through ``json.dumps``, then every other event rendered
+    from columns (`_sections`), `BLOCK_ROWS` rows at a time."""
+    from opsim.trace.json_rows import Pieces, Template  # lazy: the compiled row loop loads with a trace_view
+    meta = [json.dumps(e, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+            for e in trace_events_metadata(p)]
+    yield ("[\n" + ",\n".join(meta)).encode("utf-8")
+    pieces = Pieces(encoding="utf-8")
+    for parts, n, columns in _sections(p, pieces):
+        template = Template(parts)
+        for lo in range(0, n, BLOCK_ROWS):
+            hi = min(n, lo + BLOCK_ROWS)
+            cols = {k: v(lo, hi) for k, v in columns.items()}
+            yield template.render(hi - lo, cols, pieces).tobytes()
+    yield b"\n]\n"
+
+
+def _sections(p: AscendProfile, pieces: Any) -> Iterator[tuple[tuple, int, dict]]:
+    """(template parts, row count, column name -> a function of a row range giving that range's int64 values)
+    of each kind of event, in the file's order. Names are codes into `pieces` (their JSON text, each once)."""
+    code = _coder(pieces)
+    steps = p.steps
+    yield _STEP, len(steps), {
+        "dur": _span(steps), "name": _each(steps, lambda w: code(f"ProfilerStep#{w.step}")),
+        "tid": _attr(steps, "tid"), "ts": _attr(steps, "start_ns")}
+    calls = p.op_calls
+    yield _CALL, len(calls), {
+        "stack": _each(calls, lambda c: code(c.call_stack)), "dur": _span(calls),
+        "name": _each(calls, lambda c: code(c.torch_name)), "tid": _attr(calls, "tid"),
+        "ts": _attr(calls, "start_ns")}
+    spans = p.api_spans
+    yield _API, len(spans), {
+        "corr": _attr(spans, "corr"), "dur": _span(spans), "name": _each(spans, lambda a: code(a.trace_name)),
+        "tid": _attr(spans, "tid"), "ts": _attr(spans, "start_ns")}
+    tasks = p.tasks
+    yield _TASK, len(tasks), {
+        "stream": _attr(tasks, "stream"), "task_id": _attr(tasks, "task_id"),
+        "type": _each(tasks, lambda t: code(t.task_type)), "corr": _attr(tasks, "corr"), "dur": _span(tasks),
+        "name": _each(tasks, lambda t: code(t.name)), "ts": _attr(tasks, "start_ns")}
+    flows = [t for t in tasks if t.op_call is not None]
+    yield _FLOW, len(flows), {
+        "stream": _attr(flows, "stream"), "ts": _attr(flows, "start_ns"),
+        "call_tid": _each(flows, lambda t: t.op_call.tid), "call_ts": _each(flows, lambda t: t.op_call.start_ns)}
+    for name, tid, intervals in _overlap_tracks(p):
+        starts, ends = _each(intervals, operator.itemgetter(0)), _each(intervals, operator.itemgetter(1))
+        yield _OVERLAP, len(intervals), {
+            "dur": lambda lo, hi, s=starts, e=ends: e(lo, hi) - s(lo, hi), "ts": starts,
+            "name": _same(pieces.code(name)), "tid": _same(tid)}
+
+
+def _coder(pieces: Any):
+    """text -> the code of its JSON string in `pieces` (escaped as ``json.dumps(..., ensure_ascii=False)``)."""
+    memo: dict[str, int] = {}
+
+    def code(text: str) -> int:
+        c = memo.get(text)
+        if c is None:
+            c = memo[text] = pieces.code(_str(text))
+        return c
+    return code
+
+
+def _each(items: list, get: Any):
+    """A column: ``get(item)`` of the items of a row range, as int64."""
+    return lambda lo, hi: np.fromiter(map(get, items[lo:hi]), dtype=np.int64, count=hi - lo)
+
+
+def _attr(items: list, name: str):
+    return _each(items, operator.attrgetter(name))
+
+
+def _span(items: list):
+    """The column ``end_ns - start_ns``."""
+    starts, ends = _attr(items, "start_ns"), _attr(items, "end_ns")
+    return lambda lo, hi: ends(lo, hi) - starts(lo, hi)
+
+
+def _same(value: int):
+    return lambda lo, hi: np.full(hi - lo, value, dtype=np.int64)

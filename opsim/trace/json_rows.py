@@ -20,8 +20,9 @@ from opsim.trace.timefmt import compiled
 
 put_json_us = compiled().put_json_us
 put_digits = compiled().put_digits
+put_us_text = compiled().put_us_text
 
-_CONST, _INT, _US, _PIECE, _ROW, _SKIP_NEG, _SKIP_NONNEG, _STOP_NONNEG = range(8)
+_CONST, _INT, _US, _PIECE, _ROW, _SKIP_NEG, _SKIP_NONNEG, _STOP_NONNEG, _US_TEXT = range(9)
 _INT_WIDTH = 20
 _US_WIDTH = 22  # sign, 16 digits, point, 3 decimals
 
@@ -32,9 +33,11 @@ def json_value(value: Any) -> str:
 
 
 class Pieces:
-    """Text pieces with small-int codes (assigned on first sight), packed for the compiled loop."""
+    """Text pieces with small-int codes (assigned on first sight), packed for the compiled loop (ASCII text, or
+    any text with ``encoding="utf-8"``)."""
 
-    def __init__(self) -> None:
+    def __init__(self, encoding: str = "ascii") -> None:
+        self._encoding = encoding
         self._codes: dict[str, int] = {}
         self._texts: list[bytes] = []
         self._packed: tuple[np.ndarray, np.ndarray] | None = None
@@ -47,7 +50,7 @@ class Pieces:
         """The code of `text` (ASCII: JSON as `json_value` writes it, or plain punctuation)."""
         c = self._codes.get(text)
         if c is None:
-            raw = text.encode("ascii")
+            raw = text.encode(self._encoding)
             c = self._codes[text] = len(self._texts)
             self._texts.append(raw)
             self.longest = max(self.longest, len(raw))
@@ -57,7 +60,7 @@ class Pieces:
     def add(self, texts: Sequence[str]) -> np.ndarray:
         """Codes of `texts` appended as new pieces (no look-up: for pieces used once, such as a block's own)."""
         first = len(self._texts)
-        raw = [t.encode("ascii") for t in texts]
+        raw = [t.encode(self._encoding) for t in texts]
         self._texts.extend(raw)
         if raw:
             self.longest = max(self.longest, max(map(len, raw)))
@@ -80,7 +83,8 @@ class Pieces:
 
 class Template:
     """One kind of row. Parts: a str (constant text), or a tuple naming a column:
-    ``("int", col)``, ``("us", col)`` (nanoseconds), ``("piece", col, table)`` (table 0 the shared pieces,
+    ``("int", col)``, ``("us", col)`` (nanoseconds), ``("us_text", col)`` (nanoseconds as
+    `opsim.trace.timefmt.us_text` writes them), ``("piece", col, table)`` (table 0 the shared pieces,
     1 the block's own; a negative code writes nothing), ``("row", col)`` (a whole row from the block's own
     pieces: nothing else of the row is written), ``("skip_neg", col, n)`` / ``("skip_nonneg", col, n)``
     (leave out the next n parts when the column's value is negative / not negative), ``("stop_nonneg", col)``
@@ -107,8 +111,8 @@ class Template:
                 kinds.append(_INT)
                 b.append(0)
                 self._bound += _INT_WIDTH
-            elif what == "us":
-                kinds.append(_US)
+            elif what in ("us", "us_text"):
+                kinds.append(_US if what == "us" else _US_TEXT)
                 b.append(0)
                 self._bound += _US_WIDTH
             elif what == "piece":
@@ -215,6 +219,8 @@ def _render(kinds, a, b, const, const_off, buf0, off0, buf1, off1, cols, out):
             elif k == 7:
                 if cols[a[j], i] >= 0:
                     break
+            elif k == 8:
+                pos = put_us_text(out, pos, cols[a[j], i], 3)
             else:
                 if cols[a[j], i] >= 0:
                     j += b[j]

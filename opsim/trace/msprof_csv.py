@@ -19,7 +19,9 @@ from __future__ import annotations
 import csv
 from typing import Any, Callable, Mapping, TextIO
 
-from opsim.trace.timefmt import to_ns, us_text
+import numpy as np
+
+from opsim.trace.timefmt import to_ns, to_ns_array, us_text, us_texts
 
 OP_SUMMARY_BASE = ("Device_id", "Model ID", "Task ID", "Stream ID", "Op Name", "OP Type", "OP State", "Task Type",
                    "Task Start Time(us)", "Task Duration(us)", "Task Wait Time(us)")
@@ -52,6 +54,14 @@ def epoch_us_text(epoch_us: int, t_us: float) -> str:
     return us_text(epoch_us * 1000 + to_ns(t_us))
 
 
+def _epoch_texts(epoch_us: int, ns: np.ndarray) -> list[str]:
+    """`epoch_us_text` of a column of simulated nanoseconds (Python integers past int64's range)."""
+    base = epoch_us * 1000
+    if len(ns) and max(abs(base + int(ns.min())), abs(base + int(ns.max()))) >= 2**62:
+        return [us_text(base + v) for v in ns.tolist()]
+    return us_texts(ns + base)
+
+
 def total_cycles(dur_ns: int, clock_mhz: float) -> int:
     """aic/aiv_total_cycles of a kernel: core time x core clock (the one formula of op_summary.csv and
     kernel_details.csv)."""
@@ -66,7 +76,8 @@ def _api_by_corr(recorder: Any) -> dict[int, str]:
 
 def write_op_summary(recorder: Any, fh: TextIO, *, epoch_us: int, clock_mhz: float,
                      tensor_info: Callable[[int], TensorInfo | None] | None = None, device_id: int = 0) -> int:
-    """Write op_summary.csv rows for every compute task; returns the row count."""
+    """Write op_summary.csv rows for every compute task; returns the row count. Times are formatted a column
+    at a time (`us_texts`), and the text of each distinct duration once."""
     api = _api_by_corr(recorder)
     dev = recorder.records("device")
     rows = []
@@ -76,27 +87,36 @@ def write_op_summary(recorder: Any, fh: TextIO, *, epoch_us: int, clock_mhz: flo
         if kind not in COMPUTE_POOLS or dev_id != device_id:
             continue
         rows.append((start, stream, task_id, kind, units, op, task_type, block_dim, end, corr))
+    del dev
     rows.sort(key=lambda r: (r[0], r[1], r[2]))
     w = csv.writer(fh, lineterminator="\n")
     w.writerow(OP_SUMMARY_HEADER)
-    prev_end: int | None = None
-    for start, stream, task_id, kind, units, op, task_type, block_dim, end, corr in rows:
-        s_ns, e_ns = to_ns(start), to_ns(end)
-        dur_ns = e_ns - s_ns
-        wait = us_text(0 if prev_end is None else max(0, s_ns - prev_end), WAIT_DECIMALS)
-        prev_end = e_ns
+    s_ns = to_ns_array(np.fromiter((r[0] for r in rows), dtype=np.float64, count=len(rows)))
+    e_ns = to_ns_array(np.fromiter((r[8] for r in rows), dtype=np.float64, count=len(rows)))
+    waits = np.zeros(len(rows), dtype=np.int64)
+    if len(rows) > 1:
+        waits[1:] = np.maximum(0, s_ns[1:] - e_ns[:-1])
+    durs = (e_ns - s_ns).tolist()
+    starts = [t + "\t" for t in _epoch_texts(epoch_us, s_ns)]
+    wait_texts = us_texts(waits, WAIT_DECIMALS)
+    dur_text: dict[int, tuple[str, str]] = {}
+    for (start, stream, task_id, kind, units, op, task_type, block_dim, end, corr), dur_ns, start_text, wait in zip(
+            rows, durs, starts, wait_texts):
+        texts = dur_text.get(dur_ns)
+        if texts is None:
+            texts = dur_text[dur_ns] = (us_text(dur_ns), str(total_cycles(dur_ns, clock_mhz)))
+        dur, cycles = texts
         l2 = api.get(corr, "")
         info = tensor_info(corr) if tensor_info is not None and corr >= 0 else None
         info = info or {}
-        cycles = str(total_cycles(dur_ns, clock_mhz))
         if kind == "aicore":
-            pmu = (us_text(dur_ns), cycles, NA, NA)
+            pmu = (dur, cycles, NA, NA)
         elif kind == "vector":
-            pmu = (NA, NA, us_text(dur_ns), cycles)
+            pmu = (NA, NA, dur, cycles)
         else:
             pmu = (NA, NA, NA, NA)
         w.writerow((device_id, MODEL_ID_SINGLE_OP, task_id, stream, f"{l2}_{op}" if l2 else op, op, "dynamic",
-                    task_type, epoch_us_text(epoch_us, start) + "\t", us_text(dur_ns), wait,
+                    task_type, start_text, dur, wait,
                     block_dim, 0, "NO",
                     info.get("Input Shapes", NA), info.get("Input Data Types", NA), info.get("Input Formats", NA),
                     info.get("Output Shapes", NA), info.get("Output Data Types", NA), info.get("Output Formats", NA),
@@ -112,11 +132,14 @@ def write_task_time(recorder: Any, fh: TextIO, *, epoch_us: int, device_id: int 
         for stream, task_id, op, task_type, start, end, dev_id in zip(
             dev["stream"], dev["task_id"], dev["op"], dev["task_type"], dev["start"], dev["end"], dev["device"])
         if task_type != HOST_FUNC and dev_id == device_id)
+    del dev
     w = csv.writer(fh, lineterminator="\n")
     w.writerow(TASK_TIME_HEADER)
-    for start, stream, task_id, op, task_type, end in rows:
-        w.writerow((device_id, op or task_type, task_type, stream, task_id, us_text(to_ns(end) - to_ns(start)),
-                    epoch_us_text(epoch_us, start), epoch_us_text(epoch_us, end)))
+    s_ns = to_ns_array(np.fromiter((r[0] for r in rows), dtype=np.float64, count=len(rows)))
+    e_ns = to_ns_array(np.fromiter((r[5] for r in rows), dtype=np.float64, count=len(rows)))
+    for (start, stream, task_id, op, task_type, end), dur, s_text, e_text in zip(
+            rows, us_texts(e_ns - s_ns), _epoch_texts(epoch_us, s_ns), _epoch_texts(epoch_us, e_ns)):
+        w.writerow((device_id, op or task_type, task_type, stream, task_id, dur, s_text, e_text))
     return len(rows)
 
 

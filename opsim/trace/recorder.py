@@ -472,6 +472,15 @@ class Recorder:
         if cols[COLUMNS[kind][0]]:
             yield dict(cols)
 
+    def column_chunks(self, kind: str, name: str) -> Iterator[Any]:
+        """Column ``name`` of ``kind`` chunk by chunk, values as `records` gives them (a list, or a typed array
+        of numbers): one column of a large trace at a time."""
+        coded = name in _CODED[kind] if kind in _CODED else False
+        decode = self._values.__getitem__
+        for chunk in self._raw_chunks(kind):
+            col = chunk[name]
+            yield list(map(decode, col)) if coded else col
+
     def records(self, kind: str) -> dict[str, list]:
         """Columnar access: column name -> a list of the column's values in record order (a copy)."""
         self._check_kind(kind)

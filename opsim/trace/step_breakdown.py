@@ -15,6 +15,7 @@ On the shared AlexNet profile (tests/importer) the union of the communication st
 """
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
@@ -31,11 +32,14 @@ shared AlexNet profiles Computing is the union of the kernels and DSA tasks to 0
 the copies). opsim's own copies (task type MEMCPY_ASYNC) are still counted as computing."""
 
 
+@functools.lru_cache(maxsize=1024)
 def is_communication(task_type: str) -> bool:
     return task_type.upper() in COMMUNICATION_TASK_TYPES
 
 
+@functools.lru_cache(maxsize=1024)
 def is_compute(task_type: str) -> bool:
+    """(Remembered per task type: a run has a handful of types and millions of tasks.)"""
     return task_type not in NOT_COMPUTE_TASK_TYPES and not is_communication(task_type)
 
 

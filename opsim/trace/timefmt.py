@@ -9,7 +9,7 @@ still does after rounding, and siblings never overlap.
 Two text forms:
 
 - `us_text(ns, decimals)`: an exact decimal (``1.400``), no float involved: the CSVs, trace_view.json and the
-  nnopbase lines use it.
+  nnopbase lines use it (`us_texts` formats a whole column at once, `put_us_text` into compiled rows).
 - `json_ts(ns)` and `dur_float(start_ns, end_ns)`: Chrome Trace JSON numbers, which readers parse as doubles
   and add. The duration is the largest double for which ``ts + dur`` (double addition) does not pass the end's
   double (it lands on it exactly unless the rounding of the sum cannot), so ``1.1 + 0.3 = 1.4000000000000001``
@@ -38,12 +38,62 @@ def to_ns_array(t_us):  # numpy array in, int64 array out
     return x.astype(np.int64)
 
 
+_THOUSANDTHS = tuple(f"{r:03d}" for r in range(1000))
+
+
 def us_text(ns: int, decimals: int = 3) -> str:
     """Integer nanoseconds as an exact microsecond decimal with 3 (or more, zero-padded) decimals."""
     if ns < 0:
         return "-" + us_text(-ns, decimals)
-    q, r = divmod(ns, NS_PER_US)
-    return f"{q}.{r:03d}" + "0" * (decimals - 3)
+    q = ns // NS_PER_US
+    if decimals == 3:
+        return f"{q}.{_THOUSANDTHS[ns - q * NS_PER_US]}"
+    return f"{q}.{_THOUSANDTHS[ns - q * NS_PER_US]}" + "0" * (decimals - 3)
+
+
+def us_texts(ns, decimals: int = 3) -> list[str]:
+    """`us_text` of every integer of `ns` (an int64 array or a sequence of ints), formatted by one compiled
+    loop: the writers' bulk columns."""
+    a = np.ascontiguousarray(ns, dtype=np.int64)
+    if len(a) == 0:
+        return []
+    buf = np.empty(len(a) * (_US_TEXT_WIDTH + decimals), dtype=np.uint8)
+    end = compiled().put_us_texts(a, buf, decimals)
+    return buf[:end - 1].tobytes().decode("ascii").split("\n")
+
+
+_US_TEXT_WIDTH = 23
+"""Bytes of one `us_texts` item besides its decimals: sign, 19 digits, point, newline."""
+
+
+def put_us_text(buf, pos, ns, decimals):
+    """Write ``us_text(ns, decimals)`` into the uint8 array `buf` at `pos`; returns the end (compiled by
+    `compiled()`)."""
+    if ns < 0:
+        buf[pos] = 45  # "-"
+        pos += 1
+        ns = -ns
+    q = ns // 1000
+    r = ns - q * 1000
+    pos = _put_digits_compiled(buf, pos, q)
+    buf[pos] = 46  # "."
+    buf[pos + 1] = 48 + r // 100
+    buf[pos + 2] = 48 + (r // 10) % 10
+    buf[pos + 3] = 48 + r % 10
+    pos += 4
+    for _ in range(decimals - 3):
+        buf[pos] = 48
+        pos += 1
+    return pos
+
+
+def _put_us_texts(ns, buf, decimals):  # compiled by `compiled()`
+    pos = 0
+    for i in range(len(ns)):
+        pos = _put_us_text_compiled(buf, pos, ns[i], decimals)
+        buf[pos] = 10  # "\n"
+        pos += 1
+    return pos
 
 
 def ts_float(ns: int) -> float:
@@ -187,22 +237,27 @@ _COMPILED: SimpleNamespace | None = None
 
 
 def compiled() -> SimpleNamespace:
-    """The compiled forms of `put_json_us`, `put_digits` and the nesting loop (Numba is imported on first use
-    only, so that reading a scenario never loads it). `opsim.trace.json_rows` inlines the first two into its
-    cached row loop, and Numba's cache checks only that loop's own file: after changing them here, delete the
-    ``json_rows._render-*`` files in ``opsim/trace/__pycache__`` (a fresh install has none)."""
-    global _COMPILED, _dur_float_compiled, _put_digits_compiled
+    """The compiled forms of `put_json_us`, `put_digits`, `put_us_text`, `us_texts`' loop and the nesting loop
+    (Numba is imported on first use only, so that reading a scenario never loads it). `opsim.trace.json_rows`
+    inlines the three ``put_*`` into its cached row loop, and Numba's cache checks only that loop's own file:
+    after changing them here, delete the ``json_rows._render-*`` files in ``opsim/trace/__pycache__`` (a fresh
+    install has none)."""
+    global _COMPILED, _dur_float_compiled, _put_digits_compiled, _put_us_text_compiled
     if _COMPILED is None:
         from numba import njit  # lazy: keeps Numba out of importing opsim.trace.timefmt
         _dur_float_compiled = njit(cache=True)(_dur_float)
         _put_digits_compiled = njit(cache=True, inline="always")(put_digits)
+        _put_us_text_compiled = njit(cache=True, inline="always")(put_us_text)
         _COMPILED = SimpleNamespace(nest=njit(cache=True)(_nest), put_digits=_put_digits_compiled,
-                                    put_json_us=njit(cache=True, inline="always")(put_json_us))
+                                    put_json_us=njit(cache=True, inline="always")(put_json_us),
+                                    put_us_text=_put_us_text_compiled,
+                                    put_us_texts=njit(cache=True)(_put_us_texts))
     return _COMPILED
 
 
 _dur_float_compiled = None
 _put_digits_compiled = None
+_put_us_text_compiled = None
 
 
 def round3_ns(values):
@@ -217,5 +272,6 @@ def round3_ns(values):
     return np.where(ok, k, 0).astype(np.int64), ok
 
 
-__all__ = ["to_ns", "to_ns_array", "us_text", "json_ts", "dur_float", "ts_float", "nest_durations",
+__all__ = ["to_ns", "to_ns_array", "us_text", "us_texts", "put_us_text", "json_ts", "dur_float", "ts_float",
+           "nest_durations",
            "put_json_us", "compiled", "round3_ns", "JSON_US_MAX", "NS_PER_US"]
