@@ -37,6 +37,8 @@ def _shifted(e: dict, k: int, shift: Decimal) -> dict:
     args = out.get("args")
     if isinstance(args, dict) and "correlation_id" in args:
         out["args"] = dict(args, correlation_id=int(args["correlation_id"]) + k * 10_000_000)
+    if isinstance(args, dict) and isinstance(args.get("connection_id"), int):
+        out["args"] = dict(out["args"], connection_id=args["connection_id"] + k * 10_000_000)
     name = out.get("name", "")
     if isinstance(name, str) and name.startswith("ProfilerStep#"):
         out["name"] = f"ProfilerStep#{int(name[13:]) + k}"

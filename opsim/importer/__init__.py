@@ -87,8 +87,8 @@ def _import(path: str | Path, name: str | None, progress: bool, device_hook: Any
         from opsim.importer.calls import join_kernel_details
         # lazy: keeps numpy, ijson, sqlite3, decimal out of importing opsim.importer
         from opsim.ingest import read_kernels
-        kernels = read_kernels(files.kernel_details, keep_raw=False)  # the typed rows: no row text held
-        report.figures["kernel_details_joined"] = join_kernel_details(calls, kernels, report)
+        report.figures["kernel_details_joined"] = join_kernel_details(
+            calls, read_kernels(files.kernel_details, keep_raw=False, shapeless=True), report)
     else:
         report.note("no kernel_details.csv: shapes, dtypes, block dims and cores are not known", 1)
     label = name or _default_name(files.trace_view)
@@ -102,11 +102,15 @@ def _import(path: str | Path, name: str | None, progress: bool, device_hook: Any
 
 
 def _kernels_only(files: Any, name: str | None) -> ImportResult:
-    """A profile without a host trace: its kernel table replayed on the device side."""
+    """A profile without a host trace: its kernel table replayed on the device side (not the SQLite export)."""
     # lazy: keeps numpy, ijson, sqlite3, decimal out of importing opsim.importer
     from opsim.importer.kernels_only import build_kernels_only
     from opsim.ingest import read_kernels  # lazy: keeps numpy, ijson, sqlite3, decimal out of importing opsim.importer
     source = files.kernel_sources[0]
+    if source == files.db:
+        raise ProfileFormatError(f"{source}: opsim import does not replay torch_npu's SQLite export yet (opsim "
+                                 "calibrate reads it); give the text export of the same profile "
+                                 "(export_type=text: its trace_view.json and kernel_details.csv)")
     report = ImportReport(source=str(source))
     table = read_kernels(source)
     scenario = build_kernels_only(table, report, name=name or _default_name(source), source=str(source))

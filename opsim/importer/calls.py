@@ -39,6 +39,20 @@ HOST_ONLY_APIS = frozenset({"aclrtMemcpy", "aclrtMalloc", "aclrtFree", "aclMallo
                             "aclopCreateAttr", "aclopDestroyAttr", "opCompile", "aclrtMemcpyAsync",
                             "aclrtMemset", "aclrtMemsetAsync"})
 """AscendCL calls whose host time stays in the gaps between calls (opsim has no step for them)."""
+HOST_ONLY_APIS = HOST_ONLY_APIS | {"aclrtCreateEvent", "aclrtCreateEventWithFlag", "aclrtCreateEventExWithFlag",
+                                   "aclrtDestroyEvent", "aclrtQueryEventStatus", "aclrtQueryEvent",
+                                   "aclrtSetCurrentContext", "aclrtGetCurrentContext", "aclrtSetDevice",
+                                   "aclrtGetDevice", "aclrtSynchronizeEvent"}
+LAUNCHING_APIS = frozenset({"aclrtRecordEvent", "aclrtStreamWaitEvent"})
+"""Runtime calls whose device task (EVENT_RECORD / EVENT_WAIT, linked by its connection_id) is replayed as a
+record_event / wait_event step at the call's place; `hcom_*` (HCCL's collectives) launch communication tasks."""
+QUEUED_RUNTIME_TASKS = frozenset({"record_event", "wait_event", "destroy_event", "lazy_destroy_event",
+                                  "HcclAllreduce", "HcclBroadcast", "HcclAllGather", "HcclReduceScatter",
+                                  "HcclReduce", "HcclSend", "HcclRecv", "HcclAlltoAll", "HcclAlltoAllV",
+                                  "HcclBarrier", "acl_memcpy_host_to_device", "acl_memcpy_device_to_host",
+                                  "acl_memcpy_device_to_device", "acl_memset"})
+"""torch_npu task-queue entries that are no ACLNN call (`Dequeue@record_event`, `Dequeue@HcclAllreduce`, ...):
+their AscendCL events launch the events, collectives and copies replayed as device tasks."""
 _STEP_RE = re.compile(r"^ProfilerStep#(\d{1,18})$")
 
 
@@ -55,25 +69,35 @@ class Kernel:
     block_dim: int = 1
     input_shapes: tuple = ()
     input_dtypes: tuple = ()
+    task_id: int | None = None
+    """The device row's `Task Id` (with the stream and start, the key of its kernel_details.csv row)."""
 
 
 def join_kernel_details(pc: "ProfileCalls", table: Any, report: ImportReport) -> int:
-    """Fill each kernel's op type, core, block dim, shapes and dtypes from the kernel_details.csv row with the same
-    start time and name; rows matching no replayed kernel are counted. Returns the number joined."""
-    rows = {(r.start_ns, r.name): r for r in table.rows if r.start_ns is not None}
+    """Fill each kernel's op type, core, block dim, shapes and dtypes from its kernel_details.csv row: the row
+    with the same stream id, task id and start time (what identifies a task), else (a table without those
+    columns) the row with the same start time and name. Rows matching no replayed kernel are counted. Returns the
+    number joined."""
+    from opsim.ops.profiled import TASK_TYPES  # lazy: keeps opsim.opdev, opsim.ops out of importing opsim.importer.calls
+    by_task = {(r.stream_id, r.task_id, r.start_ns): r for r in table.rows
+               if r.start_ns is not None and r.stream_id is not None and r.task_id is not None}
+    by_name = {(r.start_ns, r.name): r for r in table.rows if r.start_ns is not None}
+    used: set[int] = set()
     joined = 0
     for c in pc.calls:
         for k in c.kernels:
-            r = rows.pop((k.start_ns, k.name), None)
+            r = by_task.get((k.stream, k.task_id, k.start_ns)) if k.task_id is not None else None
             if r is None:
+                r = by_name.get((k.start_ns, k.name))
+            if r is None or id(r) in used:
                 continue
-            # lazy: keeps opsim.opdev, opsim.ops out of importing opsim.importer.calls
-            from opsim.ops.profiled import TASK_TYPES
+            used.add(id(r))
             k.op_type, k.block_dim = r.op_type, max(1, int(r.block_dim or 1))
             k.task_type = r.core if r.core in TASK_TYPES else k.task_type
             k.input_shapes, k.input_dtypes = tuple(tuple(s) for s in r.input_shapes), tuple(r.input_dtypes)
             joined += 1
-    report.warn("kernel_details.csv row matching no replayed kernel (start time and name)", len(rows))
+    report.warn("kernel_details.csv row matching no replayed kernel (stream, task id and start time)",
+                len(table.rows) - joined)
     unjoined = sum(len(c.kernels) for c in pc.calls) - joined
     report.note("kernel without a kernel_details.csv row (task type from the trace, block dim 1)", unjoined)
     return joined
@@ -132,14 +156,22 @@ def _contains(outer: TraceEvent, inner: TraceEvent) -> bool:
 
 
 def _task_type(e: TraceEvent) -> str:
+    """The replay's task type of a call's device row: its core, or DSA_SQE / PCIE_DMA_SQE / SDMA_SQE kept as
+    they are (a DSA kernel, a MEMCPY_ASYNC copy: neither runs on an AI Core, and torch_npu counts no copy in
+    Computing); anything else is an AI Core kernel."""
     t = str(e.args.get("Task Type", "")).upper()
     if t in ("AI_CPU", "AICPU"):
         return "AI_CPU"
     if t in ("AI_VECTOR_CORE", "AIV"):
         return "AI_VECTOR_CORE"
-    if t in ("MIX_AIC", "MIX_AIV"):
+    if t in ("MIX_AIC", "MIX_AIV", "DSA_SQE", "PCIE_DMA_SQE", "SDMA_SQE"):
         return t
     return "AI_CORE"
+
+
+def _task_id(e: TraceEvent) -> int | None:
+    v = e.args.get("Task Id")
+    return v if type(v) is int else None
 
 
 def read_calls(view: TraceView, report: ImportReport) -> ProfileCalls:
@@ -157,7 +189,7 @@ def read_calls(view: TraceView, report: ImportReport) -> ProfileCalls:
     calls.sort(key=lambda c: (c.start_ns, c.phase2.index))
     _attach_phase1(calls, acl, report)
     _attach_framework_flows(view, calls, placed)
-    device = _other_device_tasks(view, outside, placed, report)
+    device = _other_device_tasks(view, outside, placed, report, _issuer(dequeues, enqueues, consumer))
     syncs = _syncs_and_host_apis(acl, consumer, report)
     return _profile_calls(view, calls, syncs, consumer, device)
 
@@ -197,7 +229,7 @@ def _kernels_by_call(view: TraceView, p2_by_thread: dict[Any, list[TraceEvent]])
                 continue
             placed.add(k.index)
             kernels_of.setdefault(owner.index, []).append(
-                Kernel(k.name, view.stream_id(k) or 0, k.ts, k.dur, _task_type(k)))
+                Kernel(k.name, view.stream_id(k) or 0, k.ts, k.dur, _task_type(k), task_id=_task_id(k)))
     return kernels_of, placed, outside
 
 
@@ -217,7 +249,10 @@ def _queued_calls(enqueues: list[TraceEvent], dequeues: dict, p2_by_thread: dict
         hi = bisect.bisect_right(p2_starts.get(deq.tid, []), deq.end)
         inner = [e for e in evs[lo:hi] if _contains(deq, e)]
         if not inner:
-            report.warn("Dequeue without an ACLNN or aclop call inside", 1, example=deq.name)
+            if deq.name.split("@", 1)[-1] in QUEUED_RUNTIME_TASKS:
+                report.note(f"{deq.name}: a queued runtime task, replayed by its AscendCL event", 1)
+            else:
+                report.warn("Dequeue without an ACLNN or aclop call inside", 1, example=deq.name)
             continue
         p2 = inner[0]
         if len(inner) > 1:
@@ -246,14 +281,15 @@ def _direct_calls(phase2: list[TraceEvent], used_p2: set[int], consumer: Any, ke
     return calls
 
 
-def _other_device_tasks(view: TraceView, outside: list, placed: set[int], report: ImportReport) -> Any:
-    """The device tasks of no call (launched outside every call, or without a launch link), each noted."""
+def _other_device_tasks(view: TraceView, outside: list, placed: set[int], report: ImportReport, issuer: Any) -> Any:
+    """The device tasks of no call (launched outside every call, or without a launch link), each noted;
+    `issuer` finds the Enqueue of a task-queue thread's launching event (`_issuer`)."""
     launched, seen = [], set(placed)
     for h, k in outside:
         if k.index not in seen:
             seen.add(k.index)
             launched.append((h, k))
-    device = collect(view, launched, [k for k in view.device_kernels() if k.index not in seen])
+    device = collect(view, launched, [k for k in view.device_kernels() if k.index not in seen], issuer)
     for item in device.items:
         how = "launched outside an ACLNN call" if item.host_tid is not None else "without a launch link"
         report.note(f"device task {how}, replayed as a {item.kind} task", 1)
@@ -270,6 +306,8 @@ def _syncs_and_host_apis(acl: list, consumer: Any, report: ImportReport) -> list
             continue
         if a.api in HOST_ONLY_APIS:
             report.note(f"AscendCL@{a.api} kept as host time between calls", 1)
+        elif a.api in LAUNCHING_APIS or a.api.startswith("hcom_"):
+            report.note(f"AscendCL@{a.api}: launches the device tasks replayed in its place", 1)
         else:
             report.warn("unknown AscendCL event kept as host time between calls", 1, example=a.api)
     return syncs
@@ -299,6 +337,23 @@ def stream_order(calls: list[Call], device_streams: set) -> list:
     device tasks' other streams and lanes."""
     call_streams = {k.stream for c in calls for k in c.kernels}
     return sorted(call_streams) + sorted(device_streams - call_streams, key=lambda s: (str(s).split("_")[0], str(s)))
+
+
+def _issuer(dequeues: dict[int, TraceEvent], enqueues: list[TraceEvent], consumer: Any) -> Any:
+    """host event -> the Enqueue that queued it (a task-queue thread's event inside a `Dequeue@`), else None:
+    a device task launched there belongs to the issuing thread, queued behind its calls, as torch_npu ran it."""
+    enq = {_correlation(e): e for e in enqueues}
+    deqs = sorted((d for d in dequeues.values() if d.tid == consumer), key=lambda d: (d.ts, d.index))
+    starts = [d.ts for d in deqs]
+
+    def issuer(host: TraceEvent) -> TraceEvent | None:
+        if consumer is None or host.tid != consumer:
+            return None
+        i = bisect.bisect_right(starts, host.ts) - 1
+        if i < 0 or not _contains(deqs[i], host):
+            return None
+        return enq.get(_correlation(deqs[i]))
+    return issuer
 
 
 def _owners(links: list, p2_by_thread: dict[Any, list[TraceEvent]]) -> list[tuple[Any, TraceEvent | None]]:
@@ -375,7 +430,7 @@ def _attach_framework_flows(view: TraceView, calls: list[Call], placed: set[int]
             continue
         for k in targets:
             placed.add(k.index)
-            cs[i].kernels.append(Kernel(k.name, view.stream_id(k) or 0, k.ts, k.dur, _task_type(k)))
+            cs[i].kernels.append(Kernel(k.name, view.stream_id(k) or 0, k.ts, k.dur, _task_type(k), task_id=_task_id(k)))
         cs[i].kernels.sort(key=lambda k: k.start_ns)
 
 

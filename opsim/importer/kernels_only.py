@@ -85,7 +85,7 @@ def build_kernels_only(table: Any, report: ImportReport, *, name: str, source: s
         if item.host_ns > prev:
             program.append({"sleep": round((item.host_ns - prev) / 1000.0, 3)})
             prev = item.host_ns
-        program.append(step_of(item, _stream_name))
+        program.extend(step_of(item, _stream_name))
     labels = sorted({i.label for i in items}, key=lambda s: (int(str(s).split("_")[0]), str(s)))
     report.figures.update({"calls": 0, "phase1": 0, "threads": 1, "kernels": 0, "streams": len(labels),
                            "profiled_ops": 0, "steps": 1, "kernels_only": True,

@@ -373,9 +373,12 @@ def iter_records(path: Path) -> Iterator[tuple[int, str, list[str]]]:
             start = counter[0] + 1
 
 
-def iter_kernels(path: str | Path) -> Iterator[tuple[int, str, list[str], KernelRecord | None, str]]:
+def iter_kernels(path: str | Path, *, shapeless: bool = False
+                 ) -> Iterator[tuple[int, str, list[str], KernelRecord | None, str]]:
     """The data rows of a kernel table as a stream: (line, raw text with its newline, cells, record or None,
-    reason skipped). The header is checked first; blank rows are left out. Memory stays that of one row."""
+    reason skipped). The header is checked first; blank rows are left out. Memory stays that of one row.
+    `shapeless` keeps rows without shapes (a MemSet's `N/A`) as records with no tensors: the importer joins
+    them to the trace's kernels for their core and block dim; a fit skips them."""
     p = Path(path)
     records = iter_records(p)
     first = next(records, None)
@@ -387,17 +390,17 @@ def iter_kernels(path: str | Path) -> Iterator[tuple[int, str, list[str], Kernel
     for line, raw, cells in records:
         if not cells or all(c.strip() == "" for c in cells):
             continue
-        rec, reason = _parse_row(p, header, columns, line, cells)
+        rec, reason = _parse_row(p, header, columns, line, cells, shapeless)
         yield line, raw, cells, rec, reason
 
 
-def read_kernels(path: str | Path, *, keep_raw: bool = True) -> KernelTable:
+def read_kernels(path: str | Path, *, keep_raw: bool = True, shapeless: bool = False) -> KernelTable:
     """Read a kernel_details.csv / op_summary_*.csv; skipped rows are counted by reason in `skipped`. The file is
     read as a stream (`iter_kernels`); `keep_raw=False` keeps only the typed rows (what a fit needs), not the
-    text to write rows back."""
+    text to write rows back; `shapeless` keeps rows without shapes (see `iter_kernels`)."""
     p = Path(path)
     table: KernelTable | None = None
-    for line, raw, cells, rec, reason in iter_kernels(p):
+    for line, raw, cells, rec, reason in iter_kernels(p, shapeless=shapeless):
         if table is None:
             table = KernelTable(path=p, header=cells, rows=[], raw_header=raw.rstrip("\r\n"),
                                 newline="\r\n" if raw.endswith("\r\n") else "\n")
@@ -424,7 +427,7 @@ def _source_name(path: Path) -> str:
 
 
 def _parse_row(path: Path, header: list[str], columns: dict[str, int], line: int,
-               cells: list[str]) -> tuple[KernelRecord | None, str]:
+               cells: list[str], shapeless: bool = False) -> tuple[KernelRecord | None, str]:
     r = _RowReader(path, header, columns, line, cells)
     core_text = r.raw("core")
     op_type = r.text("op_type")
@@ -439,7 +442,9 @@ def _parse_row(path: Path, header: list[str], columns: dict[str, int], line: int
         in_shapes = r.shapes("input_shapes") if "input_shapes" in columns else None
         out_shapes = r.shapes("output_shapes") if "output_shapes" in columns else None
         if in_shapes is None and out_shapes is None:
-            return None, "no shapes"
+            if not shapeless:
+                return None, "no shapes"
+            in_shapes = out_shapes = ()
     try:
         in_dtypes, out_dtypes = r.dtypes("input_dtypes"), r.dtypes("output_dtypes")
     except _UnknownDtype as exc:

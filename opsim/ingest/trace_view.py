@@ -25,10 +25,10 @@ DEVICE_PROCESS = "Ascend Hardware"
 LAUNCH_FLOW = "HostToDevice"
 _STREAM_RE = re.compile(r"Stream\s+(\d+)", re.IGNORECASE)
 KEPT_ARGS = ("Task Type", "Stream Id", "Task Id", "Physic Stream Id", "correlation_id", "stream id", "task id",
-             "task type", "data_type", "count", "alg_type")
+             "task type", "data_type", "count", "alg_type", "connection_id")
 """The args an event keeps (task kind, stream, task id, queue correlation, an HCCL op's dtype, element count and
-algorithm); the rest (call stacks, PMU) is
-dropped while reading, so memory grows with the events, not with what they carry."""
+algorithm, the host-device connection id); the rest (call stacks, PMU) is dropped while reading, so memory grows
+with the events, not with what they carry."""
 _NO_ARGS: dict = {}
 
 
@@ -137,7 +137,10 @@ class TraceView:
         """Host AscendCL event -> the device kernel(s) it launched, following HostToDevice flows.
 
         A flow starts inside the innermost AscendCL event of its host thread and finishes at the start of a
-        kernel on a device row; a host event without flows is not listed. One sweep per thread (linear)."""
+        kernel on a device row; a host event without flows is not listed. One sweep per thread (linear).
+        A device task no flow reached is linked to the AscendCL event with its `connection_id` (torch_npu draws
+        its HostToDevice flows from these ids, but not for event records and waits, whose host events are
+        `aclrtRecordEvent` / `aclrtStreamWaitEvent`)."""
         hosts: dict[tuple, list[TraceEvent]] = {}
         for e in self.events:
             if e.name.startswith(ACL_PREFIX):
@@ -160,7 +163,34 @@ class TraceView:
                 for k in targets:
                     if k not in entry[1]:
                         entry[1].append(k)
+        _link_by_connection(hosts, self.device_kernels(), linked)
         return [LaunchLink(host=h, kernels=tuple(ks)) for _, (h, ks) in sorted(linked.items())]
+
+
+def _connection(e: TraceEvent) -> int | None:
+    v = e.args.get("connection_id")
+    return v if type(v) is int else None
+
+
+def _link_by_connection(hosts: dict[tuple, list[TraceEvent]], kernels: list[TraceEvent],
+                        linked: dict[int, tuple[TraceEvent, list[TraceEvent]]]) -> None:
+    """Device tasks no flow reached, linked to the host AscendCL event with the same `connection_id`."""
+    flowed = {k.index for _, ks in linked.values() for k in ks}
+    by_id: dict[int, list[TraceEvent]] = {}
+    for evs in hosts.values():
+        for e in evs:
+            c = _connection(e)
+            if c is not None:
+                by_id.setdefault(c, []).append(e)
+    for k in kernels:
+        c = _connection(k)
+        cands = by_id.get(c) if c is not None and k.index not in flowed else None
+        if not cands:
+            continue
+        # an id seen twice (a profile stitched from several): the last host event launched before the task
+        host = cands[0] if len(cands) == 1 else max((e for e in cands if e.ts <= k.ts), default=cands[0],
+                                                      key=lambda e: (e.ts, e.index))
+        linked.setdefault(host.index, (host, []))[1].append(k)
 
 
 def innermost_at(events: list[TraceEvent], times: list[int]) -> list[TraceEvent | None]:

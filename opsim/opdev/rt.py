@@ -35,6 +35,12 @@ def _kernel_task_parts() -> list:
     return _KERNEL_TASK
 
 
+_OTHER_UNIT: dict[str, TaskKind] = {"PCIE_DMA_SQE": TaskKind.MEMCPY_D2D, "SDMA_SQE": TaskKind.MEMCPY_D2D,
+                                    "DSA_SQE": TaskKind.RECORDED}
+"""A replayed call's non-core tasks (opsim.ops.profiled.TASK_TYPES): its MEMCPY_ASYNC copies take a copy
+engine, a DSA task its stream only (opsim models no DSA unit), never an AI Core."""
+
+
 def submit_kernel(ctx: ThreadLocalContext, stream: Any, op_name: str, task_type: str, block_dim: int,
                   duration: float, *, replay: bool = False, aicpu: bool = False) -> None:
     """rtKernelLaunch / aclrtLaunchKernel: one AI Core (or AI CPU) task on `stream`."""
@@ -45,7 +51,8 @@ def submit_kernel(ctx: ThreadLocalContext, stream: Any, op_name: str, task_type:
     if slowdown != 1.0:  # a slower NPU (a cluster rank's what-if): every kernel launch takes longer
         duration = duration * slowdown
     trusted, k_aicpu, k_vector, k_core = _KERNEL_TASK or _kernel_task_parts()
-    kind = k_aicpu if aicpu else (k_vector if task_type in ("AI_VECTOR_CORE", "MIX_AIV") else k_core)
+    kind = k_aicpu if aicpu else (k_vector if task_type in ("AI_VECTOR_CORE", "MIX_AIV") else
+                                  _OTHER_UNIT.get(task_type, k_core))
     if type(duration) is float and 0.0 <= duration < _INF and type(task_type) is str:
         task = trusted(kind, duration, max(1, int(block_dim)), op_name, task_type, ctx.current_corr)
     else:  # anything unusual goes through the checking constructor (and its error messages)

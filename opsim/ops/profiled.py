@@ -31,7 +31,10 @@ PROFILED_HOST = "profiled host"
 """Host phase of the time a profile recorded beyond opsim's modelled phases (phase 1 on a miss, phase 2)."""
 
 KINDS = ("aclnn", "aclop")
-TASK_TYPES = ("AI_CORE", "AI_VECTOR_CORE", "MIX_AIC", "MIX_AIV", "AI_CPU")
+TASK_TYPES = ("AI_CORE", "AI_VECTOR_CORE", "MIX_AIC", "MIX_AIV", "AI_CPU", "DSA_SQE", "PCIE_DMA_SQE", "SDMA_SQE")
+"""Task types a profiled kernel may carry: the cores, and the tasks torch_npu's device rows give a call beside
+its kernels (DSA_SQE: a DSA kernel such as DSAGenBitMask; PCIE_DMA_SQE / SDMA_SQE: the MEMCPY_ASYNC copies
+opbase issues inside a call), each replayed on its own unit (opsim.opdev.rt.submit_kernel)."""
 DTYPES = ("float", "float16", "bf16", "int32", "int64", "int8", "uint8", "bool", "double", "int16")
 S = AclnnStatus
 

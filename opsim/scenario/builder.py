@@ -89,25 +89,16 @@ class _Builder:
             return config.SyncStep(self.stream(step["sync"], path + ("sync",), streams))
         if "sync_device" in step:
             return config.SyncDeviceStep()
-        for key, record in (("record_event", True), ("wait_event", False)):
+        for key in ("record_event", "wait_event"):
             if key in step and isinstance(step[key], dict):
-                ev = step[key]
-                name = ev.get("event")
-                if name not in self.events:
-                    self.errors.add(path + (key, "event"), f"unknown event {name!r}{_suggest(name, self.events)}; "
-                                    f"declare it in the top-level `events` list (declared: "
-                                    f"{', '.join(self.events) or 'none'})")
-                stream = self.stream(ev.get("stream", streams[0]), path + (key, "stream"), streams)
-                return config.EventStep(event=str(name), stream=stream, record=record)
+                return self.event_step(key, step[key], path, streams)
         if "sleep" in step:
             return config.SleepStep(float(step["sleep"]))
         if "task" in step and isinstance(step["task"], dict):
-            t = step["task"]
-            stream = self.stream(t.get("stream", streams[0]), path + ("task", "stream"), streams)
-            kind = str(t.get("kind", "recorded"))
-            return config.TaskStep(stream=stream, kind=kind, name=str(t.get("name", kind)),
-                              task_type=str(t.get("task_type", kind.upper())),
-                              duration_us=float(t.get("duration_us", 0.0)))
+            return self.task_step(step["task"], path + ("task",), streams)
+        if "tasks" in step and isinstance(step["tasks"], list):
+            tasks = tuple(self.group_item(t, path + ("tasks", i), streams) for i, t in enumerate(step["tasks"]))
+            return config.TasksStep(tuple(t for t in tasks if t is not None)) if any(tasks) else None
         if "collective" in step:
             return self.collective_step(step, path, streams)
         if "profiling" in step and isinstance(step["profiling"], dict):
@@ -116,6 +107,31 @@ class _Builder:
             det = step["deterministic"]
             return config.DeterministicStep(det.get("level"), det.get("strong_consistency"))
         return None
+
+    def event_step(self, key: str, ev: dict, path: Path_, streams: tuple[str, ...]) -> Any:
+        name = ev.get("event")
+        if name not in self.events:
+            self.errors.add(path + (key, "event"), f"unknown event {name!r}{_suggest(name, self.events)}; "
+                            f"declare it in the top-level `events` list (declared: {', '.join(self.events) or 'none'})")
+        stream = self.stream(ev.get("stream", streams[0]), path + (key, "stream"), streams)
+        return config.EventStep(event=str(name), stream=stream, record=key == "record_event")
+
+    def group_item(self, item: Any, path: Path_, streams: tuple[str, ...]) -> Any:
+        """One device action of a `tasks` step: a task, an event record or an event wait."""
+        if not isinstance(item, dict):
+            return None
+        if isinstance(item.get("task"), dict):
+            return self.task_step(item["task"], path + ("task",), streams)
+        for key in ("record_event", "wait_event"):
+            if isinstance(item.get(key), dict):
+                return self.event_step(key, item[key], path, streams)
+        return None
+
+    def task_step(self, t: dict, path: Path_, streams: tuple[str, ...]) -> Any:
+        stream = self.stream(t.get("stream", streams[0]), path + ("stream",), streams)
+        kind = str(t.get("kind", "recorded"))
+        return config.TaskStep(stream=stream, kind=kind, name=str(t.get("name", kind)),
+                          task_type=str(t.get("task_type", kind.upper())), duration_us=float(t.get("duration_us", 0.0)))
 
     def collective_step(self, step: dict[str, Any], path: Path_, streams: tuple[str, ...]) -> config.CollectiveStep | None:
         """A collective: its group (declared in `groups`) or its send/recv `peer`, its dtype and stream."""

@@ -12,6 +12,7 @@ from opsim.cluster.groups import CommGroup
 from opsim.errors import InvalidArgumentError
 from opsim.scenario import config
 from opsim.scenario.messages import Path_
+from opsim.scenario.schema import MAX_RANKS
 from opsim.cluster.links import get_link
 
 CLUSTER_KEYS = ("cluster", "groups", "ranks")
@@ -32,22 +33,31 @@ def build_cluster(data: Mapping[str, Any], threads: tuple[config.ThreadConfig, .
         return None, ()
     cl = data.get("cluster") if isinstance(data.get("cluster"), dict) else {}
     raw_ranks = data.get("ranks") if isinstance(data.get("ranks"), list) else []
-    size = int(cl.get("size", max(len(raw_ranks), 1)))
+    size = _int(cl.get("size"), max(len(raw_ranks), 1))  # a malformed value is the schema's to report
     if len(raw_ranks) > size:
         add(("ranks",), f"{len(raw_ranks)} ranks are listed but cluster.size is {size}; list at most cluster.size "
                         "ranks or raise cluster.size")
     ranks = tuple(_rank(i, r, size, build_thread, add) for i, r in enumerate(raw_ranks))
     groups = _groups(data.get("groups"), size, add)
     for key, default in (("link", DEFAULT_LINK), ("inter_link", DEFAULT_INTER_LINK)):
-        _check_link(cl.get(key) or {}, default, ("cluster", key), add)
-    spec = ClusterSpec(size=size, ranks_per_server=int(cl.get("ranks_per_server", 8)),
-                       link=dict(cl.get("link") or {}), inter_link=dict(cl.get("inter_link") or {}),
+        _check_link(_map(cl.get(key)), default, ("cluster", key), add)
+    spec = ClusterSpec(size=size, ranks_per_server=_int(cl.get("ranks_per_server"), 8),
+                       link=_map(cl.get("link")), inter_link=_map(cl.get("inter_link")),
                        algorithm=str(cl.get("algorithm", "auto")), transit=str(cl.get("transit", "recorded")),
                        groups=groups)
     _check_likes(ranks, add)
     if _check_members(spec, ranks, threads, add):
         _check_counts(spec, ranks, threads, add)
     return spec, ranks
+
+
+def _int(value: Any, default: int) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) and 1 <= value <= MAX_RANKS \
+        else default
+
+
+def _map(value: Any) -> dict:
+    return dict(value) if isinstance(value, dict) else {}
 
 
 def _rank(i: int, raw: Any, size: int, build_thread: BuildThread, add: Add) -> config.RankConfig:

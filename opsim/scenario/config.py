@@ -81,6 +81,14 @@ class TaskStep:
 
 
 @dataclass(frozen=True)
+class TasksStep:
+    """Several replayed device actions (tasks, event records and waits) launched by one host action, such as an
+    HCCL collective with its sub-tasks and the events around them: one job of torch_npu's task queue."""
+
+    tasks: tuple[TaskStep | EventStep, ...]
+
+
+@dataclass(frozen=True)
 class CollectiveStep:
     """A collective of a communication group (or a send/recv pair), issued on `stream` (opsim.cluster)."""
 
@@ -111,7 +119,7 @@ class DeterministicStep:
 
 
 Step = Union[OpStep, LoopStep, ChooseStep, SyncStep, SyncDeviceStep, EventStep, SleepStep, ProfilingStep,
-             DeterministicStep, TaskStep, CollectiveStep]
+             DeterministicStep, TaskStep, TasksStep, CollectiveStep]
 
 
 @dataclass(frozen=True)
@@ -297,6 +305,6 @@ def op_steps(program: tuple[Step, ...]) -> list[OpStep]:
     return out
 
 
-__all__ = ["CollectiveStep", "RankConfig", "TaskStep", "OpStep", "LoopStep", "ChooseStep", "SyncStep", "SyncDeviceStep", "EventStep", "SleepStep", "ProfilingStep",
+__all__ = ["CollectiveStep", "RankConfig", "TaskStep", "TasksStep", "OpStep", "LoopStep", "ChooseStep", "SyncStep", "SyncDeviceStep", "EventStep", "SleepStep", "ProfilingStep",
            "DeterministicStep", "Step", "ThreadConfig", "OutputsConfig", "DumpConfig", "ScenarioConfig",
            "sleep_us", "op_steps", "program_calls"]

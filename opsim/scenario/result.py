@@ -219,6 +219,13 @@ class Result:
         return dict((self._summary or {}).get("device_timing") or {})
 
     @property
+    def step_breakdown(self) -> dict[str, Any]:
+        """step_trace_time.csv's figures summed over the run's steps: Computing, Communication (Not Overlapped),
+        Overlapped, Communication, Free, Stage, Bubble and Preparing in us, the number of steps and their
+        thread (summary.json's ``step_breakdown``; empty without a summary or for a run that kept no records)."""
+        return dict((self._summary or {}).get("step_breakdown") or {})
+
+    @property
     def scenario_summary(self) -> dict[str, Any] | None:
         """The scenario runner's summary as written (a copy), None for a run without one (a bare Simulation)."""
         return dict(self._summary) if self._summary is not None else None

@@ -237,6 +237,13 @@ class _Run:
         yield from th.spend_actions()
         self.npu.queue.put(th.name, lambda: fn(*args), -1, None, api)
 
+    def queue_tasks(self, th: Any, name: str, job: Callable[[], Any]) -> Generator:
+        """Replayed device tasks (a `task` / `tasks` step, launched by `job`) as one job of torch_npu's task
+        queue, behind the queued calls, as torch_npu queues an HCCL collective or a copy."""
+        th.ctx.charge("enqueue", name)
+        yield from th.spend_actions()
+        self.npu.queue.put(th.name, job, -1, None, name)
+
     def drain(self, th: Any) -> Generator:
         """Before a synchronisation: wait for the task queue to run what `th` queued (no-op without a queue)."""
         if self.npu is not None:

@@ -49,7 +49,10 @@ COUNT = {"type": "integer", "minimum": 0, "maximum": INT64_MAX}
 CACHE_MODES = ("ordinary", "pta")
 """`cache_mode`: opbase's own OpExecCache key (ordinary) or torch_npu's hash-keyed PTA path (pta)."""
 STEP_KEYS = ("op", "loop", "choose", "sync", "sync_device", "record_event", "wait_event", "sleep", "profiling",
-             "deterministic", "task", "collective")
+             "deterministic", "task", "tasks", "collective")
+MAX_GROUP_TASKS = 100_000
+"""Most device actions (tasks, event records and waits) one `tasks` step launches (a collective's sub-tasks are
+hundreds; opsim's bound on one host action)."""
 MAX_RANKS = 1024
 """Ranks a scenario may declare (`cluster.size`): each rank is a whole simulated NPU and host process."""
 COLLECTIVES = ("allreduce", "allgather", "reducescatter", "broadcast", "alltoall", "send", "recv")
@@ -94,6 +97,10 @@ def _step_schemas() -> dict[str, Any]:
                                 "body": {"$ref": "#/$defs/program"}}, ("count", "body"))}, ("loop",))
     choose = _obj({"choose": {"type": "array", "minItems": 1, "items": {"$ref": "#/$defs/step"}}}, ("choose",))
     event_ref = _obj({"event": NAME, "stream": NAME}, ("event",))
+    task = _obj({"stream": NAME, "kind": {"enum": ["communication", "recorded"]},
+                 "name": {"type": "string", "minLength": 1, "maxLength": 256},
+                 "task_type": {"type": "string", "minLength": 1, "maxLength": 64},
+                 "duration_us": {**NUMBER, "maximum": MAX_HORIZON_US}}, ("kind", "duration_us"))
     steps = {
         "op": op_step,
         "loop": loop,
@@ -106,11 +113,10 @@ def _step_schemas() -> dict[str, Any]:
         "profiling": _obj({"profiling": {**_obj({"start": PROFILING_MASK, "stop": {"const": True}}),
                                          "minProperties": 1, "maxProperties": 1}}, ("profiling",)),
         "deterministic": _obj({"deterministic": {**_deterministic(), "minProperties": 1}}, ("deterministic",)),
-        "task": _obj({"task": _obj({
-            "stream": NAME, "kind": {"enum": ["communication", "recorded"]},
-            "name": {"type": "string", "minLength": 1, "maxLength": 256},
-            "task_type": {"type": "string", "minLength": 1, "maxLength": 64},
-            "duration_us": {**NUMBER, "maximum": MAX_HORIZON_US}}, ("kind", "duration_us"))}, ("task",)),
+        "task": _obj({"task": task}, ("task",)),
+        "tasks": _obj({"tasks": {"type": "array", "minItems": 1, "maxItems": MAX_GROUP_TASKS, "items": {
+            "type": "object", "minProperties": 1, "maxProperties": 1, "additionalProperties": False,
+            "properties": {"task": task, "record_event": event_ref, "wait_event": event_ref}}}}, ("tasks",)),
     }
     steps["collective"] = _obj({
         "collective": {"enum": list(COLLECTIVES)}, "group": NAME, "peer": {"type": "integer", "minimum": 0,

@@ -16,7 +16,7 @@ import numpy as np
 from opsim.scenario import batch
 from opsim.scenario.batch import LoopState
 from opsim.scenario.config import (ChooseStep, DeterministicStep, EventStep, LoopStep, OpStep, ProfilingStep,
-                                   SleepStep, Step, SyncDeviceStep, SyncStep, TaskStep, ThreadConfig,
+                                   SleepStep, Step, SyncDeviceStep, SyncStep, TasksStep, TaskStep, ThreadConfig,
                                    CollectiveStep)
 from opsim.acl.dtypes import DataType, from_compute
 from opsim.acl.tensor import Tensor
@@ -160,10 +160,14 @@ class ThreadWorkload:
             return lambda th: self._event(th, event, stream, step.record)
         if isinstance(step, SleepStep):
             return lambda th: th.sleep(step.us)
-        if isinstance(step, TaskStep):
-            stream = self.streams[step.stream]
-            return lambda th: th.call(acl_rt.launch_task, stream, step.kind, step.name, step.task_type,
-                                      step.duration_us)
+        if isinstance(step, (TaskStep, TasksStep)):
+            tasks = [(self.streams[t.stream], self.run.events[t.event] if isinstance(t, EventStep) else None, t)
+                     for t in (step.tasks if isinstance(step, TasksStep) else (step,))]
+            if self.run.queues_for(self.cfg):  # queued behind the calls, as torch_npu queues HCCL and copies
+                first = tasks[0][2]
+                name = getattr(first, "name", None) or ("record_event" if first.record else "wait_event")
+                return lambda th: self.run.queue_tasks(th, name, lambda: _launch_tasks(tasks))
+            return lambda th: th.call(_launch_tasks, tasks)
         if isinstance(step, CollectiveStep):
             # lazy: keeps opsim.cluster out of importing opsim.scenario.workload
             from opsim.cluster.hccl import launch_collective  # a job's step: single-rank runs never load it
@@ -281,6 +285,19 @@ class ThreadWorkload:
         for stream in self.streams.values():
             yield from th.call(acl_rt.synchronize_stream, stream)
         yield from self.free_all()
+
+
+def _launch_tasks(tasks: list) -> int:
+    """The replayed device actions of a `task` / `tasks` step (stream, event or None, step), launched by one
+    host action in order: tasks, event records and waits."""
+    for stream, event, t in tasks:
+        if event is None:
+            acl_rt.launch_task(stream, t.kind, t.name, t.task_type, t.duration_us)
+        elif t.record:
+            acl_rt.record_event(event, stream)
+        else:
+            acl_rt.stream_wait_event(stream, event)
+    return 0
 
 
 def _profiling_command(start: bool, mask: int) -> int:

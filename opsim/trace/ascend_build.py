@@ -346,6 +346,25 @@ def build_profile(sim: Any, *, epoch_us: int = DEFAULT_EPOCH_US, device: int | N
         op_memory=op_memory, session_ns=_session(host_ns, tasks, steps, epoch_ns))
 
 
+def step_rows_of(sim: Any, *, step_thread: str | None = None, epoch_us: int = DEFAULT_EPOCH_US
+                 ) -> tuple[list[step_breakdown.StepBreakdown], str | None]:
+    """The step_trace_time rows of ``sim`` (after ``sim.run()``), as `build_profile` computes them, without the
+    rest of the profile (names, tensors, PMU, memory), and the thread whose steps they are: what summary.json's
+    ``step_breakdown`` sums."""
+    rec = sim.recorder
+    epoch_ns = int(epoch_us) * 1000
+    host, dev, inst = rec.records("host"), rec.records("device"), rec.records("instant")
+    names = list(dict.fromkeys(list(host["thread"]) + [str(t) for n, t in zip(inst["name"], inst["track"])
+                                                        if n == "step"]))
+    tids = _thread_ids(sim, names)
+    host_ns = _host_ns(host, epoch_ns)
+    calls, _ = _op_calls(host, host_ns, tids)
+    _, _, timeline = _profile_steps(sim, host_ns, dev, inst, epoch_ns, tids, step_thread)
+    dev_id = int(getattr(sim.device, "device_id", 0))
+    tasks = _device_tasks(dev, dev_id, calls, epoch_ns, StepFinder(timeline), {})
+    return step_breakdown.step_rows(timeline, tasks), (timeline[0].thread if timeline else None)
+
+
 def _session(host_ns: tuple[list[int], list[int]], tasks: list[DeviceTaskRow], steps: list[StepWindow],
              epoch_ns: int) -> tuple[int, int]:
     """The first start and last end of any host span, device task or step (SESSION_TIME_INFO)."""

@@ -38,10 +38,11 @@ MODEL_ID_NONE = 4294967295
 
 HIDDEN_TASK_TYPES = frozenset({"HOST_FUNC"})
 """Device tasks that are not shown: stream-ordered host callbacks (frees), not device work."""
-NON_KERNEL_TASK_TYPES = frozenset({"HOST_FUNC", "MEMCPY_ASYNC", "EVENT_RECORD_SQE", "EVENT_WAIT_SQE"})
-"""Task types that are not kernels (no kernel_details row)."""
-BUSY_NON_KERNEL_TASK_TYPES = frozenset({"MEMCPY_ASYNC"})
-"""Non-kernel tasks that still keep the device busy (counted in Computing)."""
+NON_KERNEL_TASK_TYPES = frozenset({"HOST_FUNC", "MEMCPY_ASYNC", "EVENT_RECORD_SQE", "EVENT_WAIT_SQE",
+                                   "PCIE_DMA_SQE", "SDMA_SQE"})
+"""Task types that are not kernels (no kernel_details row; the last two: a replayed profile's copies)."""
+BUSY_NON_KERNEL_TASK_TYPES = frozenset({"MEMCPY_ASYNC", "PCIE_DMA_SQE", "SDMA_SQE"})
+"""Non-kernel tasks that still keep the device busy (the profile's busy intervals)."""
 AICPU_TASK_TYPES = frozenset({"AI_CPU"})
 
 _CUBE_TYPES = frozenset({"AI_CORE", "MIX_AIC"})

@@ -199,6 +199,7 @@ def build_summary(run: Any, stats: SummaryStats, wall_seconds: float) -> dict[st
                                         makespan, max(stats.stream_busy.values(), default=0.0)),
         "simulated_makespan_us": _r(makespan),
         "device_busy_until_us": _r(stats.device_end),
+        "step_breakdown": _step_breakdown(run),
         "op_calls": calls,
         "failed_calls": len(run.errors),
         "threads": threads,
@@ -220,6 +221,18 @@ def build_summary(run: Any, stats: SummaryStats, wall_seconds: float) -> dict[st
         },
     }
     return summary
+
+
+def _step_breakdown(run: Any) -> dict[str, Any] | None:
+    """step_trace_time.csv's figures summed over the steps (opsim.trace.step_breakdown.summarise); None when
+    the run kept no records (`trace: false`)."""
+    if not run.config.trace:
+        return None
+    # lazy: the profile model (numpy, the profiler's tables) is loaded only by a run that keeps records
+    from opsim.trace.ascend_build import step_rows_of
+    from opsim.trace.step_breakdown import summarise  # lazy: as above
+    rows, thread = step_rows_of(run.sim, step_thread=run.config.outputs.step_thread, epoch_us=run.config.epoch_us)
+    return summarise(rows, thread)
 
 
 def _thread_rows(run: Any, span: float) -> dict[str, dict]:
@@ -372,7 +385,10 @@ def _pct(rate: float | None) -> str:
 
 SUMMARY_FIELDS: dict[str, Any] = {
     "scenario": None, "seed": None, "soc": None, "profile": None, "env": "*", "calibration": None,
-    "simulated_makespan_us": None, "device_busy_until_us": None, "op_calls": None, "failed_calls": None,
+    "simulated_makespan_us": None, "device_busy_until_us": None,
+    "step_breakdown": ("steps", "step_thread", "computing_us", "comm_not_overlapped_us", "overlapped_us",
+                       "communication_us", "free_us", "stage_us", "bubble_us", "preparing_us"),
+    "op_calls": None, "failed_calls": None,
     "threads": "*", "streams": "*", "units": "*", "task_types": "*",
     "exec_cache": ("hits", "misses", "evictions", "hit_rate"), "pta_cache": ("hits", "misses", "hit_rate"),
     "aicpu_cache": ("hits", "misses", "oneshot", "evictions", "hit_rate"), "cache_events": "*",
@@ -425,6 +441,9 @@ SUMMARY_SCHEMA: dict[str, Any] = {
                                                            "simulated_calls_per_wall_second": _OPT_NUM}},
         "env": {"type": ["object", "null"], "additionalProperties": _ENV_ROW},
         "simulated_makespan_us": _NUM,
+        "step_breakdown": _SECTION | {"properties": {"steps": _NUM, "stage_us": _NUM, "computing_us": _NUM,
+                                                     "communication_us": _NUM, "comm_not_overlapped_us": _NUM,
+                                                     "free_us": _NUM, "preparing_us": _NUM}},
         "threads": _table(("host_busy_us", "host_busy_pct")) | {"type": ["object", "null"]},
         "streams": _table(("busy_us", "busy_pct")) | {"type": ["object", "null"]},
         "units": _table(("utilization_pct",)) | {"type": ["object", "null"]},
@@ -464,6 +483,13 @@ def render_table(summary: Mapping[str, Any]) -> str:
         rows.append(("environment", describe_env(summary["env"])))
     rows.append(("simulated makespan", _fmt_us(summary.get("simulated_makespan_us", 0.0))))
     rows += describe_sources(summary.get("device_timing") or {})
+    sb = summary.get("step_breakdown")
+    if sb and sb.get("steps"):
+        rows.append(("step breakdown", f"{sb['steps']} step(s): stage {_fmt_us(sb['stage_us'])} = computing "
+                                       f"{_fmt_us(sb['computing_us'])} + communication not overlapped "
+                                       f"{_fmt_us(sb['comm_not_overlapped_us'])} + free {_fmt_us(sb['free_us'])}; "
+                                       f"communication {_fmt_us(sb['communication_us'])}, preparing "
+                                       f"{_fmt_us(sb['preparing_us'])}"))
     if wall.get("wall_seconds") is not None:
         write = wall.get("write_seconds")
         rows.append(("wall time", f"{wall['wall_seconds']:.3f} s simulating"

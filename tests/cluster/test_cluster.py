@@ -273,3 +273,14 @@ def test_a_send_between_servers_goes_over_the_inter_server_link():
         return run(data).ranks[a].rank.collectives[0].transit_us
     assert pair(0, 9, 1.0) > 10 * pair(0, 9)  # ranks 0 and 9 sit on two servers: the RoCE link carries it
     assert pair(0, 1, 1.0) == pair(0, 1)  # within a server: HCCS only
+
+
+def test_malformed_job_fields_are_reported_not_raised(tmp_path, capsys):
+    path = tmp_path / "bad.yaml"
+    path.write_text("name: b\ncluster: {size: Add, ranks_per_server: true, link: 5, inter_link: [1]}\n"
+                    "groups: [{name: w, ranks: all}, 5, {name: 3, ranks: x}]\n"
+                    "ranks: [5, {like: x, slowdown: s, threads: 3}]\n"
+                    "threads: [{name: t, program: [{collective: allreduce, group: w, bytes: x}]}]\n")
+    assert cli_main(["validate", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert "cluster.size: expected an integer" in err and "Traceback" not in err

@@ -134,7 +134,7 @@ def test_kernel_details_give_shapes_dtypes_cores_and_block_dims(trace, tmp_path,
     step = next(op_steps(res.scenario["threads"][0]["program"]))
     assert step["shapes"] == [[64, 128], [64, 128]] and step["dtype"] == "float16"
     assert res.report.figures["kernel_details_joined"] == 1
-    assert res.report.warnings == {"kernel_details.csv row matching no replayed kernel (start time and name)": 1}
+    assert res.report.warnings == {"kernel_details.csv row matching no replayed kernel (stream, task id and start time)": 1}
     # the calibration of the same profile is written next to the scenario and named by it
     out = write_import(res, tmp_path / "out" / "s.yaml")
     assert out.scenario["calibration"] == "s.calibration.yaml" and out.calibration_path.exists()

@@ -56,12 +56,8 @@ def test_replayed_rank_within_10_percent(figures, rank, figure):
 
 @pytest.mark.parametrize("rank", [0, 1])
 def test_replayed_computing(figures, rank):
-    """Computing comes from the rank's own replay of its calls' kernels (a single-rank import of the same
-    folder gives the same figure): level 1 rank 1 is 14% high (more kernels inside the replayed step than the
-    profile's step holds), so that case is a known miss."""
+    """Computing comes from the rank's own replay of its calls' kernels (copies and DSA tasks are not
+    computing, as torch_npu counts): every observed rank within 10% (measured: within 1% on both levels)."""
     level, by_rank = figures
     real, replay = by_rank[rank]
-    if (level, rank) == ("level1", 1):
-        assert replay["Computing"] == pytest.approx(real["Computing"], rel=0.15)
-        pytest.xfail("level 1 rank 1: Computing 14% high, inherited from the single-rank replay")
-    assert replay["Computing"] == pytest.approx(real["Computing"], rel=TOLERANCE)
+    assert replay["Computing"] == pytest.approx(real["Computing"], rel=TOLERANCE), (level, rank, real, replay)

@@ -73,3 +73,22 @@ def test_a_damaged_rank_exits_2_naming_its_file(tmp_path):
     text = err.getvalue().strip()
     assert code == 2 and "rank0_ascend_pt/ASCEND_PROFILER_OUTPUT/trace_view.json: not valid JSON" in text
     assert len(text.splitlines()) == 1
+
+
+def test_sqlite_export_is_refused_in_one_line_naming_the_text_export(tmp_path):
+    """`opsim import` of the SQLite export (not replayed yet) exits 2 with one line naming the file and what to
+    give instead, not a CSV decoding error."""
+    import io
+    import shutil
+
+    from opsim.cli import main
+    src = Path(__file__).resolve().parents[1] / "data" / "real" / "ascend_pytorch_profiler_alexnet_rank0_excerpt.db"
+    d = tmp_path / "rank0_ascend_pt" / "ASCEND_PROFILER_OUTPUT"
+    d.mkdir(parents=True)
+    shutil.copy(src, d / "ascend_pytorch_profiler_0.db")
+    for target in (d.parent, d / "ascend_pytorch_profiler_0.db"):
+        err = io.StringIO()
+        code = main(["import", str(target), "-o", str(tmp_path / "s.yaml")], stdout=io.StringIO(), stderr=err)
+        text = err.getvalue()
+        assert code == 2 and "ascend_pytorch_profiler_0.db" in text and "export_type=text" in text, text
+        assert len(text.strip().splitlines()) <= 2 and "Traceback" not in text

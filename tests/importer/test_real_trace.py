@@ -128,12 +128,12 @@ def test_import_and_replay_are_deterministic(tmp_path):
 
 
 def test_the_docs_second_stream_override_moves_one_call(imported, tmp_path):
-    # docs/import.md: --set 'streams=[stream_3, side]' --set threads.0.program.16.loop.body.9.stream=side
+    # docs/import.md: --set 'streams=[stream_3, side]' --set threads.0.program.26.loop.body.9.stream=side
     from opsim.importer import write_import
     from opsim.scenario.loader import parse_override
     path = write_import(imported, tmp_path / "imported.yaml").scenario_path
     overrides = dict(parse_override(s) for s in ("streams=[stream_3, side]",
-                                                 "threads.0.program.16.loop.body.9.stream=side"))
+                                                 "threads.0.program.26.loop.body.9.stream=side"))
     cfg = load_scenario(path, overrides)
-    moved = cfg.threads[0].program[16].body[9]
+    moved = cfg.threads[0].program[26].body[9]
     assert moved.op == "aclnnInplaceZero" and moved.stream == "side"

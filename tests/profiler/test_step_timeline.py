@@ -66,3 +66,34 @@ def test_step_thread_scenario_option(tmp_path):
         load_scenario(QUICKSTART, {"outputs.step_thread": "smapler"})
     with pytest.raises(InvalidArgumentError, match="not a thread"):
         _profile(res, "nobody")
+
+
+def test_summary_run_table_and_result_give_the_step_breakdown(tmp_path):
+    """summary.json's step_breakdown is step_trace_time.csv summed over the steps; the run table prints it and
+    Result.step_breakdown returns it; a run without records (trace: false) has none."""
+    import csv
+
+    from opsim.scenario.loader import parse_override
+    from opsim.scenario.result import Result
+    from opsim.trace.summary import render_table
+    res = run_scenario(QUICKSTART, out_dir=tmp_path / "q", profiler_output=True)
+    sb = res.summary["step_breakdown"]
+    (path,) = (tmp_path / "q").glob("*_ascend_pt/ASCEND_PROFILER_OUTPUT/step_trace_time.csv")
+    rows = list(csv.DictReader(path.open()))
+    assert sb["steps"] == len(rows) == 4 and sb["step_thread"] == "trainer"
+    for key, col in (("computing_us", "Computing"), ("comm_not_overlapped_us", "Communication(Not Overlapped)"),
+                     ("overlapped_us", "Overlapped"), ("communication_us", "Communication"), ("free_us", "Free"),
+                     ("stage_us", "Stage"), ("bubble_us", "Bubble"), ("preparing_us", "Preparing")):
+        assert sb[key] == pytest.approx(sum(float(r[col]) for r in rows), abs=0.01), key
+    assert sb["stage_us"] == pytest.approx(sb["computing_us"] + sb["comm_not_overlapped_us"] + sb["free_us"])
+    assert "step breakdown" in render_table(res.summary) and "4 step(s)" in render_table(res.summary)
+    assert json.loads((tmp_path / "q" / "summary.json").read_text())["step_breakdown"] == sb
+    assert Result.from_run(res).step_breakdown == sb
+    off = run_scenario(QUICKSTART, write=False, overrides=dict([parse_override("trace=false")]))
+    assert off.summary["step_breakdown"] is None and "step breakdown" not in render_table(off.summary)
+
+
+def test_summary_step_breakdown_follows_step_thread():
+    from opsim.scenario.loader import parse_override
+    res = run_scenario(QUICKSTART, write=False, overrides=dict([parse_override("outputs.step_thread=sampler")]))
+    assert res.summary["step_breakdown"]["step_thread"] == "sampler"
