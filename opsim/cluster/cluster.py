@@ -8,7 +8,7 @@ where they wait for it.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Mapping
 
 import simpy
@@ -16,33 +16,12 @@ import simpy
 from opsim.cluster import links as links_mod
 from opsim.cluster import transfer
 from opsim.cluster.collective import CollectiveCall, CollectiveSpec, Gathering, Rendezvous, member_record
-from opsim.cluster.groups import POINT_TO_POINT, CommGroup, pair_group
+from opsim.cluster.groups import POINT_TO_POINT, pair_group
 from opsim.cluster.records import CollectiveRecord
+from opsim.cluster.spec import DEFAULT_INTER_LINK, DEFAULT_LINK, TRANSIT_MODES, ClusterSpec
 from opsim.errors import ScenarioError
 from opsim.fastpath.environment import FastEnvironment
 from opsim.trace.timefmt import to_ns
-
-DEFAULT_LINK = "hccs-910b"
-"""The intra-server link preset (opsim.cluster.links) when a scenario names none."""
-DEFAULT_INTER_LINK = "roce-200g"
-"""The inter-server link preset when a scenario names none."""
-TRANSIT_MODES = ("recorded", "model")
-
-
-@dataclass(frozen=True)
-class ClusterSpec:
-    """A job's shape: its ranks, servers, links and groups (the scenario's `cluster` and `groups`)."""
-
-    size: int = 1
-    ranks_per_server: int = 8
-    link: Mapping[str, Any] = field(default_factory=dict)
-    """The intra-server link: `preset` (default DEFAULT_LINK) and LinkSpec fields replaced."""
-    inter_link: Mapping[str, Any] = field(default_factory=dict)
-    algorithm: str = "auto"
-    transit: str = "recorded"
-    """recorded: a collective's recorded transit_us is used when given; model: the transfer model always."""
-    groups: tuple[CommGroup, ...] = ()
-
 
 def resolve_link(spec: Mapping[str, Any], default: str, calibrated: Mapping[str, Any] | None = None) -> Any:
     """The LinkSpec of a scenario's link mapping: its preset, a calibration's fit for that transport over it,

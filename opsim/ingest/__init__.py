@@ -10,26 +10,27 @@ Every reader turns a malformed file into a `ProfileFormatError` naming the file,
 """
 from __future__ import annotations
 
-from opsim.ingest.api_statistic import ApiStatistic, iter_api_statistic, read_api_statistic
-from opsim.ingest.kernels import KernelRecord, KernelTable, canonical_core, canonical_dtype, read_kernels
-from opsim.ingest.locate import ProfileFiles, locate_profile, locate_profiles
-from opsim.ingest.op_summary import iter_op_summary
-from opsim.ingest.profiler_db import iter_db_api_events, iter_db_kernels
-from opsim.ingest.sources import iter_host_calls, iter_kernel_rows
-from opsim.ingest.trace_view import (
-    AclApiEvent,
-    FlowPair,
-    FlowPoint,
-    LaunchLink,
-    TraceEvent,
-    TraceView,
-    read_trace_view,
-)
+_LAZY = {
+    "ApiStatistic": "api_statistic", "iter_api_statistic": "api_statistic", "read_api_statistic": "api_statistic",
+    "KernelRecord": "kernels", "KernelTable": "kernels", "canonical_core": "kernels", "canonical_dtype": "kernels",
+    "read_kernels": "kernels", "ProfileFiles": "locate", "locate_profile": "locate", "locate_profiles": "locate",
+    "iter_op_summary": "op_summary", "iter_db_api_events": "profiler_db", "iter_db_kernels": "profiler_db",
+    "iter_host_calls": "sources", "iter_kernel_rows": "sources", "AclApiEvent": "trace_view",
+    "FlowPair": "trace_view", "FlowPoint": "trace_view", "LaunchLink": "trace_view", "TraceEvent": "trace_view",
+    "TraceView": "trace_view", "read_trace_view": "trace_view",
+}
+"""Exported name -> its module: loaded on first use, so a module that needs one small part of the package
+(`opsim.ingest.transports`, for the cluster's links) does not load every reader."""
 
-__all__ = [
-    "ApiStatistic", "iter_api_statistic", "iter_db_api_events", "iter_db_kernels", "iter_host_calls",
-    "iter_kernel_rows", "iter_op_summary", "locate_profiles", "read_api_statistic",
-    "AclApiEvent", "FlowPair", "FlowPoint", "KernelRecord", "KernelTable", "LaunchLink", "ProfileFiles",
-    "TraceEvent", "TraceView", "canonical_core", "canonical_dtype", "locate_profile", "read_kernels",
-    "read_trace_view",
-]
+
+def __getattr__(name: str):
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'opsim.ingest' has no attribute {name!r}")
+    import importlib  # lazy: module __getattr__ (PEP 562): loaded when the name is first used
+    value = getattr(importlib.import_module(f"opsim.ingest.{module}"), name)
+    globals()[name] = value
+    return value
+
+
+__all__ = list(_LAZY)

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, Mapping
 
-from opsim.cluster.cluster import DEFAULT_INTER_LINK, DEFAULT_LINK, ClusterSpec
+from opsim.cluster.spec import DEFAULT_INTER_LINK, DEFAULT_LINK, ClusterSpec
 from opsim.cluster.groups import CommGroup
 from opsim.errors import InvalidArgumentError
 from opsim.scenario import config
