@@ -102,13 +102,7 @@ def render_error_table(rows: list[ErrorRow], markdown: bool = False) -> str:
     head = ("op type", "core", "n", "median |err|", "p90 |err|", "within 25%")
     body = [(r.op_type, r.core, str(r.n), f"{100 * r.median_error:.1f}%", f"{100 * r.p90_error:.1f}%",
              f"{100 * r.within_25:.0f}%") for r in rows]
-    if markdown:
-        lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
-        lines += ["| " + " | ".join(b) + " |" for b in body]
-        return "\n".join(lines) + "\n"
-    widths = [max(len(h), *(len(b[i]) for b in body)) if body else len(h) for i, h in enumerate(head)]
-    fmt = "  ".join(f"{{:<{w}}}" if i < 2 else f"{{:>{w}}}" for i, w in enumerate(widths))
-    return "\n".join([fmt.format(*head)] + [fmt.format(*b) for b in body]) + "\n"
+    return _render(head, body, markdown)
 
 
 def fit_held_in(records: list[KernelRecord], socs: dict[str, str], *, signatures: bool = True) -> "Any":
@@ -177,6 +171,11 @@ def render_held_out(rows: list[HeldOutRow], markdown: bool = False) -> str:
     head = ("held-out profile", "family", "n", "median |err|", "within 25%", "summed time err")
     body = [(r.profile, r.family, str(r.n), f"{100 * r.median_error:.1f}%", f"{100 * r.within_25:.0f}%",
              f"{100 * r.sum_error:+.1f}%") for r in rows]
+    return _render(head, body, markdown)
+
+
+def _render(head: tuple[str, ...], body: list[tuple[str, ...]], markdown: bool) -> str:
+    """A table as markdown, or as text: the first two columns left-aligned, the figures right-aligned."""
     if markdown:
         lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
         return "\n".join(lines + ["| " + " | ".join(b) + " |" for b in body]) + "\n"
