@@ -124,10 +124,9 @@ def _check_members(spec: ClusterSpec, ranks: tuple[config.RankConfig, ...], thre
                    add: Add) -> bool:
     """Each rank's collectives: a group it belongs to, a partner inside the cluster other than itself."""
     members = {g.name: set(g.ranks) for g in spec.groups}
-    probe = config.ScenarioConfig(name="-", threads=threads, cluster=spec, ranks=ranks)
     uses: dict[int, set] = {}  # the (op, group, peer) a set of threads issues, once per distinct set
     for r in range(spec.size):
-        own = probe.rank_threads(r)
+        own = config.rank_threads(threads, ranks, r)
         if id(own) not in uses:
             uses[id(own)] = {(s.spec.op, s.spec.group, s.spec.peer) for s in _collectives(own)}
         for op, group, peer in sorted(uses[id(own)], key=repr):
@@ -148,11 +147,10 @@ def _check_counts(spec: ClusterSpec, ranks: tuple[config.RankConfig, ...], threa
     """Every member of a group issues as many of its collectives (a send as many as its partner's receives):
     otherwise the run would end in a deadlock, so validation refuses it first. Programs whose count depends on
     a `choose` are left to the run's deadlock check."""
-    probe = config.ScenarioConfig(name="-", threads=threads, cluster=spec, ranks=ranks)
     counted: dict[int, dict | None] = {}
     per_rank = []
     for r in range(spec.size):
-        own = probe.rank_threads(r)
+        own = config.rank_threads(threads, ranks, r)
         if id(own) not in counted:
             counted[id(own)] = _counts(tuple(step for th in own for step in th.program))
         per_rank.append(counted[id(own)])

@@ -224,16 +224,7 @@ class ScenarioConfig:
 
     def rank_threads(self, rank: int) -> tuple[ThreadConfig, ...]:
         """The threads rank `rank` runs: its own, its `like` rank's (followed), else the scenario's."""
-        seen = set()
-        while rank not in seen:
-            seen.add(rank)
-            rc = self.rank_config(rank)
-            if rc.threads is not None:
-                return rc.threads
-            if rc.like is None:
-                break
-            rank = rc.like
-        return self.threads
+        return rank_threads(self.threads, self.ranks, rank)
 
     @property
     def rank_count(self) -> int:
@@ -253,6 +244,21 @@ class ScenarioConfig:
         """The call budget's measure: ACLNN calls, with every loop iteration counting at least one (a loop
         of 10**12 iterations over an empty body or a sleep costs as much to simulate as one of calls)."""
         return sum(program_calls(th.program, 1) for r in range(self.rank_count) for th in self.rank_threads(r))
+
+
+def rank_threads(threads: tuple[ThreadConfig, ...], ranks: tuple[RankConfig, ...],
+                 rank: int) -> tuple[ThreadConfig, ...]:
+    """The threads rank `rank` of a job runs: its own, its `like` rank's (followed), else `threads`."""
+    seen = set()
+    while rank not in seen and rank < len(ranks):
+        seen.add(rank)
+        rc = ranks[rank]
+        if rc.threads is not None:
+            return rc.threads
+        if rc.like is None:
+            break
+        rank = rc.like
+    return threads
 
 
 def _any_pta(program: tuple[Step, ...]) -> bool:
@@ -307,4 +313,4 @@ def op_steps(program: tuple[Step, ...]) -> list[OpStep]:
 
 __all__ = ["CollectiveStep", "RankConfig", "TaskStep", "TasksStep", "OpStep", "LoopStep", "ChooseStep", "SyncStep", "SyncDeviceStep", "EventStep", "SleepStep", "ProfilingStep",
            "DeterministicStep", "Step", "ThreadConfig", "OutputsConfig", "DumpConfig", "ScenarioConfig",
-           "sleep_us", "op_steps", "program_calls"]
+           "sleep_us", "op_steps", "program_calls", "rank_threads"]

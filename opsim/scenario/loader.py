@@ -94,8 +94,8 @@ def load_scenario(source: str | Path | Mapping[str, Any], overrides: Mapping[str
     _check_task_queue(data, names, errors)
     cluster, ranks = build_cluster(data, tuple(threads), lambda where, th: _built(builder, where, th), errors.add)
     if not errors.items:
-        every = [th for r in range(cluster.size) for th in config.ScenarioConfig(
-            name="-", threads=tuple(threads), cluster=cluster, ranks=ranks).rank_threads(r)] if cluster else None
+        every = [th for r in range(cluster.size) for th in config.rank_threads(tuple(threads), ranks, r)] \
+            if cluster else None
         check_scenario(data, threads, errors.add, limits or Limits(), deferred_ops=bool(builder.deferred),
                        calibration=_relative(data.get("calibration"), path), every_rank=every)
     errors.raise_if_any()

@@ -489,12 +489,10 @@ def _start(config: ScenarioConfig, progress: Callable[[int], None] | None, calib
 
 def _rank_row(run: _Run) -> dict[str, Any]:
     from opsim.trace.rank_table import rank_row  # lazy: keeps opsim.trace out of importing opsim.scenario.runner
-    stats = run.stats if not run.config.trace else None
-    device_end = stats.device_end if stats is not None else max(run.sim.recorder.records("device")["end"],
-                                                                default=0.0)
+    records = run.sim.recorder.records("device") if run.config.trace else None  # read once: a copy of the columns
+    device_end = run.stats.device_end if records is None else max(records["end"], default=0.0)
     return rank_row(run.rank.index, slowdown=run.sim.settings.slowdown, calls=run.calls, device_end_us=device_end,
-                    totals=run.rank.totals,
-                    device_records=run.sim.recorder.records("device") if stats is None else None)
+                    totals=run.rank.totals, device_records=records)
 
 
 def _top(rel: str) -> str:
