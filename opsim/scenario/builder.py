@@ -156,6 +156,10 @@ class _Builder:
                                                "float16 or bfloat16")
         if not isinstance(op, str) or not isinstance(step.get("bytes"), int):
             return None  # the schema reports the malformed parts
+        # a refused group or peer (a mapping, a list, ...) is reported above or by the schema: the spec keeps only
+        # values later checks can hash and compare
+        group = group if group in self.group_names else None
+        peer = peer if isinstance(peer, int) and not isinstance(peer, bool) else None
         return config.CollectiveStep(stream=stream, spec=CollectiveSpec(
             op=op, nbytes=int(step["bytes"]), dtype=dtype or "float32", group=group, peer=peer,
             op_type=step.get("name"), algorithm=step.get("algorithm"), transit_us=step.get("transit_us"),

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import copy
 import json
+import re
 
 import pytest
 
@@ -10,7 +11,7 @@ from opsim.cli import main as cli_main
 from opsim.cluster.links import get_link
 from opsim.cluster.transfer import transfer_time_us
 from opsim.errors import ScenarioError
-from opsim.scenario.loader import load_scenario
+from opsim.scenario.loader import load_scenario, validate
 from opsim.scenario.runner import run_scenario
 
 MIB = 1 << 20
@@ -184,6 +185,18 @@ def test_validation_refuses_a_bad_job_naming_the_field(tmp_path, capsys, change,
     assert cli_main(["validate", str(path)]) == 2
     err = capsys.readouterr().err
     assert message in err and str(path) in err and len(err.strip().splitlines()) <= 2
+
+
+@pytest.mark.parametrize("fields, message", [
+    ({"group": {"count": 1}}, "unknown group {'count': 1}"),
+    ({"collective": "send", "group": None, "peer": [1]}, "peer: expected an integer, got a list"),
+])
+def test_a_group_or_peer_of_the_wrong_type_is_refused_not_a_traceback(tmp_path, fields, message):
+    data = job(2)
+    data["threads"][0]["program"][0]["loop"]["body"][3].update(fields)
+    for check in (validate, load_scenario):
+        with pytest.raises(ScenarioError, match=re.escape(message)):
+            check(copy.deepcopy(data))
 
 
 def test_the_cli_reports_a_deadlock_in_one_line_with_exit_2(tmp_path, capsys):
