@@ -20,13 +20,13 @@ anchor, a second document) and documents that use merge keys (`<<`), `=` keys, `
 other than the core scalar ones, or whose scalars PyYAML cannot construct. The caller then composes and
 constructs the text with PyYAML (safe: the limits have passed), which raises PyYAML's own error or builds
 PyYAML's data; none of the bundled scenarios needs it.
+
+What a read finds is an `opsim.yamlio.document.YamlDocument`; what an alias repeats is expanded by
+`opsim.yamlio.aliases` once the pass is over.
 """
 from __future__ import annotations
 
-import operator
-from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 import yaml
 from yaml.events import (AliasEvent, MappingEndEvent, MappingStartEvent, ScalarEvent, SequenceEndEvent,
@@ -34,6 +34,8 @@ from yaml.events import (AliasEvent, MappingEndEvent, MappingStartEvent, ScalarE
 from yaml.nodes import ScalarNode
 
 from opsim.errors import shown
+from opsim.yamlio.aliases import Anchored, expand_log, expand_problems
+from opsim.yamlio.document import LineMap, Problem, YamlDocument
 from opsim.yamlio.limits import MAX_ALIASES, MAX_DEPTH, MAX_FILE_BYTES, MAX_NODES, MAX_NUMBER_CHARS, LimitError
 
 LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
@@ -53,92 +55,6 @@ _SEQ, _MAP, _INT = _YAML + "seq", _YAML + "map", _YAML + "int"
 _OK, _PYYAML, _REFUSED = 0, 1, 2
 
 
-@dataclass(frozen=True)
-class Problem:
-    """A node PyYAML accepts but a scenario may not have: `kind` is "tag" (`detail`: the tag), "key" (a key
-    that is not a scalar) or "duplicate" (`detail`: the key)."""
-
-    line: int
-    kind: str
-    path: tuple
-    detail: str = ""
-
-
-_MISSING = object()
-
-
-class LineMap(Mapping):
-    """Field path -> 1-based line, as a dict of every path would give, kept compactly: the paths of mapping
-    keys (and the top) in a dict, the lines of a list's items in one list per list. Iteration yields every
-    path (not in document order)."""
-
-    __slots__ = ("_paths", "_items")
-
-    def __init__(self, paths: dict[tuple, int], items: dict[tuple, list[int]]):
-        self._paths = paths
-        self._items = items
-
-    def __getitem__(self, path: tuple) -> int:
-        try:
-            return self._paths[path]
-        except KeyError:
-            pass
-        if path.__class__ is tuple and path:
-            lines = self._items.get(path[:-1])
-            if lines is not None:
-                try:
-                    i = operator.index(path[-1])
-                except TypeError:
-                    i = -1
-                if 0 <= i < len(lines):
-                    return lines[i]
-        raise KeyError(path)
-
-    def get(self, path: tuple, default: Any = None) -> Any:
-        line = self._paths.get(path)
-        if line is not None:
-            return line
-        if path.__class__ is tuple and path:
-            lines = self._items.get(path[:-1])
-            if lines is not None and path[-1].__class__ is int and 0 <= path[-1] < len(lines):
-                return lines[path[-1]]
-        try:
-            return self[path]
-        except KeyError:
-            return default
-
-    def __contains__(self, path: object) -> bool:
-        return self.get(path, _MISSING) is not _MISSING
-
-    def __iter__(self) -> Iterator[tuple]:
-        yield from self._paths
-        for path, lines in self._items.items():
-            for i in range(len(lines)):
-                if path + (i,) not in self._paths:
-                    yield path + (i,)
-
-    def __len__(self) -> int:
-        return sum(1 for _ in self)
-
-
-@dataclass
-class YamlDocument:
-    """What the pass found in the text."""
-
-    data: Any
-    """The first document's data (None when `built` is False)."""
-    lines: LineMap
-    """Field path (keys as written, list indices) -> 1-based line."""
-    problems: list[Problem]
-    """In the order a depth-first walk of the node graph meets them (aliases walked again)."""
-    empty: bool
-    """No document at all."""
-    built: bool
-    """False: compose and construct with PyYAML instead (see the module docstring)."""
-    env_as_written: list[tuple[str, str]]
-    """(key, source text) of the top-level `env` mapping's int, float and bool values, in order."""
-
-
 def read_document(text: str) -> YamlDocument:
     """Read YAML text in one pass. Raises LimitError (the bounds of opsim.yamlio.limits) and yaml.YAMLError
     (a syntax error, as libyaml words it) at the first event that breaks one, exactly as a check of the event
@@ -147,7 +63,7 @@ def read_document(text: str) -> YamlDocument:
         raise LimitError(f"{len(text)} characters, above the limit of {MAX_FILE_BYTES} ({MAX_FILE_BYTES >> 20} MiB)")
     loader = LOADER(text)
     try:
-        return _read(loader)
+        return _Pass(loader).read()
     finally:
         loader.dispose()
 
@@ -183,309 +99,360 @@ def _scalar_maker(loader: Any):
     return make
 
 
-def _read(loader: Any) -> YamlDocument:  # noqa: C901 - one loop over the events, kept flat for speed
-    get_event = loader.get_event
-    make = _scalar_maker(loader)
-    plain: dict[str, tuple] = {}  # plain untagged scalars by text
-    other: dict[tuple, tuple] = {}  # the rest by (text, implicit, tag)
-    # Limit bookkeeping, as the event-stream check always kept it: sizes of finished anchors, open anchors.
-    sizes: dict[str, int] = {}
-    open_anchors: set[str] = set()
-    alias_count = 0
-    # anchor -> (object, line, is_collection, tag, state, text, path, log span, problem span, depth)
-    anchors: dict[str, tuple] = {}
-    # In walk order: (path, line or a list's item lines), the first for a path wins; and (line, kind, path,
-    # detail, depth of the node hiding it from the walk or None). An alias adds one entry to each (see
-    # _expand_log).
-    log: list[tuple[tuple | None, Any]] = []
-    problems: list[tuple] = []
-    env_pairs: list[tuple[str, str]] = []
-    built = True
-    documents = 0
-    data: Any = None
-    stack: list[tuple] = []
-    # The open collection ("frame"); at the top, cont is None and the count is the document level's.
-    cont: Any = None
-    is_map = False
-    path: tuple = ()
-    count = 0
-    anchor: str | None = None
-    want_key = False
-    rkey: Any = None  # the pending key as written (None: a key that is not a scalar, its value skipped)
-    ckey: Any = None  # the pending key constructed
-    seen: Any = None  # a mapping's keys as written; a list's items' lines
-    sup: int | None = None  # depth of the node whose problem hides this frame's children from the walk
-    pair_sup: int | None = None  # the same for the current key/value pair (a key that is not a scalar)
-    env = False  # this frame is the top-level `env` mapping
-    rec: tuple | None = None  # (line, log start, problem start, depth, path, object, tag) if anchored
-    depth = 0  # open collections = depth of this frame's children
+_NODES = (ScalarEvent, SequenceStartEvent, MappingStartEvent, AliasEvent)
+"""The events that start a node (the others are stream and document boundaries and collection ends)."""
 
-    pending: Any = None  # an event read ahead, to handle next
-    while True:
-        if pending is None:
+
+class _Node(NamedTuple):
+    """A scalar or an alias, read (an alias: what its anchor names)."""
+
+    obj: Any
+    tag: str
+    state: int
+    line: int
+    is_coll: bool
+    anchor: str | None
+    target: Anchored | None  # an alias's anchored node, None if undefined
+
+
+class _Pass:
+    """The pass over one text's events. Each collection is read by one call of `_sequence` or `_mapping`, so
+    its state (its path, the keys seen, its count of values) lives in that call's locals, and its loop places
+    the common nodes itself: a scalar without an anchor, a collection (a call). Other nodes (aliases, anchored
+    scalars) are read by `_head` and noted by `_node`; a collection's anchor and tag by `_opened` and `_closed`.
+    Nesting is bounded by MAX_DEPTH, so is the recursion."""
+
+    def __init__(self, loader: Any):
+        self.get_event = loader.get_event
+        self.make = _scalar_maker(loader)
+        self.plain: dict[str, tuple] = {}  # plain untagged scalars by text: (object, tag, state)
+        self.other: dict[tuple, tuple] = {}  # the rest by (text, implicit, tag)
+        # Limit bookkeeping, as the event-stream check always kept it: sizes of finished anchors, open anchors.
+        self.sizes: dict[str, int] = {}
+        self.open_anchors: set[str] = set()
+        self.aliases = 0
+        self.anchors: dict[str, Anchored] = {}
+        # In walk order: (path, line or a list's item lines), the first for a path wins; and (line, kind, path,
+        # detail, depth of the node hiding it from the walk or None). An alias adds one entry to each (see
+        # opsim.yamlio.aliases).
+        self.log: list[tuple[tuple | None, Any]] = []
+        self.problems: list[tuple] = []
+        self.env_pairs: list[tuple[str, str]] = []
+        self.built = True
+        self.documents = 0
+        self.data: Any = None
+
+    def read(self) -> YamlDocument:
+        """Read every document's top node (the first is the data)."""
+        get_event = self.get_event
+        count = 0  # values at the document level
+        while True:
             ev = get_event()
-        else:
-            ev, pending = pending, None
-        cls = ev.__class__
-        if cls is ScalarEvent:
-            value, tag = ev.value, ev.tag
-            if tag is None and not ev.style:
-                hit = plain.get(value)
-                if hit is None:
-                    hit = plain[value] = make(value, None, ev.implicit, ev)
+            cls = ev.__class__
+            if cls is StreamEndEvent:
+                break
+            if cls not in _NODES:  # stream and document boundaries
+                continue
+            self.documents += 1
+            if self.documents > 1:
+                self.built = False  # a second document: PyYAML's composer reports it
+            if cls is SequenceStartEvent or cls is MappingStartEvent:
+                self.log.append(((), ev.start_mark.line + 1))
+                collection = self._mapping if cls is MappingStartEvent else self._sequence
+                obj, count = collection(ev, ev.start_mark.line + 1, (), None, 0, count)
             else:
-                key = (value, ev.implicit, tag)
-                hit = other.get(key)
-                if hit is None:
-                    hit = other[key] = make(value, tag, ev.implicit, ev)
-            obj, tag, state = hit
-            line = ev.start_mark.line + 1
-            count += 1
+                node, count = self._head(ev, cls, count)
+                self.log.append(((), node.line))
+                self._node(ev, cls, node, (), None, 0)
+                obj = node.obj
+            if self.documents == 1:
+                self.data = obj
+        return self._document()
+
+    def _document(self) -> YamlDocument:
+        """What the pass found, the aliases' lines and problems expanded."""
+        paths: dict[tuple, int] = {}
+        items: dict[tuple, list[int]] = {}
+        for p, n in expand_log(self.log):  # the first line noted for a path is the walk's
+            if n.__class__ is list:
+                items.setdefault(p, n)
+            else:
+                paths.setdefault(p, n)
+        return YamlDocument(data=self.data if self.built else None, lines=LineMap(paths, items),
+                            problems=expand_problems(self.problems), empty=self.documents == 0,
+                            built=self.built, env_as_written=self.env_pairs)
+
+    # ---- a node's event: the limits, the object --------------------------------------------------------------
+
+    def _scalar(self, ev: Any) -> tuple:
+        """(object, tag, state) of a scalar, made once per distinct text (and tag)."""
+        value, tag = ev.value, ev.tag
+        if tag is None and not ev.style:
+            hit = self.plain.get(value)
+            if hit is None:
+                hit = self.plain[value] = self.make(value, None, ev.implicit, ev)
+            return hit
+        key = (value, ev.implicit, tag)
+        hit = self.other.get(key)
+        if hit is None:
+            hit = self.other[key] = self.make(value, tag, ev.implicit, ev)
+        return hit
+
+    def _head(self, ev: Any, cls: type, count: int) -> tuple[_Node, int]:
+        """A scalar or an alias read, the limits checked, and the count of the collection around it (`count`:
+        before it)."""
+        line = ev.start_mark.line + 1
+        if cls is AliasEvent:
+            return self._alias(ev, line, count)
+        obj, tag, state = self._scalar(ev)
+        count += 1
+        if count > MAX_NODES:
+            raise LimitError(_too_many(), line)
+        anchor = ev.anchor
+        if anchor is not None and (anchor in self.anchors or anchor in self.open_anchors):
+            self.built = False  # a duplicate anchor: PyYAML's composer decides
+        return _Node(obj, tag, state, line, False, anchor, None), count
+
+    def _alias(self, ev: Any, line: int, count: int) -> tuple[_Node, int]:
+        """`_head` of an alias: its anchored node's object, line and tag (an undefined one is left to PyYAML)."""
+        self.aliases += 1
+        name = ev.anchor
+        if self.aliases > MAX_ALIASES:
+            raise LimitError(f"more than {MAX_ALIASES} aliases, above the limit; write the values out", line)
+        if name in self.open_anchors:
+            raise LimitError(f"the alias *{name} is inside the collection &{name} it refers to "
+                             "(a self-referencing value has no end); remove the alias", line)
+        if name in self.sizes:
+            count += self.sizes[name]
             if count > MAX_NODES:
                 raise LimitError(_too_many(), line)
-            node_anchor = ev.anchor
-            if node_anchor is not None and (node_anchor in anchors or node_anchor in open_anchors):
-                built = False  # a duplicate anchor: PyYAML's composer decides
-            is_coll = False
-        elif cls is SequenceStartEvent or cls is MappingStartEvent:
-            line = ev.start_mark.line + 1
-            if depth >= MAX_DEPTH:
-                raise LimitError(f"collections nested {depth + 1} deep, above the limit of {MAX_DEPTH}; "
-                                 "flatten the scenario", line)
-            node_anchor = ev.anchor
-            if node_anchor is not None:
-                if node_anchor in anchors or node_anchor in open_anchors:
-                    built = False  # a duplicate anchor: PyYAML's composer decides
-                open_anchors.add(node_anchor)
-            tag = ev.tag
-            if tag is None or tag == "!" or tag == (_MAP if cls is MappingStartEvent else _SEQ):
-                state = _OK
-            else:
-                state = _PYYAML if tag in STANDARD_TAGS else _REFUSED
-            obj = {} if cls is MappingStartEvent else []
-            is_coll = True
-        elif cls is SequenceEndEvent or cls is MappingEndEvent:
-            n, done_anchor, done_rec = count, anchor, rec
-            (cont, is_map, path, count, anchor, want_key, rkey, ckey, seen, sup, pair_sup, env,
-             rec) = stack.pop()
-            depth -= 1
-            if done_anchor is not None:
-                sizes[done_anchor] = n
-                open_anchors.discard(done_anchor)
-                a_line, log0, prob0, a_depth, a_path, a_obj, a_tag = done_rec
-                anchors[done_anchor] = (a_obj, a_line, True, a_tag, _OK, None, a_path, (log0, len(log)),
-                                        (prob0, len(problems)), a_depth)
-            count += n
-            if count > MAX_NODES:
-                raise LimitError(_too_many(), ev.start_mark.line + 1)
-            continue
-        elif cls is AliasEvent:
-            alias_count += 1
-            line = ev.start_mark.line + 1
-            name = ev.anchor
-            if alias_count > MAX_ALIASES:
-                raise LimitError(f"more than {MAX_ALIASES} aliases, above the limit; write the values out", line)
-            if name in open_anchors:
-                raise LimitError(f"the alias *{name} is inside the collection &{name} it refers to "
-                                 "(a self-referencing value has no end); remove the alias", line)
-            if name in sizes:
-                count += sizes[name]
-                if count > MAX_NODES:
-                    raise LimitError(_too_many(), line)
-            target = anchors.get(name)
-            if target is None:  # undefined: PyYAML's composer reports it with its position
-                built = False
-                obj, tag, state, is_coll, node_anchor = None, _YAML + "null", _OK, False, None
-            else:
-                obj, line, is_coll, tag, state = target[:5]
-                node_anchor = None
-        elif cls is StreamEndEvent:
-            break
-        else:  # stream and document boundaries
-            continue
+        target = self.anchors.get(name)
+        if target is None:  # undefined: PyYAML's composer reports it with its position
+            self.built = False
+            return _Node(None, _YAML + "null", _OK, line, False, None, None), count
+        return _Node(target.obj, target.tag, target.state, target.line, target.is_coll, None, target), count
 
-        # ---- where the node goes: the document, a key, a mapping value or a list item -------------------
-        # `hidden`: the depth of the innermost node whose problem keeps a walk of the node graph from reaching
-        # this node (None: reached). Problems under it are kept, hidden, for the aliases that may repeat them.
-        node_path: tuple | None
-        if cont is None:
-            documents += 1
-            if documents > 1:
-                built = False  # a second document: PyYAML's composer reports it
-            node_path, hidden = (), None
-            log.append((node_path, line))
-            if documents == 1:
-                data = obj
-        elif is_map and want_key:  # keys are not walked (their own tags are PyYAML's concern)
-            want_key = False
-            node_path = None
-            if state != _OK or tag not in _CORE_SCALARS:
-                built = False
-            if is_coll:
-                problems.append((line, "key", path, "", sup))
-                built = False
-                rkey = None
-                hidden = pair_sup = depth - 1
-            else:
-                raw = ev.value if cls is ScalarEvent else (target[5] if target is not None else None)
-                if raw in seen:
-                    problems.append((line, "duplicate", path + (raw,), raw, sup))
-                seen.add(raw)
-                log.append((path + (raw,), line))
-                rkey, ckey = raw, obj
-                hidden = sup
-        elif is_map:
-            want_key = True
-            hidden = pair_sup if pair_sup is not None else sup
-            pair_sup = None
-            if rkey is None:  # the value of a key that is not a scalar
-                node_path = path + (None,)
-            else:
-                cont[ckey] = obj
-                if env and not is_coll and tag in AS_WRITTEN:
-                    env_pairs.append((rkey, ev.value if cls is ScalarEvent else target[5]))
-                elif depth == 1 and rkey == "env" and cls is AliasEvent:
-                    built = False  # `env: *name`: PyYAML's node graph says which values are as written
-                if cls is ScalarEvent and state == _OK and node_anchor is None:
-                    continue  # the common case: nothing more to note
-                node_path = path + (rkey,)
-        else:
-            seen.append(line)  # a list's frame keeps its items' lines
-            cont.append(obj)
-            if cls is ScalarEvent and state == _OK and node_anchor is None:
-                continue  # the common case: nothing more to note
-            node_path = path + (len(cont) - 1,)
-            hidden = sup
+    # ---- the node once placed: its tag, its anchor, what an alias repeats, a collection's content ------------
+    # `hidden`: the depth of the innermost node whose problem keeps a walk of the node graph from reaching the
+    # node (None: reached). Problems under it are kept, hidden, for the aliases that may repeat them. `depth`:
+    # the open collections.
 
-        # ---- the node itself: its tag, and what an alias repeats -------------------------------------------
+    def _node(self, ev: Any, cls: type, node: _Node, node_path: tuple | None, hidden: int | None,
+              depth: int) -> None:
+        """Note what a scalar or an alias adds at `node_path` (None: a key, not walked)."""
+        problems = self.problems
         if cls is AliasEvent:
-            if target is not None and node_path is not None:
+            if node.target is not None and node_path is not None:
                 # noted here, repeated once the whole stream is within the limits (never before)
-                log.append((None, (target, node_path)))
-                problems.append((None, target, node_path, depth, hidden))
-            continue
+                self.log.append((None, (node.target, node_path)))
+                problems.append((None, node.target, node_path, depth, hidden))
+            return
         prob0 = len(problems)  # an anchored node's problems start here
-        if state != _OK:
-            built = False
-            if state == _REFUSED and node_path is not None:
-                problems.append((line, "tag", node_path, tag, hidden))
-        if cls is ScalarEvent:
-            if node_anchor is not None:
-                sizes[node_anchor] = 1
-                anchors[node_anchor] = (obj, line, False, tag, state, ev.value, node_path or (), (0, 0),
-                                        (prob0, len(problems)), depth)
-            continue
-        # a collection opens
-        n = 1
-        if cls is SequenceStartEvent:
-            item_lines: list[int] = []
-            log.append((node_path or (), item_lines))
-            if node_anchor is None and state == _OK:
-                # The commonest list holds plain scalars only ([64, 128], [float, float16]): read them here, and
-                # the whole list when nothing else comes, without opening a frame.
-                while True:
-                    ev = get_event()
-                    if ev.__class__ is ScalarEvent and ev.tag is None and ev.anchor is None and not ev.style:
-                        hit = plain.get(ev.value)
-                        if hit is None:
-                            hit = plain[ev.value] = make(ev.value, None, ev.implicit, ev)
-                        if hit[2] == _OK:
-                            n += 1
-                            if n > MAX_NODES:
-                                raise LimitError(_too_many(), ev.start_mark.line + 1)
-                            item_lines.append(ev.start_mark.line + 1)
-                            obj.append(hit[0])
-                            continue
-                    break
-                if ev.__class__ is SequenceEndEvent:
-                    count += n
-                    if count > MAX_NODES:
-                        raise LimitError(_too_many(), ev.start_mark.line + 1)
-                    continue
-                pending = ev  # anything else: the list's frame opens and the main loop goes on with it
-        # its frame becomes the current one
-        child_env = depth == 1 and node_path == ("env",) and ckey == "env" and cls is MappingStartEvent
-        stack.append((cont, is_map, path, count, anchor, want_key, rkey, ckey, seen, sup, pair_sup, env, rec))
+        if node.state != _OK:
+            self.built = False
+            if node.state == _REFUSED and node_path is not None:
+                problems.append((node.line, "tag", node_path, node.tag, hidden))
+        if node.anchor is not None:
+            self.sizes[node.anchor] = 1
+            self.anchors[node.anchor] = Anchored(node.obj, node.line, False, node.tag, node.state, ev.value,
+                                                 node_path or (), (0, 0), (prob0, len(problems)), depth)
+
+    # ---- collections: one call each, from the start event to the end event ----------------------------------
+    # `depth`: the collections open around the collection (its items, keys and values are at depth + 1). A plain
+    # scalar (no anchor) and a collection are placed in the loop, anything else by `_head` and `_node`.
+
+    def _opened(self, start: Any, cls: type, line: int, node_path: tuple | None, hidden: int | None,
+                depth: int) -> tuple:
+        """A collection's start with an anchor or a tag (or nested too deep): the limit checked, its anchor open,
+        its tag's problem noted. Returns (`hidden` of its children, its first problem, its first line entry,
+        its line)."""
+        if depth >= MAX_DEPTH:
+            raise LimitError(f"collections nested {depth + 1} deep, above the limit of {MAX_DEPTH}; "
+                             "flatten the scenario", line)
+        anchor, tag = start.anchor, start.tag
+        if anchor is not None:
+            if anchor in self.anchors or anchor in self.open_anchors:
+                self.built = False  # a duplicate anchor: PyYAML's composer decides
+            self.open_anchors.add(anchor)
+        prob0 = len(self.problems)  # an anchored collection's problems and lines start here
+        if tag is not None and tag != "!" and tag != (_MAP if cls is MappingStartEvent else _SEQ):
+            self.built = False
+            if tag not in STANDARD_TAGS and node_path is not None:
+                self.problems.append((line, "tag", node_path, tag, hidden))
+                hidden = depth
+        return hidden, prob0, len(self.log), line
+
+    def _closed(self, start: Any, obj: Any, path: tuple, opened: tuple, n: int, depth: int) -> None:
+        """An anchored collection's end: its size and what its aliases repeat (its spans of lines and problems)."""
+        anchor = start.anchor
+        self.sizes[anchor] = n
+        self.open_anchors.discard(anchor)
+        _, prob0, log0, line = opened
+        self.anchors[anchor] = Anchored(obj, line, True, start.tag, _OK, None, path, (log0, len(self.log)),
+                                        (prob0, len(self.problems)), depth)
+
+    def _sequence(self, start: Any, line: int, node_path: tuple | None, hidden: int | None, depth: int,
+                  count: int) -> tuple:
+        """A list at `node_path` (None: a key): (the list, the count of the collection around it)."""
+        opened = None
+        if start.anchor is not None or start.tag is not None or depth >= MAX_DEPTH:
+            opened = self._opened(start, SequenceStartEvent, line, node_path, hidden, depth)
+            hidden = opened[0]
+        get_event, plain = self.get_event, self.plain
         path = node_path or ()
-        rec = None if node_anchor is None else (line, len(log) - (cls is SequenceStartEvent), prob0, depth, path,
-                                                obj, tag)
-        sup = depth if state == _REFUSED and node_path is not None else hidden
-        depth += 1
-        is_map = cls is MappingStartEvent
-        seen = set() if is_map else item_lines
-        cont, count, anchor, want_key, rkey, ckey, pair_sup, env = obj, n, node_anchor, True, None, None, None, child_env
+        cont: list = []
+        item_lines: list[int] = []
+        self.log.append((path, item_lines))
+        inner = depth + 1
+        n = 1  # values, the list included
+        while True:
+            ev = get_event()
+            cls = ev.__class__
+            if cls is ScalarEvent and ev.anchor is None:
+                hit = plain.get(ev.value) if ev.tag is None and not ev.style else None
+                obj, tag, state = self._scalar(ev) if hit is None else hit
+                line = ev.start_mark.line + 1
+                n += 1
+                if n > MAX_NODES:
+                    raise LimitError(_too_many(), line)
+                item_lines.append(line)
+                cont.append(obj)
+                if state != _OK:
+                    self._node(ev, cls, _Node(obj, tag, state, line, False, None, None), path + (len(cont) - 1,),
+                               hidden, inner)
+            elif cls is SequenceEndEvent:
+                break
+            elif cls is MappingStartEvent or cls is SequenceStartEvent:
+                line = ev.start_mark.line + 1
+                item_lines.append(line)
+                if cls is SequenceStartEvent:  # (a direct call: the commonest nested node)
+                    obj, n = self._sequence(ev, line, path + (len(cont),), hidden, inner, n)
+                else:
+                    obj, n = self._mapping(ev, line, path + (len(cont),), hidden, inner, n)
+                cont.append(obj)
+            else:
+                node, n = self._head(ev, cls, n)
+                item_lines.append(node.line)
+                cont.append(node.obj)
+                self._node(ev, cls, node, path + (len(cont) - 1,), hidden, inner)
+        if opened is not None and start.anchor is not None:
+            self._closed(start, cont, path, opened, n, depth)
+        count += n
+        if count > MAX_NODES:
+            raise LimitError(_too_many(), ev.start_mark.line + 1)
+        return cont, count
 
-    paths: dict[tuple, int] = {}
-    items: dict[tuple, list[int]] = {}
-    for p, n in _expand_log(log):  # the first line noted for a path is the walk's
-        if n.__class__ is list:
-            items.setdefault(p, n)
+    def _mapping(self, start: Any, line: int, node_path: tuple | None, hidden: int | None, depth: int,
+                 count: int, env: bool = False) -> tuple:
+        """A mapping at `node_path` (None: a key): (the mapping, the count of the collection around it). `env`:
+        the top-level `env` mapping (its int, float and bool values are kept as written)."""
+        opened = None
+        if start.anchor is not None or start.tag is not None or depth >= MAX_DEPTH:
+            opened = self._opened(start, MappingStartEvent, line, node_path, hidden, depth)
+            hidden = opened[0]
+        get_event, plain, log, problems = self.get_event, self.plain, self.log, self.problems
+        path = node_path or ()
+        cont: dict = {}
+        seen: set = set()  # the keys as written
+        inner = depth + 1
+        n = 1  # values, the mapping included
+        while True:
+            ev = get_event()
+            cls = ev.__class__
+            if cls is ScalarEvent and ev.anchor is None:  # keys are not walked (their tags are PyYAML's concern)
+                hit = plain.get(ev.value) if ev.tag is None and not ev.style else None
+                ckey, tag, state = self._scalar(ev) if hit is None else hit
+                line = ev.start_mark.line + 1
+                n += 1
+                if n > MAX_NODES:
+                    raise LimitError(_too_many(), line)
+                if state != _OK or tag not in _CORE_SCALARS:
+                    self.built = False
+                rkey = ev.value
+                if rkey in seen:
+                    problems.append((line, "duplicate", path + (rkey,), rkey, hidden))
+                seen.add(rkey)
+                log.append((path + (rkey,), line))
+                pair_hidden = hidden
+            elif cls is MappingEndEvent:
+                break
+            else:
+                rkey, ckey, pair_hidden, n = self._key(ev, cls, path, seen, inner, hidden, n)
+            ev = get_event()
+            cls = ev.__class__
+            if cls is ScalarEvent and ev.anchor is None and rkey is not None:
+                hit = plain.get(ev.value) if ev.tag is None and not ev.style else None
+                obj, tag, state = self._scalar(ev) if hit is None else hit
+                line = ev.start_mark.line + 1
+                n += 1
+                if n > MAX_NODES:
+                    raise LimitError(_too_many(), line)
+                cont[ckey] = obj
+                if env and tag in AS_WRITTEN:
+                    self.env_pairs.append((rkey, ev.value))
+                if state != _OK:
+                    self._node(ev, cls, _Node(obj, tag, state, line, False, None, None), path + (rkey,),
+                               pair_hidden, inner)
+            else:
+                n = self._value(ev, cls, cont, path, rkey, ckey, pair_hidden, inner, env, n)
+        if opened is not None and start.anchor is not None:
+            self._closed(start, cont, path, opened, n, depth)
+        count += n
+        if count > MAX_NODES:
+            raise LimitError(_too_many(), ev.start_mark.line + 1)
+        return cont, count
+
+    def _key(self, ev: Any, cls: type, path: tuple, seen: set, depth: int, sup: int | None, count: int) -> tuple:
+        """A mapping's key other than a scalar without an anchor: (key as written, key, `hidden` of its value,
+        count). A key that is not a scalar is a problem, and its value is not walked (its written key: None)."""
+        if cls is SequenceStartEvent or cls is MappingStartEvent:
+            line = ev.start_mark.line + 1
+            self.problems.append((line, "key", path, "", sup))
+            self.built = False
+            collection = self._mapping if cls is MappingStartEvent else self._sequence
+            _, count = collection(ev, line, None, depth - 1, depth, count)
+            return None, None, depth - 1, count
+        node, count = self._head(ev, cls, count)
+        if node.state != _OK or node.tag not in _CORE_SCALARS:
+            self.built = False
+        if node.is_coll:
+            self.problems.append((node.line, "key", path, "", sup))
+            self.built = False
+            rkey = ckey = None
+            hidden = depth - 1
         else:
-            paths.setdefault(p, n)
-    return YamlDocument(data=data if built else None, lines=LineMap(paths, items),
-                        problems=_expand_problems(problems), empty=documents == 0,
-                        built=built, env_as_written=env_pairs)
+            rkey = ev.value if cls is ScalarEvent else (node.target.text if node.target is not None else None)
+            if rkey in seen:
+                self.problems.append((node.line, "duplicate", path + (rkey,), rkey, sup))
+            seen.add(rkey)
+            self.log.append((path + (rkey,), node.line))
+            ckey, hidden = node.obj, sup
+        self._node(ev, cls, node, None, hidden, depth)
+        return rkey, ckey, hidden, count
 
-
-# An alias walked again: a (None, ...) entry in the log and in the problems stands for the anchored node's
-# entries (its log and problem spans) under the alias's path. They are expanded only after the stream passed
-# every limit, so an alias bomb is refused before anything is expanded; what is expanded is then bounded by
-# the limit on values after alias expansion.
-
-def _expand_log(log: list[tuple]) -> Iterator[tuple[tuple, Any]]:
-    """(path, line or item lines) of the log with every alias's entries in its place."""
-    if all(p is not None for p, _ in log):
-        yield from log
-        return
-    work = [(0, len(log), 0, ())]  # spans still to copy: (next, stop, cut, at): path p becomes at + p[cut:]
-    while work:
-        i, stop, cut, at = work.pop()
-        while i < stop:
-            p, v = log[i]
-            i += 1
-            if p is None:
-                target, alias_at = v
-                work.append((i, stop, cut, at))
-                work.append((*target[7], len(target[6]), at + alias_at[cut:]))
-                break
-            yield (at + p[cut:] if cut or at else p), v
-
-
-def _expand_problems(problems: list[tuple]) -> list[Problem]:
-    """The problems a walk reports, in its order, with every alias's repeated in its place. Each entry's last
-    field is the depth of the innermost node hiding it from the walk (None: reported); repeated at an alias,
-    what the anchored node itself hides stays hidden and what only its old place hid is reported (unless the
-    alias's own place hides it)."""
-    if all(p[0] is None for p in problems):
-        return []  # aliases alone add nothing
-    out = []
-    # spans still to copy: (next, stop, cut, at, anchor depth, alias depth, alias hidden)
-    work: list[tuple] = [(0, len(problems), 0, (), 0, 0, None)]
-    while work:
-        i, stop, cut, at, a, d, c = work.pop()
-        while i < stop:
-            e = problems[i]
-            i += 1
-            if e[0] is None:
-                _, target, alias_at, alias_depth, alias_hidden = e
-                work.append((i, stop, cut, at, a, d, c))
-                work.append((*target[8], len(target[6]), at + alias_at[cut:], target[9], alias_depth - a + d,
-                             _moved(alias_hidden, a, d, c)))
-                break
-            line, kind, path, detail, hidden = e
-            if _moved(hidden, a, d, c) is None:
-                out.append(Problem(line, kind, at + path[cut:], detail))
-    return out
-
-
-def _moved(hidden: int | None, a: int, d: int, c: int | None) -> int | None:
-    """`hidden` of an entry under an anchor at depth `a`, repeated by an alias at depth `d` whose own place is
-    hidden by `c`."""
-    if c is not None:
-        return c
-    if hidden is None or hidden < a:
-        return None
-    return hidden - a + d
+    def _value(self, ev: Any, cls: type, cont: dict, path: tuple, rkey: Any, ckey: Any, hidden: int | None,
+               depth: int, env: bool, count: int) -> int:
+        """A mapping's value other than a scalar without an anchor (or any value of a key that is not a
+        scalar, kept out of the data): returns the frame's count."""
+        node_path = path + (None,) if rkey is None else path + (rkey,)
+        if cls is SequenceStartEvent or cls is MappingStartEvent:
+            if cls is MappingStartEvent:
+                env = depth == 1 and node_path == ("env",) and ckey == "env"
+                obj, count = self._mapping(ev, ev.start_mark.line + 1, node_path, hidden, depth, count, env)
+            else:
+                obj, count = self._sequence(ev, ev.start_mark.line + 1, node_path, hidden, depth, count)
+            if rkey is not None:
+                cont[ckey] = obj
+            return count
+        node, count = self._head(ev, cls, count)
+        if rkey is not None:
+            cont[ckey] = node.obj
+            if env and not node.is_coll and node.tag in AS_WRITTEN:
+                self.env_pairs.append((rkey, ev.value if cls is ScalarEvent else node.target.text))
+            elif depth == 1 and rkey == "env" and cls is AliasEvent:
+                self.built = False  # `env: *name`: PyYAML's node graph says which values are as written
+        self._node(ev, cls, node, node_path, hidden, depth)
+        return count
 
 
 def _too_many() -> str:
@@ -493,4 +460,5 @@ def _too_many() -> str:
             "of copies?); write the values out or make the scenario smaller")
 
 
-__all__ = ["read_document", "check_yaml_events", "YamlDocument", "LineMap", "Problem", "LOADER", "STANDARD_TAGS", "AS_WRITTEN"]
+__all__ = ["read_document", "check_yaml_events", "YamlDocument", "LineMap", "Problem", "LOADER", "STANDARD_TAGS",
+           "AS_WRITTEN"]

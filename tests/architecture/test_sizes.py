@@ -10,12 +10,6 @@ MAX_MODULE_LINES = 600
 MAX_FUNCTION_LINES = 100
 AIM_FUNCTION_LINES = 60
 
-LONG_FUNCTIONS: dict[str, str] = {
-    "opsim.yamlio.reader:_read": "one loop over libyaml's events with its state in locals, kept flat for speed "
-                                 "(a 2 MB scenario reads about three times faster than in four passes)",
-}
-"""Functions allowed over MAX_FUNCTION_LINES, each with its reason."""
-
 OVER_AIM: set[str] = {
     "opsim.opdev.planner:plan_max", "opsim.analysis.plots:timeline",
     "opsim.fastpath.batch_kernel:_call", "opsim.fastpath.call_replay:capture", "opsim.fastpath.hit_replay:capture",
@@ -62,12 +56,9 @@ def test_no_module_over_600_lines():
 
 
 def test_no_function_over_100_lines():
-    """Every function has at most MAX_FUNCTION_LINES lines, but the listed ones (each with its reason)."""
-    lengths = _all_lengths()
-    long = {f: n for f, n in lengths.items() if n > MAX_FUNCTION_LINES and f not in LONG_FUNCTIONS}
+    """Every function has at most MAX_FUNCTION_LINES lines (no exception)."""
+    long = {f: n for f, n in _all_lengths().items() if n > MAX_FUNCTION_LINES}
     assert not long, f"functions over {MAX_FUNCTION_LINES} lines (split into named steps): {long}"
-    stale = sorted(f for f in LONG_FUNCTIONS if lengths.get(f, 0) <= MAX_FUNCTION_LINES)
-    assert not stale, f"no longer over {MAX_FUNCTION_LINES} lines, remove from LONG_FUNCTIONS: {stale}"
 
 
 def test_functions_over_60_lines_are_listed_and_only_shrink():
