@@ -197,7 +197,7 @@ def write_profiler_output(sim: Any, out_dir: str, *, name: str, epoch_us: int = 
     if collectives is not None and text:
         _write_communication(p, out, collectives)
     if db:
-        write_profiler_db(p, out, rank=rank)
+        write_profiler_db(p, out, rank=rank, collectives=collectives)
     return root
 
 

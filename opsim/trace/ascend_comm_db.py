@@ -1,0 +1,118 @@
+"""A rank's collectives in ``ascend_pytorch_profiler_<rank>.db``: COMMUNICATION_OP and their host launches.
+
+msprof-analyze's ``slow_rank`` recipe (and ``hccl_sum``, ``communication_bottleneck``, ...) reads
+COMMUNICATION_OP joined to CANN_API by connectionId, the rank from RANK_DEVICE_MAP. The layout is the real
+export's (../shared/real-profiles/alexnet-910b/db/level1, checked in tests/profiler/test_comm_db.py):
+
+* COMMUNICATION_OP, one row per collective of the rank (`opsim.cluster.records.CollectiveRecord`): opName
+  the task's name (``hcom_allReduce__586_0_1``), startNs / endNs the COMMUNICATION task's epoch times, groupName
+  the group's declared name, opId 1, 2, ... in start order, relay and retry 0, dataType msprof's
+  ENUM_HCCL_DATA_TYPE id, algType HCCL's per-level names (``MESH-RING``: level 0 within a server, level 1
+  across servers; a one-server group reports RING at level 1, as the real export does), count the elements
+  (bytes / dtype size), opType ``hcom_allReduce_``, waitNs the record's wait (opsim's Wait Time; the real
+  export's waitNs is a smaller figure whose definition is not published: 0.69 ms against 3.57 ms of
+  communication.json Wait Time in the shared profile).
+* CANN_API, per collective the host launch (`CollectiveRecord.launch_us` .. ``queued_us``, on the launching
+  thread): an AscendCL span named by the op type and a Node ``launch`` span over the same time; the node span
+  carries the op's connectionId, as do the op's TASK rows. The real export's HCCL-level span inside it
+  (``Launch_Ffts``, with its own connectionId that nothing else references) has no simulated counterpart.
+
+connectionIds continue after the largest id of the rank's calls, so they never clash. COMMUNICATION_TASK_INFO
+(the op's sub-tasks: notifies, memcpys, reduce-inline) stays empty: opsim runs a collective as one task.
+"""
+from __future__ import annotations
+
+from typing import Any, Callable, NamedTuple, Sequence
+
+from opsim.acl.dtypes import DataType
+from opsim.errors import InvalidArgumentError
+from opsim.trace.ascend_db_schema import ENUM_API_TYPE, ENUM_TABLES
+from opsim.trace.ascend_model import AscendProfile
+from opsim.trace.step_breakdown import is_communication
+from opsim.trace.timefmt import to_ns
+
+__all__ = ["CommDbRows", "communication_db_rows", "hccl_data_type", "alg_type"]
+
+_API_TYPE_ID = {name: i for i, name in ENUM_API_TYPE.items()}
+_HCCL_DATA_TYPE_ID = {name: i for i, name in ENUM_TABLES["ENUM_HCCL_DATA_TYPE"].items()}
+_HCCL_DTYPE = {DataType.DT_INT8: "INT8", DataType.DT_INT16: "INT16", DataType.DT_INT32: "INT32",
+               DataType.DT_FLOAT16: "FP16", DataType.DT_FLOAT: "FP32", DataType.DT_INT64: "INT64",
+               DataType.DT_UINT64: "UINT64", DataType.DT_UINT8: "UINT8", DataType.DT_UINT16: "UINT16",
+               DataType.DT_UINT32: "UINT32", DataType.DT_DOUBLE: "FP64", DataType.DT_BF16: "BFP16"}
+"""opsim's dtypes -> HCCL's names (HcclDataType; the ENUM_HCCL_DATA_TYPE rows); others are "N/A"."""
+_ALG_NAMES = {"mesh": "MESH", "ring": "RING", "halving_doubling": "HD", "pairwise": "PAIRWISE"}
+"""opsim's algorithm names -> HCCL's level names as msprof prints them (MESH-RING, RING-HD, ...)."""
+_INTER_TRANSPORTS = frozenset({"RDMA"})
+RELAY = RETRY = 0
+"""No relayed or retried collectives (the real export's rows are all 0)."""
+
+
+class CommDbRows(NamedTuple):
+    ops: list[tuple]
+    """COMMUNICATION_OP rows."""
+    api: list[tuple]
+    """CANN_API rows (start, end, type, tid, connectionId, name), no depth yet."""
+    task_conn: dict[int, int]
+    """TASK globalTaskId (the index into the profile's tasks) -> the op's connectionId."""
+
+
+def hccl_data_type(dtype: str) -> int:
+    """The ENUM_HCCL_DATA_TYPE id of an opsim dtype name (N/A for one HCCL has no id for)."""
+    try:
+        name = _HCCL_DTYPE.get(DataType.parse(dtype), "N/A")
+    except InvalidArgumentError:
+        name = "N/A"
+    return _HCCL_DATA_TYPE_ID[name]
+
+
+def alg_type(algorithm: str, links: Sequence[tuple]) -> str:
+    """HCCL's algType of a collective: ``<level 0>-<level 1>``; a group spanning servers (RDMA links) runs
+    mesh within a server and `algorithm` across."""
+    name = _ALG_NAMES.get(algorithm, algorithm.upper())
+    if any(link[2] in _INTER_TRANSPORTS for link in links):
+        return f"MESH-{name}"
+    return f"{name}-RING"
+
+
+def _count(nbytes: int, dtype: str) -> int:
+    """The collective's element count (msprof's ``count``); 0 when the dtype has no size."""
+    try:
+        size = DataType.parse(dtype).itemsize
+    except InvalidArgumentError:
+        return 0
+    return int(nbytes // size) if size > 0 else 0
+
+
+def _first_connection_id(p: AscendProfile) -> int:
+    """One past the largest connectionId the rank's calls use."""
+    top = max((c.corr for c in p.op_calls), default=-1)
+    top = max(top, max((a.corr for a in p.api_spans), default=-1), max((t.corr for t in p.tasks), default=-1))
+    return top + 1
+
+
+def communication_db_rows(p: AscendProfile, collectives: Sequence[Any], sid: Callable[[str], int]) -> CommDbRows:
+    """The rows of the rank's collectives that the profile shows (their COMMUNICATION task is among its tasks),
+    in start order; `sid` gives a text's STRING_IDS id."""
+    epoch_ns = p.epoch_us * 1000
+    tasks = {(t.name, t.start_ns): gid for gid, t in enumerate(p.tasks) if is_communication(t.task_type)}
+    shown = []
+    for rec in collectives:
+        start = epoch_ns + to_ns(rec.start_us)
+        gid = tasks.get((rec.name, start))
+        if gid is not None:
+            shown.append((start, epoch_ns + to_ns(rec.end_us), gid, rec))
+    shown.sort(key=lambda s: (s[0], s[1], s[2]))
+    conn = _first_connection_id(p)
+    acl, node = _API_TYPE_ID["acl"], _API_TYPE_ID["node"]
+    out = CommDbRows([], [], {})
+    for op_id, (start, end, gid, rec) in enumerate(shown, start=1):
+        out.ops.append((sid(rec.name), start, end, conn, sid(rec.group), op_id, RELAY, RETRY,
+                        hccl_data_type(rec.dtype), sid(alg_type(rec.algorithm, rec.links)),
+                        _count(rec.nbytes, rec.dtype), sid(rec.op_type), to_ns(rec.wait_us)))
+        launch, queued = epoch_ns + to_ns(rec.launch_us), epoch_ns + to_ns(rec.queued_us)
+        tid = p.threads.get(rec.thread, 0)
+        out.api.append((launch, queued, acl, tid, None, sid(rec.op_type)))
+        out.api.append((launch, queued, node, tid, conn, sid("launch")))
+        out.task_conn[gid] = conn
+        conn += 1
+    return out
