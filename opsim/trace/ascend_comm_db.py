@@ -31,7 +31,8 @@ from opsim.trace.ascend_model import AscendProfile
 from opsim.trace.step_breakdown import is_communication
 from opsim.trace.timefmt import to_ns
 
-__all__ = ["CommDbRows", "communication_db_rows", "hccl_data_type", "alg_type"]
+__all__ = ["ANALYSIS_COMM_TABLES", "CommDbRows", "analysis_comm_rows", "communication_db_rows", "hccl_data_type",
+           "alg_type"]
 
 _API_TYPE_ID = {name: i for i, name in ENUM_API_TYPE.items()}
 _HCCL_DATA_TYPE_ID = {name: i for i, name in ENUM_TABLES["ENUM_HCCL_DATA_TYPE"].items()}
@@ -116,3 +117,58 @@ def communication_db_rows(p: AscendProfile, collectives: Sequence[Any], sid: Cal
         out.task_conn[gid] = conn
         conn += 1
     return out
+
+
+# ---- analysis.db: CommAnalyzerTime, CommAnalyzerBandwidth, CommAnalyzerMatrix ---------------------------------
+
+ANALYSIS_COMM_TABLES: dict[str, tuple[tuple[str, str], ...]] = {
+    "CommAnalyzerTime": (("hccl_op_name", "TEXT"), ("group_name", "TEXT"), ("start_timestamp", "NUMERIC"),
+                         ("elapse_time", "NUMERIC"), ("transit_time", "NUMERIC"), ("wait_time", "NUMERIC"),
+                         ("synchronization_time", "NUMERIC"), ("idle_time", "NUMERIC"), ("step", "TEXT"),
+                         ("type", "TEXT")),
+    "CommAnalyzerBandwidth": (("hccl_op_name", "TEXT"), ("group_name", "TEXT"), ("transport_type", "TEXT"),
+                              ("transit_size", "NUMERIC"), ("transit_time", "NUMERIC"), ("bandwidth", "NUMERIC"),
+                              ("large_packet_ratio", "NUMERIC"), ("package_size", "NUMERIC"), ("count", "NUMERIC"),
+                              ("total_duration", "NUMERIC"), ("step", "TEXT"), ("type", "TEXT")),
+    "CommAnalyzerMatrix": (("hccl_op_name", "TEXT"), ("group_name", "TEXT"), ("src_rank", "TEXT"),
+                           ("dst_rank", "TEXT"), ("transport_type", "TEXT"), ("transit_size", "NUMERIC"),
+                           ("transit_time", "NUMERIC"), ("bandwidth", "NUMERIC"), ("step", "TEXT"), ("type", "TEXT"),
+                           ("op_name", "TEXT")),
+}
+"""analysis.db's communication tables, columns as in the real export (its CREATE statements)."""
+
+
+def analysis_comm_rows(time_data: dict[str, Any], matrix_data: dict[str, Any]) -> dict[str, list[tuple]]:
+    """The analysis.db rows of a rank's communication.json and communication_matrix.json contents (the same
+    figures, flattened as torch_npu does: per op its times; per op and used transport its bandwidth, one row
+    per Size Distribution entry, SDMA's as one row of package size 0; per matrix key and link its row, the
+    key without its "@hash" in hccl_op_name and the hash in group_name)."""
+    times: list[tuple] = []
+    bandwidth: list[tuple] = []
+    for step, sections in time_data.items():
+        for section, ops in sections.items():
+            for key, op in ops.items():
+                if key == "Total Op Info":
+                    continue
+                name, _, ghash = key.rpartition("@")
+                t = op["Communication Time Info"]
+                times.append((name, ghash, t["Start Timestamp(us)"], t["Elapse Time(ms)"], t["Transit Time(ms)"],
+                              t["Wait Time(ms)"], t["Synchronization Time(ms)"], t["Idle Time(ms)"], step, section))
+                for transport, info in op["Communication Bandwidth Info"].items():
+                    if not info["Transit Size(MB)"]:
+                        continue  # a transport the op did not use
+                    head = (name, ghash, transport, info["Transit Size(MB)"], info["Transit Time(ms)"],
+                            info["Bandwidth(GB/s)"], info["Large Packet Ratio"])
+                    dist = info["Size Distribution"] or {"0": [0, 0]}
+                    bandwidth.extend(head + (float(size), n, ms, step, section) for size, (n, ms) in dist.items())
+    matrix: list[tuple] = []
+    for step, sections in matrix_data.items():
+        for section, keys in sections.items():
+            for key, links in keys.items():
+                kind, _, ghash = key.rpartition("@")
+                for link, row in links.items():
+                    src, _, dst = link.partition("-")
+                    matrix.append((kind, ghash, src, dst, row["Transport Type"], row["Transit Size(MB)"],
+                                   row["Transit Time(ms)"], row["Bandwidth(GB/s)"], step, section,
+                                   row.get("Op Name", "")))
+    return {"CommAnalyzerTime": times, "CommAnalyzerBandwidth": bandwidth, "CommAnalyzerMatrix": matrix}

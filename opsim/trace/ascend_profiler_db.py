@@ -14,7 +14,7 @@ import sqlite3
 from typing import Any, Callable, Iterable, Sequence
 
 import numpy as np
-from opsim.trace.ascend_comm_db import communication_db_rows
+from opsim.trace.ascend_comm_db import ANALYSIS_COMM_TABLES, analysis_comm_rows, communication_db_rows
 from opsim.trace.ascend_db_schema import ENUM_API_TYPE, ENUM_TABLES, META_DATA, PROFILER_DB_TABLES
 from opsim.trace.ascend_memory import memory_db_rows
 from opsim.trace.ascend_model import FILE_MODE, MODEL_ID_NONE, AscendProfile
@@ -236,10 +236,11 @@ def analysis_db_rows(p: AscendProfile) -> list[tuple]:
              (r.comm_not_overlapped - r.bubble) / 1000, r.preparing / 1000) for r in p.step_rows]
 
 
-def write_profiler_db(p: AscendProfile, out_dir: str, *, rank: int = 0,
-                      collectives: Sequence[Any] | None = None) -> tuple[str, str]:
-    """Write ``ascend_pytorch_profiler_<rank>.db`` and ``analysis.db`` into ``out_dir`` (ASCEND_PROFILER_OUTPUT);
-    `collectives`: a job's rank's CollectiveRecords."""
+def write_profiler_db(p: AscendProfile, out_dir: str, *, rank: int = 0, collectives: Sequence[Any] | None = None,
+                      comm: tuple[dict, dict] | None = None) -> tuple[str, str]:
+    """Write ``ascend_pytorch_profiler_<rank>.db`` and ``analysis.db`` into ``out_dir`` (ASCEND_PROFILER_OUTPUT).
+    A job's rank gives its `collectives` (CollectiveRecords) and `comm`, the contents of its communication.json
+    and communication_matrix.json, which analysis.db's CommAnalyzer* tables hold."""
     db_path = os.path.join(out_dir, f"ascend_pytorch_profiler_{rank}.db")
 
     def profiler_db(conn: sqlite3.Connection) -> None:
@@ -250,6 +251,10 @@ def write_profiler_db(p: AscendProfile, out_dir: str, *, rank: int = 0,
     def analysis_db(conn: sqlite3.Connection) -> None:
         _create(conn, ANALYSIS_DB_TABLES)
         _insert(conn, "StepTraceTime", len(ANALYSIS_DB_TABLES["StepTraceTime"]), analysis_db_rows(p))
+        if comm is not None:
+            _create(conn, ANALYSIS_COMM_TABLES)
+            for table, rows in analysis_comm_rows(*comm).items():
+                _insert(conn, table, len(ANALYSIS_COMM_TABLES[table]), rows)
 
     _write_db(db_path, profiler_db)
     analysis_path = os.path.join(out_dir, "analysis.db")
