@@ -31,8 +31,8 @@ from opsim.trace.ascend_model import AscendProfile
 from opsim.trace.step_breakdown import is_communication
 from opsim.trace.timefmt import to_ns
 
-__all__ = ["ANALYSIS_COMM_TABLES", "CommDbRows", "analysis_comm_rows", "communication_db_rows", "hccl_data_type",
-           "alg_type"]
+__all__ = ["ANALYSIS_COMM_TABLES", "CommOp", "analysis_comm_rows", "communication_db_rows", "communication_ops",
+           "hccl_data_type", "alg_type"]
 
 _API_TYPE_ID = {name: i for i, name in ENUM_API_TYPE.items()}
 _HCCL_DATA_TYPE_ID = {name: i for i, name in ENUM_TABLES["ENUM_HCCL_DATA_TYPE"].items()}
@@ -48,13 +48,15 @@ RELAY = RETRY = 0
 """No relayed or retried collectives (the real export's rows are all 0)."""
 
 
-class CommDbRows(NamedTuple):
-    ops: list[tuple]
-    """COMMUNICATION_OP rows."""
-    api: list[tuple]
-    """CANN_API rows (start, end, type, tid, connectionId, name), no depth yet."""
-    task_conn: dict[int, int]
-    """TASK globalTaskId (the index into the profile's tasks) -> the op's connectionId."""
+class CommOp(NamedTuple):
+    """A collective the profile shows, with its epoch times, task and connectionId."""
+
+    start_ns: int
+    end_ns: int
+    task: int
+    """Its COMMUNICATION task's globalTaskId (index into the profile's tasks)."""
+    conn: int
+    rec: Any
 
 
 def hccl_data_type(dtype: str) -> int:
@@ -91,9 +93,9 @@ def _first_connection_id(p: AscendProfile) -> int:
     return top + 1
 
 
-def communication_db_rows(p: AscendProfile, collectives: Sequence[Any], sid: Callable[[str], int]) -> CommDbRows:
-    """The rows of the rank's collectives that the profile shows (their COMMUNICATION task is among its tasks),
-    in start order; `sid` gives a text's STRING_IDS id."""
+def communication_ops(p: AscendProfile, collectives: Sequence[Any]) -> list[CommOp]:
+    """The rank's collectives that the profile shows (their COMMUNICATION task is among its tasks), in start
+    order, numbered with connectionIds after those of the rank's calls."""
     epoch_ns = p.epoch_us * 1000
     tasks = {(t.name, t.start_ns): gid for gid, t in enumerate(p.tasks) if is_communication(t.task_type)}
     shown = []
@@ -103,20 +105,27 @@ def communication_db_rows(p: AscendProfile, collectives: Sequence[Any], sid: Cal
         if gid is not None:
             shown.append((start, epoch_ns + to_ns(rec.end_us), gid, rec))
     shown.sort(key=lambda s: (s[0], s[1], s[2]))
-    conn = _first_connection_id(p)
+    first = _first_connection_id(p)
+    return [CommOp(start, end, gid, first + i, rec) for i, (start, end, gid, rec) in enumerate(shown)]
+
+
+def communication_db_rows(p: AscendProfile, ops: Sequence[CommOp], sid: Callable[[str], int]
+                          ) -> tuple[list[tuple], list[tuple]]:
+    """(COMMUNICATION_OP rows, CANN_API launch rows without depth) of `ops`; `sid` gives a text's STRING_IDS
+    id."""
+    epoch_ns = p.epoch_us * 1000
     acl, node = _API_TYPE_ID["acl"], _API_TYPE_ID["node"]
-    out = CommDbRows([], [], {})
-    for op_id, (start, end, gid, rec) in enumerate(shown, start=1):
-        out.ops.append((sid(rec.name), start, end, conn, sid(rec.group), op_id, RELAY, RETRY,
-                        hccl_data_type(rec.dtype), sid(alg_type(rec.algorithm, rec.links)),
-                        _count(rec.nbytes, rec.dtype), sid(rec.op_type), to_ns(rec.wait_us)))
+    comm: list[tuple] = []
+    api: list[tuple] = []
+    for op_id, (start, end, _task, conn, rec) in enumerate(ops, start=1):
+        comm.append((sid(rec.name), start, end, conn, sid(rec.group), op_id, RELAY, RETRY,
+                     hccl_data_type(rec.dtype), sid(alg_type(rec.algorithm, rec.links)),
+                     _count(rec.nbytes, rec.dtype), sid(rec.op_type), to_ns(rec.wait_us)))
         launch, queued = epoch_ns + to_ns(rec.launch_us), epoch_ns + to_ns(rec.queued_us)
         tid = p.threads.get(rec.thread, 0)
-        out.api.append((launch, queued, acl, tid, None, sid(rec.op_type)))
-        out.api.append((launch, queued, node, tid, conn, sid("launch")))
-        out.task_conn[gid] = conn
-        conn += 1
-    return out
+        api.append((launch, queued, acl, tid, None, sid(rec.op_type)))
+        api.append((launch, queued, node, tid, conn, sid("launch")))
+    return comm, api
 
 
 # ---- analysis.db: CommAnalyzerTime, CommAnalyzerBandwidth, CommAnalyzerMatrix ---------------------------------

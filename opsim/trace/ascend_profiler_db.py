@@ -14,7 +14,8 @@ import sqlite3
 from typing import Any, Callable, Iterable, Sequence
 
 import numpy as np
-from opsim.trace.ascend_comm_db import ANALYSIS_COMM_TABLES, analysis_comm_rows, communication_db_rows
+from opsim.trace.ascend_comm_db import (ANALYSIS_COMM_TABLES, analysis_comm_rows, communication_db_rows,
+                                       communication_ops)
 from opsim.trace.ascend_db_schema import ENUM_API_TYPE, ENUM_TABLES, META_DATA, PROFILER_DB_TABLES
 from opsim.trace.ascend_memory import memory_db_rows
 from opsim.trace.ascend_model import FILE_MODE, MODEL_ID_NONE, AscendProfile
@@ -113,15 +114,10 @@ def profiler_db_rows(p: AscendProfile, rank: int, collectives: Sequence[Any] | N
     for table, values in ENUM_TABLES.items():
         rows[table] = sorted(values.items())
     corr_ids = {c.corr for c in p.op_calls}
-    comm = communication_db_rows(p, collectives, sid) if collectives else None
-    _task_rows(p, rows, sid, corr_ids, comm.task_conn if comm else None)
-    api = [(a.start_ns, a.end_ns, _API_TYPE_ID["acl" if a.kind == "acl" else "node"], a.tid,
-            a.corr if a.corr in corr_ids else None, sid[a.name]) for a in p.api_spans]
-    if comm is not None:
-        rows["COMMUNICATION_OP"] = comm.ops
-        api.extend(comm.api)
-        api.sort(key=lambda r: (r[0], -r[1], r[3]))  # stable: a launch's AscendCL span encloses its Node span
-    rows["CANN_API"] = with_depth(api, track=3)
+    comm = communication_ops(p, collectives) if collectives else []
+    _task_rows(p, rows, sid, corr_ids, {op.task: op.conn for op in comm})
+    cann = [(a.start_ns, a.end_ns, _API_TYPE_ID["acl" if a.kind == "acl" else "node"], a.tid,
+             a.corr if a.corr in corr_ids else None, sid[a.name]) for a in p.api_spans]
     op_type = _API_TYPE_ID["op"]
     api = [(w.start_ns, w.end_ns, w.tid, None, sid[f"ProfilerStep#{w.step}"], -1, 0, None, None, None, op_type)
            for w in p.steps]
@@ -137,6 +133,11 @@ def profiler_db_rows(p: AscendProfile, rank: int, collectives: Sequence[Any] | N
     rows["RANK_DEVICE_MAP"] = [(rank, p.device_id)]
     _session_rows(p, rows)
     rows.update(memory_db_rows(p, sid))
+    if comm:  # a job's rank: its strings come after the others', so the tables a single rank has keep their ids
+        rows["COMMUNICATION_OP"], launches = communication_db_rows(p, comm, sid)
+        cann.extend(launches)
+        cann.sort(key=lambda r: (r[0], -r[1], r[3]))  # stable: a launch's AscendCL span encloses its Node span
+    rows["CANN_API"] = with_depth(cann, track=3)
     rows["STRING_IDS"] = [(i, text) for text, i in sid.ids.items()]
     return rows
 

@@ -8,8 +8,11 @@ import sqlite3
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings, strategies as st
 
 from opsim.scenario.runner import run_scenario
+from opsim.trace.ascend_build import build_profile
+from opsim.trace.ascend_profiler_db import profiler_db_rows
 from opsim.trace.ascend_comm_db import alg_type, hccl_data_type
 from opsim.trace.ascend_model import DEFAULT_EPOCH_US, timestamp_17
 from opsim.trace.timefmt import to_ns
@@ -194,3 +197,21 @@ def test_a_single_rank_db_keeps_communication_op_empty(tmp_path):
     tables = {t for (t,) in sqlite3.connect(db_path.parent / "analysis.db").execute(
         "SELECT name FROM sqlite_master WHERE type = 'table'")}
     assert tables == {"StepTraceTime"}
+
+
+@settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.floats(min_value=0.5, max_value=3.0), min_size=2, max_size=4), st.integers(1, 3))
+def test_every_rank_joins_each_collective_to_exactly_one_launch(slowdowns, count):
+    """Whatever the ranks' speeds and the step count: one COMMUNICATION_OP row per CollectiveRecord with its
+    times, and each joins one Node launch in CANN_API and its one task (what slow_rank's query relies on)."""
+    res = run_scenario(job(len(slowdowns), tuple(slowdowns), count=count), write=False)
+    for rank, run in enumerate(res.ranks):
+        p = build_profile(run.sim)
+        rows = profiler_db_rows(p, rank, run.rank.collectives)
+        recs = sorted(run.rank.collectives, key=lambda c: c.start_us)
+        ops = rows["COMMUNICATION_OP"]
+        assert [(o[1], o[2], o[12]) for o in ops] == [
+            (EPOCH_NS + to_ns(c.start_us), EPOCH_NS + to_ns(c.end_us), to_ns(c.wait_us)) for c in recs]
+        for op in ops:
+            assert [r[2] for r in rows["CANN_API"] if r[4] == op[3]] == [10000]
+            assert len([t for t in rows["TASK"] if t[3] == op[3]]) == 1
