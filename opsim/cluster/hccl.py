@@ -15,9 +15,10 @@ def launch_collective(stream: Any, call: CollectiveCall) -> AclnnStatus:
     (opsim.cluster.collective)."""
     ctx = current()
     name = call.spec.type_name
-    ctx.charge("launch", name)
+    launch_us = ctx.process.cost.host("launch")
+    ctx.charge("launch", name, launch_us)
     task = DeviceTask.trusted(TaskKind.COLLECTIVE, 0.0, 1, name, "COMMUNICATION", ctx.current_corr)
-    task.event = call.issue(ctx.name, ctx.actions[-1][3])  # the launch just charged: its host time
+    task.event = call.issue(ctx.name, launch_us)
     ctx.submit(stream, task)
     return AclnnStatus.ACLNN_SUCCESS
 
