@@ -1,8 +1,11 @@
-"""A rank's collectives in ``ascend_pytorch_profiler_<rank>.db``: COMMUNICATION_OP and their host launches.
+"""A rank's collectives in the database layout: COMMUNICATION_OP and their host launches in
+``ascend_pytorch_profiler_<rank>.db``, the CommAnalyzer* tables of ``analysis.db``.
 
-msprof-analyze's ``slow_rank`` recipe (and ``hccl_sum``, ``communication_bottleneck``, ...) reads
-COMMUNICATION_OP joined to CANN_API by connectionId, the rank from RANK_DEVICE_MAP. The layout is the real
-export's (../shared/real-profiles/alexnet-910b/db/level1, checked in tests/profiler/test_comm_db.py):
+msprof-analyze's ``slow_rank`` recipe (and ``hccl_sum``, ...) reads COMMUNICATION_OP joined to CANN_API by
+connectionId, the rank from RANK_DEVICE_MAP; ``cluster -m all`` reads analysis.db's CommAnalyzerTime,
+CommAnalyzerBandwidth and CommAnalyzerMatrix (communication.json's and communication_matrix.json's figures).
+The layout is the real export's (../shared/real-profiles/alexnet-910b/db/level1, checked in
+tests/profiler/test_comm_db.py):
 
 * COMMUNICATION_OP, one row per collective of the rank (`opsim.cluster.records.CollectiveRecord`): opName
   the task's name (``hcom_allReduce__586_0_1``), startNs / endNs the COMMUNICATION task's epoch times, groupName
