@@ -160,10 +160,7 @@ def timeline(result: Any, *, start: float | None = None, end: float | None = Non
     hi = float(end) if end is not None else max(result.makespan_us, 1e-9)
     host = host[(host["end"] >= lo) & (host["start"] <= hi)]
     dev = dev[(dev["end"] >= lo) & (dev["start"] <= hi)]
-    threads = [str(t) for t in result.meta.get("threads") or ()]
-    threads += [t for t in dict.fromkeys(result.host_spans["thread"].astype(str)) if t not in threads]
-    streams = sorted(set(int(s) for s in result.device_tasks["stream"]))
-    pools = list(result.pools) or sorted(set(result.device_tasks["unit_kind"]) - {"none"})
+    threads, streams, pools = _timeline_tracks(result)
     rows = [f"thread {t}" for t in threads] + [f"Stream {s}" for s in streams] + [f"pool {p}" for p in pools]
     y = {name: i for i, name in enumerate(rows)}
     calls = host[host["phase"] == OP_CALL]
@@ -197,17 +194,15 @@ def timeline(result: Any, *, start: float | None = None, end: float | None = Non
     for p in pools:
         bars(f"pool {p}", dev[dev["unit_kind"] == p], "op", 0.7, 0.45, ops)
     if links and not dev.empty and not calls.empty:
-        thread_of = dict(zip(result.host_spans.loc[result.host_spans["phase"] == OP_CALL, "corr"],
-                             result.host_spans.loc[result.host_spans["phase"] == OP_CALL, "thread"].astype(str)))
-        linked = dev[dev["corr"].isin(thread_of.keys())].head(max_links)
-        if not linked.empty:
-            # lazy: keeps matplotlib out of importing opsim.analysis.plots
-            from matplotlib.collections import LineCollection
-            segs = [((q, y[f"thread {thread_of[c]}"]), (st, y[f"Stream {s}"]))
-                    for q, st, s, c in zip(linked["queued"], linked["start"], linked["stream"], linked["corr"])]
-            lc = LineCollection(segs, colors="0.5", linewidths=0.6, alpha=0.7)
-            ax.add_collection(lc)
-            seen["host → device launch"] = lc
+        _launch_links(ax, result, dev, y, max_links, seen)
+    _timeline_axes(ax, result, rows, lo, hi, startup, seen)
+    _timeline_legend(ax, apis, ops, seen, max_legend)
+    return fig
+
+
+def _timeline_axes(ax: Any, result: Any, rows: list[str], lo: float, hi: float, startup: bool,
+                   seen: dict[str, Any]) -> None:
+    """The tracks, the view's time range (the idle start-up squeezed unless `startup`) and the labels."""
     ax.set_yticks(range(len(rows)), rows)
     ax.set_ylim(max(len(rows), 1) - 0.5, -0.5)
     ax.set_xlim(lo, hi)
@@ -219,6 +214,38 @@ def timeline(result: Any, *, start: float | None = None, end: float | None = Non
     ax.set_xlabel("simulated time (µs)")
     ax.set_ylabel("track (host thread / stream / unit pool)")
     ax.set_title("Timeline: host threads, streams and unit pools")
+
+
+def _timeline_tracks(result: Any) -> tuple[list[str], list[int], list[str]]:
+    """The timeline's host threads (the scenario's order, then any other that ran), streams and unit pools, for
+    the whole run whatever the view's crop."""
+    threads = [str(t) for t in result.meta.get("threads") or ()]
+    threads += [t for t in dict.fromkeys(result.host_spans["thread"].astype(str)) if t not in threads]
+    streams = sorted(set(int(s) for s in result.device_tasks["stream"]))
+    pools = list(result.pools) or sorted(set(result.device_tasks["unit_kind"]) - {"none"})
+    return threads, streams, pools
+
+
+def _launch_links(ax: Any, result: Any, dev: pd.DataFrame, y: dict[str, int], max_links: int,
+                  seen: dict[str, Any]) -> None:
+    """A grey line from each launch (its thread, when queued) to its task's start on its stream (at most
+    `max_links`)."""
+    thread_of = dict(zip(result.host_spans.loc[result.host_spans["phase"] == OP_CALL, "corr"],
+                         result.host_spans.loc[result.host_spans["phase"] == OP_CALL, "thread"].astype(str)))
+    linked = dev[dev["corr"].isin(thread_of.keys())].head(max_links)
+    if not linked.empty:
+        # lazy: keeps matplotlib out of importing opsim.analysis.plots
+        from matplotlib.collections import LineCollection
+        segs = [((q, y[f"thread {thread_of[c]}"]), (st, y[f"Stream {s}"]))
+                for q, st, s, c in zip(linked["queued"], linked["start"], linked["stream"], linked["corr"])]
+        lc = LineCollection(segs, colors="0.5", linewidths=0.6, alpha=0.7)
+        ax.add_collection(lc)
+        seen["host → device launch"] = lc
+
+
+def _timeline_legend(ax: Any, apis: dict[str, Any], ops: dict[str, Any], seen: dict[str, Any],
+                     max_legend: int) -> None:
+    """The APIs, then the device ops (at most `max_legend` of both), then the host phase groups and the links."""
     named = {**{f"API {k}": v for k, v in sorted(apis.items())},
              **{f"op {k}": v for k, v in sorted(ops.items()) if f"API {k}" not in apis}}
     names = list(named)[:max_legend]
@@ -235,7 +262,6 @@ def timeline(result: Any, *, start: float | None = None, end: float | None = Non
                   fontsize="small")
     else:
         _placeholder_legend(ax, "no spans recorded")
-    return fig
 
 
 # --- memory --------------------------------------------------------------------------------------------------

@@ -11,7 +11,7 @@ MAX_FUNCTION_LINES = 100
 AIM_FUNCTION_LINES = 60
 
 OVER_AIM: set[str] = {
-    "opsim.opdev.planner:plan_max", "opsim.analysis.plots:timeline",
+    "opsim.opdev.planner:plan_max",
     "opsim.fastpath.batch_kernel:_call", "opsim.fastpath.call_replay:capture", "opsim.fastpath.hit_replay:capture",
     "opsim.sweeps.engine:run_sweep", "opsim.opdev.process:ProcessContext.__init__",
     "opsim.ingest.trace_view:read_trace_view", "opsim.trace.columns:expand_groups",
