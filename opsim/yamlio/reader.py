@@ -232,7 +232,7 @@ class _Pass:
             return _Node(None, _YAML + "null", _OK, line, False, None, None), count
         return _Node(target.obj, target.tag, target.state, target.line, target.is_coll, None, target), count
 
-    # ---- the node once placed: its tag, its anchor, what an alias repeats, a collection's content ------------
+    # ---- a scalar or an alias once placed: its tag, its anchor, what an alias repeats ------------------------
     # `hidden`: the depth of the innermost node whose problem keeps a walk of the node graph from reaching the
     # node (None: reached). Problems under it are kept, hidden, for the aliases that may repeat them. `depth`:
     # the open collections.
