@@ -129,7 +129,7 @@ TRACE_MAX_US = 10 ** 12
 that the two agree."""
 
 
-def _horizon(data: Mapping[str, Any]) -> tuple[float, str]:
+def scenario_horizon(data: Mapping[str, Any]) -> tuple[float, str]:
     """(longest time the run's outputs can express in us, what sets it)."""
     outputs = data.get("outputs") if isinstance(data.get("outputs"), dict) else {}
     return output_horizon(bool(data.get("trace", True)) and bool(outputs.get("trace", True)))
@@ -168,7 +168,7 @@ at least a cycle's work and moves bytes); it is refused here instead."""
 def _check_horizon(data: Mapping[str, Any], threads: list[config.ThreadConfig], add: Add) -> None:
     """Sleeps, and each call's time-valued cost overrides, must fit the times the outputs can express: a run
     refuses them only after simulating, when it writes them."""
-    bound, why = _horizon(data)
+    bound, why = scenario_horizon(data)
     from opsim.device.cost import HOST_PHASES  # lazy: keeps SimPy out of importing opsim.scenario.checks
     per_call = 0.0
     for k, v in dict(data.get("soc_overrides") or {}).items():
