@@ -22,12 +22,11 @@ Add = Callable[[tuple, str], None]
 
 def check_scenario(data: Mapping[str, Any], threads: list[config.ThreadConfig], add: Add, limits: Limits, *,
                    deferred_ops: bool = False, calibration: str | None = None,
-                   every_rank: list[config.ThreadConfig] | None = None) -> None:
+                   every_rank: list[config.ThreadConfig] | None = None) -> Any:
     """Report (through `add(field path, message)`) every bound the scenario exceeds. `calibration` is the
     resolved path of its calibration file, read as a run would read it; `every_rank`: a job's threads over all
     its ranks, what the call and numerics budgets count (None: a single rank's `threads`)."""
-    if calibration is not None:
-        _check_calibration(calibration, add)
+    loaded = _check_calibration(calibration, add) if calibration is not None else None
     soc = _check_soc(data, add)
     _check_cost(data, soc, add)
     if soc is not None:
@@ -38,15 +37,18 @@ def check_scenario(data: Mapping[str, Any], threads: list[config.ThreadConfig], 
     _check_horizon(data, threads, add)
     if data.get("numerics") and not deferred_ops:
         _check_numerics(budgeted, add, limits)
+    return loaded
 
 
-def _check_calibration(path: str, add: Add) -> None:
+def _check_calibration(path: str, add: Add) -> Any:
+    """The calibration file as a run loads it (None when it is refused)."""
     # lazy: keeps ijson, sqlite3, SimPy, decimal out of importing opsim.scenario.checks
     from opsim.calibration import load_calibration
     try:
-        load_calibration(path)
+        return load_calibration(path)
     except CalibrationError as exc:
         add(("calibration",), str(exc))
+        return None
 
 
 def _check_soc(data: Mapping[str, Any], add: Add) -> Any:

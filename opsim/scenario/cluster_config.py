@@ -14,7 +14,7 @@ from opsim.scenario import config
 from opsim.scenario.checks import scenario_horizon
 from opsim.scenario.messages import Path_
 from opsim.scenario.schema import MAX_RANKS
-from opsim.cluster.links import get_link
+from opsim.cluster.links import get_link, resolve_link
 
 CLUSTER_KEYS = ("cluster", "groups", "ranks")
 """A scenario with any of these is a multi-rank job."""
@@ -225,18 +225,17 @@ def _collectives(program: Any) -> list[config.CollectiveStep]:
 
 
 def check_collective_time(data: Mapping[str, Any], spec: ClusterSpec, ranks: tuple[config.RankConfig, ...],
-                          threads: tuple[config.ThreadConfig, ...], add: Add) -> None:
+                          threads: tuple[config.ThreadConfig, ...], add: Add,
+                          calibrated_links: Mapping[str, Any] | None = None) -> None:
     """A rank's collectives last at least their transfer times (the link model's, or a recorded `transit_us`):
     a link of almost no bandwidth or huge buffers make them outlast what the outputs can express, which the run
-    refuses only when it reaches them; refused here first. The scenario's links count (a calibration's fitted
-    links are bounded)."""
+    refuses only when it reaches them; refused here first. The links are the run's: the scenario's over the
+    scenario calibration's fitted links (`opsim.cluster.links.resolve_link`)."""
     from opsim.cluster import transfer  # lazy: the transfer model is needed only for a job
     from opsim.cluster.groups import pair_group  # lazy: as above
     bound, why = scenario_horizon(data)
-    links = []
-    for key, default in (("link", DEFAULT_LINK), ("inter_link", DEFAULT_INTER_LINK)):
-        link = _map(getattr(spec, key))
-        links.append(get_link(str(link.get("preset", default)), **{k: v for k, v in link.items() if k != "preset"}))
+    links = [resolve_link(_map(spec.link), DEFAULT_LINK, calibrated_links),
+             resolve_link(_map(spec.inter_link), DEFAULT_INTER_LINK, calibrated_links)]
     members = {g.name: g.ranks for g in spec.groups}
     memo: dict[tuple, float] = {}
 

@@ -96,10 +96,10 @@ def load_scenario(source: str | Path | Mapping[str, Any], overrides: Mapping[str
     if not errors.items:
         every = [th for r in range(cluster.size) for th in config.rank_threads(tuple(threads), ranks, r)] \
             if cluster else None
-        check_scenario(data, threads, errors.add, limits or Limits(), deferred_ops=bool(builder.deferred),
-                       calibration=_relative(data.get("calibration"), path), every_rank=every)
+        cal = check_scenario(data, threads, errors.add, limits or Limits(), deferred_ops=bool(builder.deferred),
+                             calibration=_relative(data.get("calibration"), path), every_rank=every)
         if cluster is not None and not errors.items:
-            check_collective_time(data, cluster, ranks, tuple(threads), errors.add)
+            check_collective_time(data, cluster, ranks, tuple(threads), errors.add, getattr(cal, "links", None))
     errors.raise_if_any()
     scenario = _config(data, threads, path, extra_ops, {k: src for k, (_, src) in in_force.items()},
                        shell_values(environ))

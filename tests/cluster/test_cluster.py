@@ -364,3 +364,16 @@ def test_enormous_counts_are_refused_quickly(change):
         with pytest.raises(ScenarioError):
             check(copy.deepcopy(data))
     assert time.perf_counter() - t < 30
+
+
+def test_a_calibrations_slow_link_counts_toward_the_collectives_horizon(tmp_path):
+    """The run resolves links over the scenario calibration's fitted ones; validate checks those links too."""
+    from pathlib import Path
+    from opsim.calibration import calibrate
+    cal = calibrate([Path(__file__).resolve().parents[1] / "data" / "real" / "alexnet_910b_comm" / "level1"])
+    cal.links["HCCS"]["bandwidth_gbps"] = 1e-12
+    data = job(2, count=1)
+    data["calibration"] = str(cal.save(tmp_path / "slow.calibration.yaml"))
+    for check in (validate, load_scenario):
+        with pytest.raises(ScenarioError, match="collectives alone take"):
+            check(copy.deepcopy(data))
