@@ -137,7 +137,8 @@ def mutate_cluster(rng: random.Random) -> dict[str, Any]:
                 break
             node = node[part]
         else:
-            if isinstance(node, dict) or (isinstance(node, list) and path[-1] < len(node)):
+            if isinstance(node, dict) or (isinstance(node, list) and isinstance(path[-1], int)
+                                          and path[-1] < len(node)):
                 node[path[-1]] = copy.deepcopy(rng.choice(pool))
     return data
 
