@@ -224,6 +224,12 @@ def _collectives(program: Any) -> list[config.CollectiveStep]:
     return out
 
 
+class _Refused(Exception):
+    def __init__(self, where: Path_, message: str):
+        super().__init__(message)
+        self.where, self.message = where, message
+
+
 def check_collective_time(data: Mapping[str, Any], spec: ClusterSpec, ranks: tuple[config.RankConfig, ...],
                           threads: tuple[config.ThreadConfig, ...], add: Add,
                           calibrated_links: Mapping[str, Any] | None = None) -> None:
@@ -245,7 +251,11 @@ def check_collective_time(data: Mapping[str, Any], spec: ClusterSpec, ranks: tup
         group = pair_group(r, int(s.peer)).ranks if s.peer is not None else members.get(s.group, (r,))
         key = (s.op, s.nbytes, group, s.algorithm)
         if key not in memo:
-            alg = transfer.choose_algorithm(s.op, len(group), spec.ranks_per_server, s.algorithm or spec.algorithm)
+            try:
+                alg = transfer.choose_algorithm(s.op, len(group), spec.ranks_per_server,
+                                                s.algorithm or spec.algorithm)
+            except ValueError as exc:  # `cluster.algorithm: pairwise` over an allreduce (a step's own is checked)
+                raise _Refused(("cluster", "algorithm"), f"{exc}; set the algorithm on the alltoall steps instead")
             memo[key] = transfer.transfer_time_us(s.op, s.nbytes, len(group), algorithm=alg, intra=links[0],
                                                   inter=links[1], ranks_per_server=spec.ranks_per_server,
                                                   ranks=group)
@@ -262,7 +272,11 @@ def check_collective_time(data: Mapping[str, Any], spec: ClusterSpec, ranks: tup
 
     for r in range(spec.size):
         for th in config.rank_threads(threads, ranks, r):
-            t = total(r, th.program)
+            try:
+                t = total(r, th.program)
+            except _Refused as exc:
+                add(exc.where, exc.message)
+                return
             if not t <= bound:
                 add(_where(ranks, r), f"rank {r}'s thread {th.name!r}: its collectives alone take {t:.4g} us to "
                                       f"transfer, beyond {why}; raise cluster.link.bandwidth_gbps, lower the "

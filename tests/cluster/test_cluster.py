@@ -377,3 +377,18 @@ def test_a_calibrations_slow_link_counts_toward_the_collectives_horizon(tmp_path
     for check in (validate, load_scenario):
         with pytest.raises(ScenarioError, match="collectives alone take"):
             check(copy.deepcopy(data))
+
+
+@pytest.mark.parametrize("where, value, field", [("step", "pairwise", "body[3].algorithm"),
+                                                 ("cluster", "pairwise", "cluster.algorithm")])
+def test_an_algorithm_the_op_has_not_is_refused_before_the_run_raises_for_it(where, value, field):
+    """An allreduce with `algorithm: pairwise` (alltoall's only): validate accepted it and the run ended in a
+    ValueError traceback when it reached the collective."""
+    data = job(2, count=1)
+    if where == "step":
+        data["threads"][0]["program"][0]["loop"]["body"][3]["algorithm"] = value
+    else:
+        data["cluster"]["algorithm"] = value
+    for check in (validate, load_scenario):
+        with pytest.raises(ScenarioError, match=re.escape(field) + ".*allreduce has no pairwise algorithm"):
+            check(copy.deepcopy(data))
