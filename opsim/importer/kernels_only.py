@@ -23,6 +23,7 @@ from opsim.importer.device_tasks import DEVICE_THREAD, DeviceItem, step_of
 from opsim.importer.report import ImportReport
 from opsim.importer.spill_sort import SpillSort
 from opsim.trace.step_breakdown import is_communication
+from opsim.yamlio.limits import MAX_FILE_BYTES
 from opsim.ingest.trace_view import us_to_ns
 
 
@@ -39,6 +40,9 @@ DUMP = {"sort_keys": False, "width": 120, "default_flow_style": None}
 """How `opsim import` dumps a scenario with PyYAML (`opsim.importer.write_import`)."""
 TEMPLATES = 1 << 14
 """Distinct step templates kept (a long table repeats a few hundred kernels; more are dumped again)."""
+MAX_STREAMS = MAX_FILE_BYTES // 10
+"""Most replay streams (each takes at least 10 characters of the scenario's `streams:` list, which a scenario
+file of MAX_FILE_BYTES must hold): bounds the lanes kept while the rows are placed."""
 VALIDATE_BATCH = 4_096
 """Distinct steps validated together (each distinct step is validated once, in a scenario of its own kind)."""
 
@@ -129,6 +133,10 @@ class KernelReplay:
             kind = "communication" if comm else "recorded"
             lane = lanes.setdefault(stream, _Lanes()).take(start, dur)
             labels.add(stream if lane == 0 else f"{stream}_{lane}")
+            if len(labels) > MAX_STREAMS:
+                raise ProfileFormatError(f"{source}: the replay needs more than {MAX_STREAMS} streams (stream ids, "
+                                         f"and lanes of kernels overlapping on one), more than a scenario file "
+                                         f"(at most {MAX_FILE_BYTES >> 20} MiB) can list; import a shorter profile")
             kinds[kind] += 1
             self.origin = start if self.origin is None else min(self.origin, start)
             self._steps.add((start, line, stream, lane, kind, kname, core, dur))

@@ -109,3 +109,15 @@ def test_many_overlapping_tasks_on_one_stream_stay_linear(tmp_path):
     rows = [(i + 2, "K", "AI_CORE", 0, i, 10 ** 9) for i in range(3000)]
     res = import_profile(_table(tmp_path / "kernel_details.csv", rows))
     assert res.report.figures["streams"] == 3000
+
+
+def test_more_streams_than_a_scenario_file_can_list_are_refused_while_placing(tmp_path, monkeypatch):
+    """Every row on its own stream id: the lanes kept are bounded by what the `streams:` list can hold."""
+    from opsim.importer import kernels_only
+    monkeypatch.setattr(kernels_only, "MAX_STREAMS", 100)
+    rows = [(i + 2, "K", "AI_CORE", i, i * 1000, 500) for i in range(300)]
+    err = io.StringIO()
+    table = _table(tmp_path / "kernel_details.csv", rows)
+    code = main(["import", str(table), "-o", str(tmp_path / "s.yaml")], stdout=io.StringIO(), stderr=err)
+    text = err.getvalue().strip()
+    assert code == 2 and "more than 100 streams" in text and str(table) in text and len(text.splitlines()) == 1
