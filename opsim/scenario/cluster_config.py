@@ -233,7 +233,8 @@ class _Refused(Exception):
 def check_collective_time(data: Mapping[str, Any], spec: ClusterSpec, ranks: tuple[config.RankConfig, ...],
                           threads: tuple[config.ThreadConfig, ...], add: Add,
                           calibrated_links: Mapping[str, Any] | None = None) -> None:
-    """A rank's collectives last at least their transfer times (the link model's, or a recorded `transit_us`):
+    """A rank's collectives last at least their idle_us plus their transfer times (the link model's, or a
+    recorded `transit_us`):
     a link of almost no bandwidth or huge buffers make them outlast what the outputs can express, which the run
     refuses only when it reaches them; refused here first. The links are the run's: the scenario's over the
     scenario calibration's fitted links (`opsim.cluster.links.resolve_link`)."""
@@ -246,6 +247,9 @@ def check_collective_time(data: Mapping[str, Any], spec: ClusterSpec, ranks: tup
     memo: dict[tuple, float] = {}
 
     def step_us(r: int, s: Any) -> float:
+        return float(s.idle_us or 0.0) + transit_us(r, s)  # a member is ready idle_us after it starts
+
+    def transit_us(r: int, s: Any) -> float:
         if spec.transit == "recorded" and s.transit_us is not None:
             return float(s.transit_us)
         group = pair_group(r, int(s.peer)).ranks if s.peer is not None else members.get(s.group, (r,))
@@ -278,9 +282,9 @@ def check_collective_time(data: Mapping[str, Any], spec: ClusterSpec, ranks: tup
                 add(exc.where, exc.message)
                 return
             if not t <= bound:
-                add(_where(ranks, r), f"rank {r}'s thread {th.name!r}: its collectives alone take {t:.4g} us to "
-                                      f"transfer, beyond {why}; raise cluster.link.bandwidth_gbps, lower the "
-                                      "collectives' bytes or the loop counts")
+                add(_where(ranks, r), f"rank {r}'s thread {th.name!r}: its collectives alone take {t:.4g} us "
+                                      f"(transfers and idle_us), beyond {why}; raise cluster.link.bandwidth_gbps, "
+                                      "lower the collectives' bytes, idle_us or the loop counts")
                 return
 
 

@@ -392,3 +392,11 @@ def test_an_algorithm_the_op_has_not_is_refused_before_the_run_raises_for_it(whe
     for check in (validate, load_scenario):
         with pytest.raises(ScenarioError, match=re.escape(field) + ".*allreduce has no pairwise algorithm"):
             check(copy.deepcopy(data))
+
+
+def test_recorded_idle_times_count_toward_the_horizon():
+    """idle_us of 5e11 on 3 allreduces: the run refused after simulating (the trace cannot hold 1.5e12 us)."""
+    data = job(2, count=3)
+    data["threads"][0]["program"][0]["loop"]["body"][3]["idle_us"] = 5.0e11
+    with pytest.raises(ScenarioError, match="collectives alone take 1.5e\\+12 us"):
+        validate(data)
