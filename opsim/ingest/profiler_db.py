@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import sqlite3
 from contextlib import contextmanager
+from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 from pathlib import Path
 from typing import Any, Iterator
@@ -174,14 +175,16 @@ def _kernel_sql(cols: dict[str, set[str]]) -> str:
             f"COMPUTE_TASK_INFO c ON c.globalTaskId = t.globalTaskId {' '.join(joins)}")
 
 
-def iter_db_kernels(path: str | Path, skipped: dict[str, int] | None = None) -> Iterator[KernelRecord]:
-    """The device kernels of a profiler db in TASK order; skipped rows are counted in `skipped` by reason."""
+def iter_db_kernels(path: str | Path, skipped: dict[str, int] | None = None, *,
+                    shapeless: bool = False) -> Iterator[KernelRecord]:
+    """The device kernels of a profiler db in TASK order; skipped rows are counted in `skipped` by reason.
+    `shapeless` keeps the kernels without shapes (an import joins them to its trace), as read_kernels does."""
     with _connect(path) as (p, con):
         cols = _require(p, con, _KERNEL_REQUIRED)
         has_tensors = any(c in cols["COMPUTE_TASK_INFO"] for c in _TENSOR_STRINGS)
         memo: dict = {}
         for r in _rows(p, con, "COMPUTE_TASK_INFO", _kernel_sql(cols)):
-            rec, reason = _kernel(p, r, has_tensors, memo)
+            rec, reason = _kernel(p, r, has_tensors, memo, shapeless)
             if rec is None:
                 if skipped is not None:
                     skipped[reason] = skipped.get(reason, 0) + 1
@@ -189,7 +192,22 @@ def iter_db_kernels(path: str | Path, skipped: dict[str, int] | None = None) -> 
             yield rec
 
 
-def _strings(p: Path, info: int, r: tuple, has_tensors: bool) -> tuple | str:
+@dataclass
+class DbKernelRows:
+    """The kernel rows of a profiler db held for a join (what `KernelTable.rows` is to kernel_details.csv)."""
+
+    path: Path
+    rows: list[KernelRecord]
+    skipped: dict[str, int]
+
+
+def db_kernel_rows(path: str | Path) -> DbKernelRows:
+    """Every kernel row of a profiler db (shape-less ones too), for `opsim import` to join to its trace."""
+    skipped: dict[str, int] = {}
+    return DbKernelRows(Path(path), list(iter_db_kernels(path, skipped, shapeless=True)), skipped)
+
+
+def _strings(p: Path, info: int, r: tuple, has_tensors: bool, shapeless: bool = False) -> tuple | str:
     """The string columns of a kernel row parsed (name, op type, core, shapes, dtypes, formats), or the
     reason the row is skipped."""
     cells: dict[str, str] = {}
@@ -206,7 +224,7 @@ def _strings(p: Path, info: int, r: tuple, has_tensors: bool) -> tuple | str:
     in_shapes = out_shapes = ()
     if has_tensors:
         in_shapes, out_shapes = row.shapes("input_shapes"), row.shapes("output_shapes")
-        if in_shapes is None and out_shapes is None:
+        if in_shapes is None and out_shapes is None and not shapeless:
             return "no shapes"
     try:
         in_dtypes, out_dtypes = row.dtypes("input_dtypes"), row.dtypes("output_dtypes")
@@ -220,7 +238,8 @@ def _strings(p: Path, info: int, r: tuple, has_tensors: bool) -> tuple | str:
             row.words("input_formats"), row.words("output_formats"))
 
 
-def _kernel(p: Path, r: tuple, has_tensors: bool, memo: dict) -> tuple[KernelRecord | None, str]:
+def _kernel(p: Path, r: tuple, has_tensors: bool, memo: dict, shapeless: bool = False
+            ) -> tuple[KernelRecord | None, str]:
     rowid, info = r[0], r[3]
     start = _int(p, "TASK", rowid, "startNs", r[1])
     end = _int(p, "TASK", rowid, "endNs", r[2])
@@ -234,7 +253,7 @@ def _kernel(p: Path, r: tuple, has_tensors: bool, memo: dict) -> tuple[KernelRec
     if parsed is None:
         for col, sid in zip(_INFO_STRINGS, ids):
             _int(p, "COMPUTE_TASK_INFO", info, col, sid)
-        parsed = _strings(p, info, r, has_tensors)
+        parsed = _strings(p, info, r, has_tensors, shapeless)
         if len(memo) >= _MEMO_LIMIT:
             memo.clear()
         memo[ids] = parsed
@@ -337,4 +356,4 @@ def db_launch_counts(path: str | Path) -> dict[int, int]:
         return counts
 
 
-__all__ = ["ACL_API_TYPE", "db_launch_counts", "iter_db_api_events", "iter_db_kernels"]
+__all__ = ["ACL_API_TYPE", "DbKernelRows", "db_kernel_rows", "db_launch_counts", "iter_db_api_events", "iter_db_kernels"]
