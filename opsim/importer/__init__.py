@@ -77,6 +77,8 @@ def _import(path: str | Path, name: str | None, progress: bool, device_hook: Any
         view = _read_view(files, update)
     finally:
         close()
+    for reason, n in view.skipped.items():
+        report.note(reason, n)
     calls = read_calls(view, report)
     if device_hook is not None:
         device_hook(calls, view, report)
@@ -103,11 +105,8 @@ def _import(path: str | Path, name: str | None, progress: bool, device_hook: Any
 
 def _read_view(files: Any, update: Any) -> Any:
     """The profile's TraceView: its trace_view.json, else its SQLite export's tables (opsim.ingest.db_view)."""
-    if files.trace_view is not None:
-        from opsim.ingest import read_trace_view  # lazy: keeps ijson, decimal out of importing opsim.importer
-        return read_trace_view(files.trace_view, progress=update)
-    from opsim.ingest.db_view import read_db_view  # lazy: keeps sqlite3, decimal out of importing opsim.importer
-    return read_db_view(files.db, progress=update)
+    from opsim.ingest.sources import read_view  # lazy: keeps ijson, sqlite3 out of importing opsim.importer
+    return read_view(files.host_source, progress=update)
 
 
 def _kernel_table(files: Any) -> Any:

@@ -11,8 +11,9 @@ db export of a run imports as its text export does. What trace_view.json shows, 
 * ``TASK``: the "Ascend Hardware" rows, one ``Stream N`` row per stream, named by ``COMPUTE_TASK_INFO.name``
   (kernels) or by the task type (``EVENT_RECORD``, ``MEMCPY_ASYNC``, ``Notify Wait``, ...); ``Task Type`` is
   the kernel's core, or the SQE type trace_view.json gives (``RTS_TASK_TYPE`` read backwards);
-* a TASK row's ``connectionId`` equals that of the CANN_API event that launched it: the HostToDevice flow from
-  that event's start to the task's; a framework op's ``CONNECTION_IDS`` reaching a task: its torch_to_npu flow;
+* a TASK row's ``connectionId`` equals that of the CANN_API event that launched it (the latest-starting one
+  when several share it, as opsim's own export writes): the HostToDevice flow from that event's start to the
+  task's; a framework op's ``CONNECTION_IDS`` reaching a task: its torch_to_npu flow;
 * ``COMMUNICATION_OP``: the HCCL ops on the "HCCL" process (name, ``data_type``, ``count``, ``alg_type``).
 
 Every query is streamed from one read-only connection (`opsim.ingest.profiler_db`); memory grows with the
@@ -45,6 +46,7 @@ SQE_OF_TASK = {"KERNEL_AICORE": "AI_CORE", "KERNEL_AIVEC": "AI_VECTOR_CORE", "KE
 (COMPUTE_TASK_INFO.taskType) wins. MEMCPY_ASYNC is a copy engine task (PCIE_DMA_SQE or SDMA_SQE in the text
 export, told apart only there; opsim replays both alike)."""
 FRAMEWORK_FLOW = "async_npu"
+HCCL_OP_TASK = "TASK row of an HCCL op itself (its sub-tasks are replayed; the op is COMMUNICATION_OP's)"
 _TID_BITS = 32
 _MAX_NAME = 4096
 
@@ -59,6 +61,7 @@ class _Ctx:
         self.names: dict[str, str] = {}
         self.thread_names: dict[tuple, str] = {}
         self.types = _api_types(path, con)
+        self.skipped: dict[str, int] = {}
 
     def name(self, table: str, row: Any, column: str, value: Any) -> str | None:
         text = _text(self.path, "STRING_IDS", f"of {table} row {row}", "value", value)
@@ -194,15 +197,20 @@ def _task_sql(c: _Ctx) -> str:
         info, kernel = "", "NULL, NULL"
     else:
         _require(c.path, c.con, {"COMPUTE_TASK_INFO": ("globalTaskId", "name", "taskType")})
-    comm, hccl = "NULL", ""
+    comm, hccl = "NULL, NULL", ""
     if _has_table(c.con, "COMMUNICATION_TASK_INFO") and "globalTaskId" in cols:
         _require(c.path, c.con, {"COMMUNICATION_TASK_INFO": ("globalTaskId",)})
-        comm = "m.g"
+        comm = "m.g, h.k" if task_id != "NULL" else "m.g, NULL"
         hccl = ("LEFT JOIN (SELECT DISTINCT globalTaskId AS g FROM COMMUNICATION_TASK_INFO) m "
                 "ON m.g = t.globalTaskId")
+        if task_id != "NULL":  # the (stream, task id) of HCCL sub-tasks: that of their op's own task too
+            hccl += (" LEFT JOIN (SELECT DISTINCT t2.streamId AS s, t2.taskId AS k FROM TASK t2 JOIN "
+                     "COMMUNICATION_TASK_INFO m2 ON m2.globalTaskId = t2.globalTaskId) h ON h.s = t.streamId "
+                     "AND h.k = t.taskId")
     return (f"SELECT t.rowid, t.startNs, t.endNs, t.streamId, {task_id}, t.connectionId, t.taskType, s.value, "
             f"{kernel}, a.globalTid, a.startNs, {comm} FROM TASK t LEFT JOIN STRING_IDS s ON s.id = t.taskType "
-            f"{info} {hccl} LEFT JOIN CANN_API a ON a.connectionId = t.connectionId")
+            f"{info} {hccl} LEFT JOIN (SELECT connectionId AS cid, globalTid, MAX(startNs) AS startNs FROM CANN_API "
+            f"WHERE connectionId IS NOT NULL GROUP BY connectionId) a ON a.cid = t.connectionId")
 
 
 def _tasks(c: _Ctx) -> None:
@@ -210,7 +218,12 @@ def _tasks(c: _Ctx) -> None:
     to an HCCL sub-task, one with a COMMUNICATION_TASK_INFO row: torch_npu draws its flow to the HCCL op)."""
     p = c.path
     for row in _rows(p, c.con, "TASK", _task_sql(c)):
-        rowid, start, end, stream, task_id, cid, type_id, rts_type, kname, core, gtid, host_start, comm = row
+        rowid, start, end, stream, task_id, cid, type_id, rts_type, kname, core, gtid, host_start, comm, op = row
+        if op is not None and comm is None and kname is None:
+            # the HCCL op's own task (its sub-tasks' stream and task id, spanning them): the text export shows it
+            # as the op on the HCCL process, not on its stream
+            c.skipped[HCCL_OP_TASK] = c.skipped.get(HCCL_OP_TASK, 0) + 1
+            continue
         ts, te = _int(p, "TASK", rowid, "startNs", start), _int(p, "TASK", rowid, "endNs", end)
         sid = _int(p, "TASK", rowid, "streamId", stream)
         if ts is None or te is None or sid is None:
@@ -282,7 +295,7 @@ def read_db_view(path: str | Path, progress: Callable[[int, int], None] | None =
                                  f"profile again with the NPU activity")
     return TraceView(path=p, events=c.events, flows=c.flows,
                      process_names={DEVICE_PID: DEVICE_PROCESS, CANN_PID: "CANN", HCCL_PID: "HCCL"},
-                     thread_names=c.thread_names)
+                     thread_names=c.thread_names, skipped=c.skipped)
 
 
 __all__ = ["read_db_view", "SQE_OF_TASK"]
