@@ -41,10 +41,11 @@ _DEFAULT_TYPES = {5000: "runtime", 5500: "hccl", 10000: "node", 15000: "model", 
 """ENUM_API_TYPE as torch_npu writes it (used when the table is absent)."""
 SQE_OF_TASK = {"KERNEL_AICORE": "AI_CORE", "KERNEL_AIVEC": "AI_VECTOR_CORE", "KERNEL_AICPU": "AI_CPU",
                "KERNEL_MIX_AIC": "MIX_AIC", "KERNEL_MIX_AIV": "MIX_AIV", "EVENT_RECORD": "EVENT_RECORD_SQE",
-               "EVENT_WAIT": "EVENT_WAIT_SQE", "MEMCPY_ASYNC": "SDMA_SQE"}
+               "EVENT_WAIT": "EVENT_WAIT_SQE", "MEMCPY_ASYNC": "SDMA_SQE", "PROFILING_ENABLE": "PLACE_HOLDER_SQE",
+               "PROFILING_DISABLE": "PLACE_HOLDER_SQE"}
 """TASK.taskType (the runtime's type) -> the ``Task Type`` trace_view.json shows; a kernel's own core
 (COMPUTE_TASK_INFO.taskType) wins. MEMCPY_ASYNC is a copy engine task (PCIE_DMA_SQE or SDMA_SQE in the text
-export, told apart only there; opsim replays both alike)."""
+export, told apart only there; opsim replays both alike); the profiling markers are place holders there."""
 FRAMEWORK_FLOW = "async_npu"
 HCCL_OP_TASK = "TASK row of an HCCL op itself (its sub-tasks are replayed; the op is COMMUNICATION_OP's)"
 _TID_BITS = 32
