@@ -16,8 +16,9 @@ db export of a run imports as its text export does. What trace_view.json shows, 
   task's; a framework op's ``CONNECTION_IDS`` reaching a task: its torch_to_npu flow;
 * ``COMMUNICATION_OP``: the HCCL ops on the "HCCL" process (name, ``data_type``, ``count``, ``alg_type``).
 
-Every query is streamed from one read-only connection (`opsim.ingest.profiler_db`); memory grows with the
-events kept, as reading trace_view.json does. Damage (not SQLite, truncated, a missing table or column, a
+Only what the importer reads becomes an event: the framework ops other than ``ProfilerStep#N`` and the CANN
+``Node@`` / ``Hccl@`` rows only start flows. Every query is streamed from one read-only connection in batches
+(`opsim.ingest.profiler_db`); memory grows with the events kept, as reading trace_view.json does. Damage (not SQLite, truncated, a missing table or column, a
 wrong-typed or beyond-1e20 value, a NUL in a name) raises ProfileFormatError naming the file, table, row and
 column.
 """
@@ -110,7 +111,8 @@ def _has_table(con: sqlite3.Connection, table: str) -> bool:
 
 
 def _pytorch(c: _Ctx) -> None:
-    """Framework ops, steps and the task queue's Enqueue / Dequeue (PYTORCH_API types op and queue)."""
+    """The steps and the task queue's Enqueue / Dequeue (PYTORCH_API types op and queue; the other framework ops
+    only start torch_to_npu flows, see `_framework_flows`)."""
     if not _has_table(c.con, "PYTORCH_API"):
         return
     p = c.path
@@ -121,7 +123,8 @@ def _pytorch(c: _Ctx) -> None:
     join = (f"LEFT JOIN CONNECTION_IDS c ON c.id = p.connectionId AND p.type = {queue:d}" if queued else "")
     corr = "c.connectionId" if queued else conn
     sql = (f"SELECT p.rowid, p.startNs, p.endNs, p.globalTid, p.type, s.value, {corr}, p.name FROM PYTORCH_API p "
-           f"LEFT JOIN STRING_IDS s ON s.id = p.name {join} WHERE p.type IN ({op:d}, {queue:d})")
+           f"LEFT JOIN STRING_IDS s ON s.id = p.name {join} "
+           f"WHERE p.type = {queue:d} OR (p.type = {op:d} AND s.value LIKE 'ProfilerStep#%')")
     hosts = set()
     for rowid, start, end, gtid, typ, name, cid, name_id in _rows(p, c.con, "PYTORCH_API", sql):
         _int(p, "PYTORCH_API", rowid, "name", name_id)
@@ -168,12 +171,13 @@ def _framework_flows(c: _Ctx, op: int) -> None:
 
 
 def _cann(c: _Ctx) -> None:
-    """The CANN process's events (CANN_API), each with its connection_id."""
+    """The CANN process's AscendCL events (CANN_API rows of type acl), each with its connection_id (the node and
+    HCCL rows only start flows, see `_tasks`)."""
     p = c.path
     _require(p, c.con, {"CANN_API": ("startNs", "endNs", "type", "globalTid", "connectionId", "name")})
     prefix = {i: _PREFIX[n] for n, i in c.types.items() if n in _PREFIX}
     sql = ("SELECT a.rowid, a.startNs, a.endNs, a.type, a.globalTid, a.connectionId, a.name, s.value FROM CANN_API a "
-           "LEFT JOIN STRING_IDS s ON s.id = a.name")
+           f"LEFT JOIN STRING_IDS s ON s.id = a.name WHERE a.type = {c.types.get('acl', 20000):d}")
     for rowid, start, end, typ, gtid, cid, name_id, name in _rows(p, c.con, "CANN_API", sql):
         _int(p, "CANN_API", rowid, "name", name_id)
         text = c.name("CANN_API", rowid, "name", name)
