@@ -224,9 +224,10 @@ def _tasks(c: _Ctx) -> None:
     p = c.path
     for row in _rows(p, c.con, "TASK", _task_sql(c)):
         rowid, start, end, stream, task_id, cid, type_id, rts_type, kname, core, gtid, host_start, comm, op = row
-        if op is not None and comm is None and kname is None:
-            # the HCCL op's own task (its sub-tasks' stream and task id, spanning them): the text export shows it
-            # as the op on the HCCL process, not on its stream
+        if op is not None and comm is None and kname is None and rts_type not in SQE_OF_TASK:
+            # the HCCL op's own task (its sub-tasks' stream and task id, spanning them; no kernel, event, copy or
+            # marker, whose task ids may recur once they wrap): the text export shows it as the op on the HCCL
+            # process, not on its stream
             c.skipped[HCCL_OP_TASK] = c.skipped.get(HCCL_OP_TASK, 0) + 1
             continue
         ts, te = _int(p, "TASK", rowid, "startNs", start), _int(p, "TASK", rowid, "endNs", end)
@@ -258,8 +259,7 @@ def _hccl_ops(c: _Ctx) -> None:
     if not _has_table(c.con, "COMMUNICATION_OP"):
         return
     p = c.path
-    _require(p, c.con, {"COMMUNICATION_OP": ("opName", "startNs", "endNs")})
-    cols = _require(p, c.con, {"COMMUNICATION_OP": ("opName",)})["COMMUNICATION_OP"]
+    cols = _require(p, c.con, {"COMMUNICATION_OP": ("opName", "startNs", "endNs")})["COMMUNICATION_OP"]
     dtypes = "LEFT JOIN ENUM_HCCL_DATA_TYPE d ON d.id = o.dataType" if (
         _has_table(c.con, "ENUM_HCCL_DATA_TYPE") and "dataType" in cols) else ""
     sql = (f"SELECT o.rowid, o.opName, n.value, o.startNs, o.endNs, {'d.name' if dtypes else 'NULL'}, "

@@ -201,3 +201,38 @@ def test_no_host_calls(tmp_path):
     """A db without AscendCL calls (profiler level 0) is refused naming what to profile."""
     p = _sql(_copy(tmp_path), "DELETE FROM CANN_API")
     _refused(tmp_path, p, "no ACLNN or aclop call found", "Level1")
+
+
+_CELLS = [("PYTORCH_API", "startNs"), ("PYTORCH_API", "globalTid"), ("PYTORCH_API", "connectionId"),
+          ("PYTORCH_API", "type"), ("CANN_API", "startNs"), ("CANN_API", "endNs"), ("CANN_API", "type"),
+          ("CANN_API", "globalTid"), ("CANN_API", "name"), ("TASK", "startNs"), ("TASK", "streamId"),
+          ("TASK", "taskId"), ("TASK", "connectionId"), ("TASK", "taskType"), ("TASK", "globalTaskId"),
+          ("COMPUTE_TASK_INFO", "name"), ("COMPUTE_TASK_INFO", "taskType"), ("CONNECTION_IDS", "connectionId"),
+          ("COMMUNICATION_OP", "count"), ("COMMUNICATION_OP", "opName"), ("STRING_IDS", "value")]
+
+
+def test_any_damaged_cell_imports_or_is_refused_as_bad_input(tmp_path_factory):
+    """Invariant: whatever one cell of the db holds (text, blob, huge or negative number, NaN, NUL), the import
+    either succeeds or raises a ProfileFormatError (exit 2, one line) - never another exception."""
+    from hypothesis import HealthCheck, given, settings, strategies as st
+
+    from opsim.errors import OpsimError
+    values = st.one_of(st.integers(min_value=-(1 << 63), max_value=(1 << 63) - 1), st.floats(allow_nan=True),
+                       st.text(max_size=20), st.binary(max_size=8), st.none(), st.just("a\x00b"))
+
+    @settings(max_examples=15, deadline=None, suppress_health_check=list(HealthCheck))
+    @given(cell=st.sampled_from(_CELLS), value=values, row=st.integers(0, 30))
+    def check(cell, value, row):
+        p = _copy(tmp_path_factory.mktemp("cell"))
+        table, column = cell
+        con = sqlite3.connect(p)
+        r = con.execute(f"SELECT rowid FROM {table} ORDER BY rowid LIMIT 1 OFFSET ?", (row,)).fetchone()
+        if r is not None:
+            con.execute(f"UPDATE {table} SET {column} = ? WHERE rowid = ?", (value, r[0]))
+        con.commit()
+        con.close()
+        try:
+            import_profile(p, calibration=False)
+        except OpsimError as exc:
+            assert str(p) in str(exc) and "\n" not in str(exc).strip()
+    check()
