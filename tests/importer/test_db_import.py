@@ -236,3 +236,16 @@ def test_any_damaged_cell_imports_or_is_refused_as_bad_input(tmp_path_factory):
         except OpsimError as exc:
             assert str(p) in str(exc) and "\n" not in str(exc).strip()
     check()
+
+
+def test_a_folder_of_db_rank_exports_imports_each_rank(tmp_path):
+    """Rank folders holding db exports import one by one (a job import of them, one multi-rank scenario, needs
+    the text export's communication files)."""
+    for r in (0, 1):
+        d = tmp_path / "job" / f"rank{r}_ascend_pt" / "ASCEND_PROFILER_OUTPUT"
+        d.mkdir(parents=True)
+        shutil.copy(DB, d / f"ascend_pytorch_profiler_{r}.db")
+    out = io.StringIO()
+    code = main(["import", str(tmp_path / "job"), "-o", str(tmp_path / "s.yaml")], stdout=out, stderr=io.StringIO())
+    assert code == 0 and out.getvalue().count("imported 121 calls") == 2
+    assert (tmp_path / "s_rank0_ascend_pt.yaml").exists() and (tmp_path / "s_rank1_ascend_pt.yaml").exists()
