@@ -101,20 +101,20 @@ def _text(path: Path, table: str, row: Any, column: str, value: Any) -> str | No
 
 
 @contextmanager
-def _connect(path: str | Path) -> Iterator[tuple[Path, sqlite3.Connection]]:
+def _connect(path: str | Path, expected: str = EXPECTED) -> Iterator[tuple[Path, sqlite3.Connection]]:
     """A read-only connection to a checked SQLite file (magic bytes first: sqlite itself would take a
-    non-database for an empty one)."""
+    non-database for an empty one); `expected` names the file in messages."""
     p = Path(path)
-    size = check_regular_file(p, EXPECTED)
+    size = check_regular_file(p, expected)
     with open(p, "rb") as f:
         magic = f.read(len(_MAGIC))
     if size < 100 or magic != _MAGIC:
         raise ProfileFormatError(f"{p}: not an SQLite database (its first bytes are {magic[:16]!r}); give an "
-                                 f"{EXPECTED}")
+                                 f"{expected}")
     try:
         con = sqlite3.connect(p.resolve().as_uri() + "?mode=ro", uri=True)
     except sqlite3.Error as exc:
-        raise ProfileFormatError(f"{p}: cannot open ({exc}); give an {EXPECTED}") from None
+        raise ProfileFormatError(f"{p}: cannot open ({exc}); give an {expected}") from None
     try:
         yield p, con
     finally:

@@ -249,3 +249,50 @@ def test_a_folder_of_db_rank_exports_imports_each_rank(tmp_path):
     code = main(["import", str(tmp_path / "job"), "-o", str(tmp_path / "s.yaml")], stdout=out, stderr=io.StringIO())
     assert code == 0 and out.getvalue().count("imported 121 calls") == 2
     assert (tmp_path / "s_rank0_ascend_pt.yaml").exists() and (tmp_path / "s_rank1_ascend_pt.yaml").exists()
+
+
+ANALYSIS = REAL / "analysis_alexnet_rank0.db"
+
+
+def test_analysis_db_gives_the_communication_json_records():
+    """analysis.db's CommAnalyzer tables read as communication.json's: the four allreduces of rank 0 with their
+    transit, wait and idle times, and the 8-rank group of the matrix."""
+    from opsim.calibration.comm_db import read_communication_db, read_groups_db
+    ops = read_communication_db(ANALYSIS)
+    assert [o.name for o in ops] == [f"hcom_allReduce__210_{i}_1" for i in range(4)]
+    assert ops[0].transit_us == pytest.approx(228.5646) and ops[0].wait_us == pytest.approx(3568.8913)
+    assert set(ops[0].transports) == {"HCCS"} and ops[0].transports["HCCS"].size_mb == pytest.approx(28.647232)
+    assert read_groups_db(ANALYSIS) == {"17148521525495523210": set(range(8))}
+
+
+@pytest.mark.parametrize("statement, needle", [
+    ("UPDATE CommAnalyzerTime SET wait_time = 'long' WHERE rowid = 2", "table CommAnalyzerTime, row 2, column 'wait_time'"),
+    ("UPDATE CommAnalyzerTime SET idle_time = -1 WHERE rowid = 2", "table CommAnalyzerTime, row 2, column 'idle_time'"),
+    ("UPDATE CommAnalyzerBandwidth SET transit_size = 1e300 WHERE rowid = 2",
+     "table CommAnalyzerBandwidth, row 2, column 'transit_size'"),
+    ("UPDATE CommAnalyzerMatrix SET src_rank = 'x' WHERE rowid = 2", "table CommAnalyzerMatrix, row 2, column 'src_rank'"),
+    ("UPDATE CommAnalyzerTime SET hccl_op_name = 'a' || char(0) WHERE rowid = 2", "column 'hccl_op_name'"),
+    ("DROP TABLE CommAnalyzerMatrix", "table CommAnalyzerMatrix: missing"),
+])
+def test_a_damaged_analysis_db_stops_a_job_import_in_one_line(tmp_path, statement, needle):
+    """A job folder of db exports (each rank's profiler db and analysis.db) imports as one scenario; a damaged
+    analysis.db is refused naming the file, table, row and column."""
+    for r in (0, 1):
+        d = tmp_path / "job" / f"rank{r}_ascend_pt" / "ASCEND_PROFILER_OUTPUT"
+        d.mkdir(parents=True)
+        shutil.copy(DB, d / f"ascend_pytorch_profiler_{r}.db")
+        shutil.copy(ANALYSIS, d / "analysis.db")
+    _sql(tmp_path / "job" / "rank1_ascend_pt" / "ASCEND_PROFILER_OUTPUT" / "analysis.db", statement)
+    _refused(tmp_path, tmp_path / "job", "rank1_ascend_pt", "analysis.db", needle)
+
+
+def test_a_job_folder_of_db_exports_is_one_scenario(tmp_path):
+    for r in (0, 1):
+        d = tmp_path / "job" / f"rank{r}_ascend_pt" / "ASCEND_PROFILER_OUTPUT"
+        d.mkdir(parents=True)
+        shutil.copy(DB, d / f"ascend_pytorch_profiler_{r}.db")
+        shutil.copy(ANALYSIS, d / "analysis.db")
+    out = io.StringIO()
+    code = main(["import", str(tmp_path / "job"), "-o", str(tmp_path / "job.yaml")], stdout=out, stderr=io.StringIO())
+    assert code == 0 and "job: 2 observed rank(s) [0, 1] of 8; groups: world (8 ranks)" in out.getvalue()
+    assert "4 collective" in out.getvalue()

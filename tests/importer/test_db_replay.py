@@ -71,3 +71,32 @@ def test_db_replay_step_within_10_percent_of_the_text_replay(replays, figure):
     rank, r = replays
     text, db = _replay_step(r["text"]), _replay_step(r["db"])
     assert db[figure] == pytest.approx(text[figure], rel=TOLERANCE), (rank, figure, text, db)
+
+
+@pytest.fixture(scope="module")
+def job_run(tmp_path_factory):
+    from opsim.importer import import_job, write_import
+    from opsim.scenario.runner import run_scenario
+    tmp = tmp_path_factory.mktemp("dbjob")
+    imported = write_import(import_job(SHARED / "db" / "level1"), tmp / "job.yaml")
+    return run_scenario(imported.scenario_path, out_dir=tmp / "out", write=False)
+
+
+@pytest.mark.parametrize("rank", [0, 1])
+def test_db_job_replay_within_10_percent(job_run, rank):
+    """The db export's ranks as one job (collectives from analysis.db's CommAnalyzer tables): each observed
+    rank's Computing, Communication and Stage against its StepTraceTime, its allreduces' Wait and Transit against
+    CommAnalyzerTime (measured: all within 2.3%)."""
+    from opsim.calibration.comm_db import read_communication_db
+    from opsim.trace.ascend_build import build_profile
+    real = _db_step(rank)
+    ops = read_communication_db(SHARED / "db" / "level1" / f"rank{rank}_ascend_pt" / "ASCEND_PROFILER_OUTPUT"
+                                / "analysis.db")
+    step = build_profile(job_run.ranks[rank].sim).step_rows[0]
+    colls = job_run.ranks[rank].rank.collectives
+    replay = {"Computing": step.computing / 1000.0, "Communication": step.communication / 1000.0,
+              "Stage": step.stage / 1000.0, "Wait": sum(c.wait_us for c in colls),
+              "Transit": sum(c.transit_us for c in colls)}
+    real = dict(real, Wait=sum(o.wait_us for o in ops), Transit=sum(o.transit_us for o in ops))
+    for figure in ("Computing", "Communication", "Stage", "Wait", "Transit"):
+        assert replay[figure] == pytest.approx(real[figure], rel=TOLERANCE), (rank, figure, real, replay)
