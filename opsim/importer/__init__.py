@@ -110,14 +110,14 @@ def _read_view(files: Any, update: Any) -> Any:
 
 
 def _kernel_table(files: Any) -> Any:
-    """The kernel rows joined to the trace's kernels: kernel_details.csv, else (a db export read as the trace)
-    the db's COMPUTE_TASK_INFO rows, else None."""
+    """The kernel rows joined to the trace's kernels: kernel_details.csv's, else (a db export read as the trace)
+    the db's COMPUTE_TASK_INFO rows as a stream, else None."""
     if files.kernel_details is not None:
         from opsim.ingest import read_kernels  # lazy: keeps numpy, decimal out of importing opsim.importer
         return read_kernels(files.kernel_details, keep_raw=False, shapeless=True)
     if files.trace_view is None and files.db is not None:
-        from opsim.ingest.profiler_db import db_kernel_rows  # lazy: keeps sqlite3 out of importing opsim.importer
-        return db_kernel_rows(files.db)
+        from opsim.ingest.profiler_db import iter_db_kernels  # lazy: keeps sqlite3 out of importing opsim.importer
+        return iter_db_kernels(files.db, shapeless=True)  # streamed into the join, row by row
     return None
 
 

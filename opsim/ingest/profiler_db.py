@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import sqlite3
 from contextlib import contextmanager
-from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 from pathlib import Path
 from typing import Any, Iterator
@@ -192,21 +191,6 @@ def iter_db_kernels(path: str | Path, skipped: dict[str, int] | None = None, *,
             yield rec
 
 
-@dataclass
-class DbKernelRows:
-    """The kernel rows of a profiler db held for a join (what `KernelTable.rows` is to kernel_details.csv)."""
-
-    path: Path
-    rows: list[KernelRecord]
-    skipped: dict[str, int]
-
-
-def db_kernel_rows(path: str | Path) -> DbKernelRows:
-    """Every kernel row of a profiler db (shape-less ones too), for `opsim import` to join to its trace."""
-    skipped: dict[str, int] = {}
-    return DbKernelRows(Path(path), list(iter_db_kernels(path, skipped, shapeless=True)), skipped)
-
-
 def _strings(p: Path, info: int, r: tuple, has_tensors: bool, shapeless: bool = False) -> tuple | str:
     """The string columns of a kernel row parsed (name, op type, core, shapes, dtypes, formats), or the
     reason the row is skipped."""
@@ -356,4 +340,4 @@ def db_launch_counts(path: str | Path) -> dict[int, int]:
         return counts
 
 
-__all__ = ["ACL_API_TYPE", "DbKernelRows", "db_kernel_rows", "db_launch_counts", "iter_db_api_events", "iter_db_kernels"]
+__all__ = ["ACL_API_TYPE", "db_launch_counts", "iter_db_api_events", "iter_db_kernels"]
