@@ -14,6 +14,11 @@ span (plus the same 1 ms gap) until the table has the given number of rows, each
 TABLE -o SCENARIO` (the scenario written) in a fresh process; peak memory should stay flat:
 
     python benchmarks/import_scale.py --kernels 10000 100000 1000000
+    python benchmarks/import_scale.py --db 1 10 100   # the SQLite export: copies of the AlexNet rank-0 db
+
+With --db the profile is tests/data/real/ascend_pytorch_profiler_alexnet_rank0_import.db (one AlexNet step:
+121 calls, 552 device tasks, 0.4 MB), copied N times the same way (`write_db_copies`: times shifted by the
+step's span, connection, task and op ids made unique, one ProfilerStep name per copy).
 """
 from __future__ import annotations
 
@@ -29,6 +34,14 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 SOURCE = ROOT / "tests" / "data" / "real" / "trace_view_910b_mnist.json"
 KERNELS = ROOT / "tests" / "data" / "real" / "kernel_details_910b_training.csv"
+DB_SOURCE = ROOT / "tests" / "data" / "real" / "ascend_pytorch_profiler_alexnet_rank0_import.db"
+_ID_STRIDE = 10_000_000
+_DB_TIMES = ("startNs", "endNs")
+_DB_IDS = {"PYTORCH_API": ("connectionId",), "CONNECTION_IDS": ("id", "connectionId"), "CANN_API": ("connectionId",),
+           "TASK": ("connectionId", "globalTaskId"), "COMPUTE_TASK_INFO": ("globalTaskId",),
+           "COMMUNICATION_TASK_INFO": ("globalTaskId", "opId"), "COMMUNICATION_OP": ("connectionId", "opId"),
+           "STEP_TIME": ()}
+"""Per copied table, the id columns made unique per copy (other tables are copied once)."""
 GAP_US = Decimal(1000)
 
 
@@ -140,6 +153,46 @@ def kernels_main(sizes: list[int], keep: Path | None) -> int:
     return 0
 
 
+def write_db_copies(copies: int, out: Path, source: Path = DB_SOURCE) -> Path:
+    """An N-step profiler db built from `copies` time-shifted copies of `source` (all in SQL, nothing held)."""
+    import sqlite3
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.unlink(missing_ok=True)
+    con = sqlite3.connect(out)
+    con.execute(f"ATTACH DATABASE '{source}' AS s")
+    lo, hi = con.execute("SELECT MIN(startNs), MAX(endNs) FROM s.TASK").fetchone()
+    shift = hi - lo + 1_000_000
+    step_id, step_name = con.execute("SELECT id, value FROM s.STRING_IDS WHERE value LIKE 'ProfilerStep#%'").fetchone()
+    top = con.execute("SELECT MAX(id) FROM s.STRING_IDS").fetchone()[0]
+    tables = [r[0] for r in con.execute("SELECT name FROM s.sqlite_master WHERE type = 'table'")]
+    for t in tables:
+        con.execute(con.execute("SELECT sql FROM s.sqlite_master WHERE name = ?", (t,)).fetchone()[0])
+        if t not in _DB_IDS:
+            con.execute(f"INSERT INTO main.{t} SELECT * FROM s.{t}")
+    con.executemany("INSERT INTO main.STRING_IDS VALUES (?, ?)",
+                    [(top + 1 + k, f"ProfilerStep#{int(step_name[13:]) + k}") for k in range(copies)])
+    for t, ids in _DB_IDS.items():
+        cols = [r[1] for r in con.execute(f"PRAGMA s.table_info({t})")]
+        for k in range(copies):
+            exprs = []
+            for c in cols:
+                if c in _DB_TIMES:
+                    exprs.append(f"CAST({c} AS INTEGER) + {k * shift}")
+                elif c in ids:
+                    exprs.append(f"{c} + {k * _ID_STRIDE}")
+                elif t == "PYTORCH_API" and c == "name":
+                    exprs.append(f"CASE WHEN name = {step_id} THEN {top + 1 + k} ELSE name END")
+                elif t == "STEP_TIME" and c == "id":
+                    exprs.append(f"id + {k}")
+                else:
+                    exprs.append(c)
+            con.execute(f"INSERT INTO main.{t} SELECT {', '.join(exprs)} FROM s.{t}")
+    con.commit()
+    con.execute("DETACH DATABASE s")
+    con.close()
+    return out
+
+
 _MEASURE = """
 import json, resource, sys, time
 from opsim.importer import import_profile
@@ -168,6 +221,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--keep", type=Path, help="write the traces here (default: a temporary directory)")
     ap.add_argument("--kernels", action="store_true", help="the sizes are kernel table rows: measure the "
                     "kernels-only import")
+    ap.add_argument("--db", action="store_true", help="copies of the AlexNet db export instead of the MNIST trace")
     args = ap.parse_args(argv)
     if args.kernels:
         return kernels_main(args.copies or [10_000, 100_000, 1_000_000], args.keep)
@@ -175,7 +229,8 @@ def main(argv: list[str] | None = None) -> int:
         base = args.keep or Path(tmp)
         rows = []
         for n in args.copies or [1, 10, 100]:
-            p = write_copies(n, base / f"x{n}" / "trace_view.json")
+            p = (write_db_copies(n, base / f"x{n}" / "ascend_pytorch_profiler_0.db") if args.db
+                 else write_copies(n, base / f"x{n}" / "trace_view.json"))
             m = measure(p)
             mb = p.stat().st_size / 1e6
             rows.append((n, mb, m))

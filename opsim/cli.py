@@ -101,7 +101,7 @@ def _add_calibration_parsers(sub: argparse._SubParsersAction) -> None:
                     "write them as a readable YAML for `opsim run --calibration`.")
     cal.add_argument("profiles", nargs="+", metavar="PROFILE",
                      help="a *_ascend_pt directory, its ASCEND_PROFILER_OUTPUT/, a kernel_details.csv, an "
-                          "op_summary_*.csv or a trace_view.json")
+                          "op_summary_*.csv, a trace_view.json or an ascend_pytorch_profiler_N.db")
     cal.add_argument("-o", "--output", metavar="FILE", default="calibration.yaml",
                      help="calibration YAML to write (default: calibration.yaml)")
     cal.add_argument("--soc", metavar="NAME", help="the SoC the profile ran on (a preset name, see list-socs)")
@@ -146,11 +146,12 @@ def _limits(args: argparse.Namespace):
 
 def _add_import_parser(sub: Any) -> None:
     imp = sub.add_parser("import", help="turn a real torch_npu profile into a scenario that replays it",
-                         description="Read a torch_npu profile (its *_ascend_pt directory, ASCEND_PROFILER_OUTPUT or "
-                                     "trace_view.json) and write a scenario replaying it, with an import report "
+                         description="Read a torch_npu profile (its *_ascend_pt directory, ASCEND_PROFILER_OUTPUT, "
+                                     "trace_view.json or ascend_pytorch_profiler_N.db) and write a scenario replaying it, with an import report "
                                      "next to it; a folder of a job's *_ascend_pt rank folders becomes one "
                                      "multi-rank scenario (see docs/import.md).")
-    imp.add_argument("profile", help="profile directory, trace_view.json, or a folder of rank folders")
+    imp.add_argument("profile", help="profile directory, trace_view.json, ascend_pytorch_profiler_N.db, or a folder "
+                                     "of rank folders")
     imp.add_argument("-o", "--output", metavar="SCENARIO", required=True, help="the scenario YAML to write")
     imp.add_argument("--name", help="the scenario's name (default: from the profile)")
 

@@ -65,54 +65,70 @@ def _import(path: str | Path, name: str | None, progress: bool, device_hook: Any
     # lazy: keeps numpy, ijson, sqlite3, decimal out of importing opsim.importer
     from opsim.importer.scenario import build_scenario
     # lazy: keeps numpy, ijson, sqlite3, decimal out of importing opsim.importer
-    from opsim.ingest import locate_profile, read_trace_view
+    from opsim.ingest import locate_profile
     files = locate_profile(path)
-    if files.trace_view is None:
+    source = files.host_source
+    if source is None:
         if not files.kernel_sources:
-            raise ProfileFormatError(f"{path}: no trace_view.json or kernel table found; give a torch_npu "
-                                     "*_ascend_pt directory, its trace_view.json or a kernel_details.csv")
+            raise ProfileFormatError(f"{path}: no trace_view.json, profiler db or kernel table found; give a "
+                                     "torch_npu *_ascend_pt directory, its trace_view.json, its "
+                                     "ascend_pytorch_profiler_*.db or a kernel_details.csv")
         return _kernels_only(files, name)
-    report = ImportReport(source=str(files.trace_view))
+    report = ImportReport(source=str(source))
     update, close = _progress(progress)
     try:
-        view = read_trace_view(files.trace_view, progress=update)
+        view = _read_view(files, update)
     finally:
         close()
+    for reason, n in view.skipped.items():
+        report.note(reason, n)
     calls = read_calls(view, report)
     if device_hook is not None:
         device_hook(calls, view, report)
     if not calls.calls:
-        raise ProfileFormatError(f"{files.trace_view}: no ACLNN or aclop call found (no AscendCL@aclnn* or "
+        raise ProfileFormatError(f"{source}: no ACLNN or aclop call found (no AscendCL@aclnn* or "
                                  "AscendCL@aclopCompileAndExecute events); profile with the NPU activity at "
                                  "profiler_level Level1 or higher (Level0 records no AscendCL events)")
-    if files.kernel_details is not None:
+    table = _kernel_table(files)
+    if table is not None:
         # lazy: keeps numpy, ijson, sqlite3, decimal out of importing opsim.importer
         from opsim.importer.calls import join_kernel_details
-        # lazy: keeps numpy, ijson, sqlite3, decimal out of importing opsim.importer
-        from opsim.ingest import read_kernels
-        report.figures["kernel_details_joined"] = join_kernel_details(
-            calls, read_kernels(files.kernel_details, keep_raw=False, shapeless=True), report)
+        report.figures["kernel_details_joined"] = join_kernel_details(calls, table, report)
     else:
         report.note("no kernel_details.csv: shapes, dtypes, block dims and cores are not known", 1)
-    label = name or _default_name(files.trace_view)
-    scenario = build_scenario(calls, report, view=view, name=label, source=files.trace_view.name)
+    label = name or _default_name(source)
+    scenario = build_scenario(calls, report, view=view, name=label, source=source.name)
     calibration = None
-    if files.kernel_details is not None and with_calibration:
+    if table is not None and with_calibration:
         # lazy: keeps numpy, ijson, sqlite3, SimPy, decimal out of importing opsim.importer
         from opsim.calibration import calibrate
         calibration = calibrate(path)
     return ImportResult(scenario=scenario, report=report, calibration=calibration)
 
 
+def _read_view(files: Any, update: Any) -> Any:
+    """The profile's TraceView: its trace_view.json, else its SQLite export's tables (opsim.ingest.db_view)."""
+    from opsim.ingest.sources import read_view  # lazy: keeps ijson, sqlite3 out of importing opsim.importer
+    return read_view(files.host_source, progress=update)
+
+
+def _kernel_table(files: Any) -> Any:
+    """The kernel rows joined to the trace's kernels: kernel_details.csv's, else (a db export read as the trace)
+    the db's COMPUTE_TASK_INFO rows as a stream, else None."""
+    if files.kernel_details is not None:
+        from opsim.ingest import read_kernels  # lazy: keeps numpy, decimal out of importing opsim.importer
+        return read_kernels(files.kernel_details, keep_raw=False, shapeless=True)
+    if files.trace_view is None and files.db is not None:
+        from opsim.ingest.profiler_db import iter_db_kernels  # lazy: keeps sqlite3 out of importing opsim.importer
+        return iter_db_kernels(files.db, shapeless=True)  # streamed into the join, row by row
+    return None
+
+
 def _kernels_only(files: Any, name: str | None) -> ImportResult:
-    """A profile without a host trace: its kernel table replayed on the device side (not the SQLite export)."""
+    """A profile without a host trace: its kernel table replayed on the device side."""
     # lazy: keeps numpy, ijson, sqlite3, decimal out of importing opsim.importer
     from opsim.importer.kernels_only import build_kernels_only
     source = files.kernel_sources[0]
-    if source == files.db:
-        raise ProfileFormatError(f"{source}: opsim import does not replay torch_npu's SQLite export yet (opsim "
-                                 "calibrate reads it); give the text export of the same profile "
-                                 "(export_type=text: its trace_view.json and kernel_details.csv)")
     report = ImportReport(source=str(source))
     replay = build_kernels_only(source, report, name=name or _default_name(source), source=str(source))
     return ImportResult(scenario=replay.scenario, report=report, replay=replay)

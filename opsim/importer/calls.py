@@ -73,31 +73,41 @@ class Kernel:
     """The device row's `Task Id` (with the stream and start, the key of its kernel_details.csv row)."""
 
 
-def join_kernel_details(pc: "ProfileCalls", table: Any, report: ImportReport) -> int:
-    """Fill each kernel's op type, core, block dim, shapes and dtypes from its kernel_details.csv row: the row
-    with the same stream id, task id and start time (what identifies a task), else (a table without those
-    columns) the row with the same start time and name. Rows matching no replayed kernel are counted. Returns the
-    number joined."""
+def join_kernel_details(pc: "ProfileCalls", rows: Any, report: ImportReport) -> int:
+    """Fill each kernel's op type, core, block dim, shapes and dtypes from its kernel table row: the row with the
+    same stream id, task id and start time (what identifies a task), else (a table without those columns) the row
+    with the same start time and name. `rows` (a KernelTable's rows, or a stream of a db's kernel rows) is read
+    once, row by row: only the calls' kernels are indexed. Rows matching no replayed kernel are counted. Returns
+    the number joined."""
     from opsim.ops.profiled import TASK_TYPES  # lazy: keeps opsim.opdev, opsim.ops out of importing opsim.importer.calls
-    by_task = {(r.stream_id, r.task_id, r.start_ns): r for r in table.rows
-               if r.start_ns is not None and r.stream_id is not None and r.task_id is not None}
-    by_name = {(r.start_ns, r.name): r for r in table.rows if r.start_ns is not None}
-    used: set[int] = set()
-    joined = 0
+    by_task: dict[tuple, Kernel] = {}
+    by_name: dict[tuple, list[Kernel]] = {}
     for c in pc.calls:
         for k in c.kernels:
-            r = by_task.get((k.stream, k.task_id, k.start_ns)) if k.task_id is not None else None
-            if r is None:
-                r = by_name.get((k.start_ns, k.name))
-            if r is None or id(r) in used:
-                continue
-            used.add(id(r))
-            k.op_type, k.block_dim = r.op_type, max(1, int(r.block_dim or 1))
-            k.task_type = r.core if r.core in TASK_TYPES else k.task_type
-            k.input_shapes, k.input_dtypes = tuple(tuple(s) for s in r.input_shapes), tuple(r.input_dtypes)
-            joined += 1
+            if k.task_id is not None:
+                by_task.setdefault((k.stream, k.task_id, k.start_ns), k)
+            by_name.setdefault((k.start_ns, k.name), []).append(k)
+    done: set[int] = set()
+    joined = n_rows = 0
+    for r in getattr(rows, "rows", rows):
+        n_rows += 1
+        if r.start_ns is None:
+            continue
+        k = by_task.get((r.stream_id, r.task_id, r.start_ns)) if r.stream_id is not None and r.task_id is not None \
+            else None
+        if k is None or id(k) in done:  # by name: a kernel without a task id, or a row without one
+            keyed = r.stream_id is not None and r.task_id is not None
+            k = next((x for x in by_name.get((r.start_ns, r.name), ())
+                      if id(x) not in done and (x.task_id is None or not keyed)), None)
+        if k is None:
+            continue
+        done.add(id(k))
+        k.op_type, k.block_dim = r.op_type, max(1, int(r.block_dim or 1))
+        k.task_type = r.core if r.core in TASK_TYPES else k.task_type
+        k.input_shapes, k.input_dtypes = tuple(tuple(s) for s in r.input_shapes), tuple(r.input_dtypes)
+        joined += 1
     report.warn("kernel_details.csv row matching no replayed kernel (stream, task id and start time)",
-                len(table.rows) - joined)
+                n_rows - joined)
     unjoined = sum(len(c.kernels) for c in pc.calls) - joined
     report.note("kernel without a kernel_details.csv row (task type from the trace, block dim 1)", unjoined)
     return joined

@@ -1,6 +1,6 @@
 """Replay faithfulness: an imported scenario's profiler output against the real profile it came from.
 
-Both trace_view.json files are read with `opsim.ingest.read_trace_view` and measured the same way, inside the
+Both traces (trace_view.json, or the db export of the real one) are read as TraceViews and measured the same way, inside the
 first ProfilerStep of each (the replay's warm-up calls run before it, as the real run's earlier steps did):
 
 * ACLNN calls per (API, phase, thread): `AscendCL@aclnnXxxGetWorkspaceSize` and `AscendCL@aclnnXxx` counts,
@@ -16,7 +16,8 @@ from pathlib import Path
 from typing import Any
 
 from opsim.importer.scenario import thread_name
-from opsim.ingest import TraceView, read_trace_view
+from opsim.ingest import TraceView
+from opsim.ingest.sources import read_view
 
 DEVICE_TOLERANCE = 0.10
 """Device busy time and span must be within 10% of the original."""
@@ -60,8 +61,8 @@ def _rel(sim: float, real: float) -> float:
 
 def compare(real: str | Path | TraceView, replay: str | Path | TraceView) -> dict[str, Any]:
     """Figures of both traces and their differences; `ok` says whether every done-when bound holds."""
-    r = measure(real if isinstance(real, TraceView) else read_trace_view(real))
-    s = measure(replay if isinstance(replay, TraceView) else read_trace_view(replay))
+    r = measure(real if isinstance(real, TraceView) else read_view(real))
+    s = measure(replay if isinstance(replay, TraceView) else read_view(replay))
     count_diff = {f"{api} {kind} {th}": (r["counts"].get((api, kind, th), 0), s["counts"].get((api, kind, th), 0))
                   for api, kind, th in sorted(set(r["counts"]) | set(s["counts"]))
                   if r["counts"].get((api, kind, th), 0) != s["counts"].get((api, kind, th), 0)}

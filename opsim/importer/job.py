@@ -32,7 +32,10 @@ COMPARED_FILES = ("trace_view.json", "kernel_details.csv", "communication.json",
                   "step_trace_time.csv")
 """Files every rank folder must have when any has them (a rank lacking one is refused)."""
 NEEDED_FILES = ("trace_view.json", "communication.json", "communication_matrix.json")
-"""Files a job import reads for every rank."""
+"""Files a job import reads for every rank (of the text export)."""
+DB_EXPORT = "ascend_pytorch_profiler_*.db"
+DB_NEEDED = (DB_EXPORT, "analysis.db")
+"""The db export's files a job import reads instead (trace from the profiler db, communication from analysis.db)."""
 _RANK_IN_NAME = re.compile(r"(?:^|_)rank_?(\d{1,7})(?:_|$)", re.IGNORECASE)
 _INFO_NAME = re.compile(r"^profiler_info_(\d{1,7})\.json$")
 
@@ -90,14 +93,42 @@ def _is_dir(entry: os.DirEntry) -> bool:
 def is_job_folder(path: str | Path) -> bool:
     """Whether `path` holds rank folders of a job with collectives (any has a communication.json): those are
     imported as one scenario; rank folders without communication files are imported one by one."""
-    return any((d / OUTPUT_DIR / "communication.json").exists() for d in job_folders(path))
+    return any((d / OUTPUT_DIR / "communication.json").exists() or _db_collectives(d / OUTPUT_DIR / "analysis.db")
+               for d in job_folders(path))
+
+
+def _db_collectives(path: Path) -> bool:
+    """Whether an analysis.db (the db export's) lists communication ops; a damaged one counts (the job import
+    then names its damage)."""
+    if not path.exists():
+        return False
+    import sqlite3  # lazy: only a db export needs it
+    try:
+        con = sqlite3.connect(path.resolve().as_uri() + "?mode=ro", uri=True)
+        try:
+            return con.execute("SELECT 1 FROM CommAnalyzerTime LIMIT 1").fetchone() is not None
+        finally:
+            con.close()
+    except (sqlite3.Error, OSError, ValueError):
+        return True
+
+
+def db_steps(path: Path) -> tuple[str, ...]:
+    """The step ids of an analysis.db's StepTraceTime (as step_trace_time.csv's Step column)."""
+    from opsim.ingest.profiler_db import _connect, _require, _rows  # lazy: only a db export needs it
+    with _connect(path, "analysis.db (torch_npu's db export)") as (p, con):
+        _require(p, con, {"StepTraceTime": ("step",)})
+        return tuple(str(r[0]).strip()[:32] for r in _rows(p, con, "StepTraceTime", "SELECT step FROM StepTraceTime"))
 
 
 def describe(d: Path) -> RankFolder:
     """The rank id, level, steps, files and SoC of one rank folder (refused naming folder and field)."""
     rank, level = _rank_and_level(d)
-    files = frozenset(f for f in COMPARED_FILES if os.path.lexists(d / OUTPUT_DIR / f))  # (read, checked, later)
-    steps = _steps(d / OUTPUT_DIR / "step_trace_time.csv") if "step_trace_time.csv" in files else ()
+    files = frozenset(f for f in COMPARED_FILES + ("analysis.db",) if os.path.lexists(d / OUTPUT_DIR / f))
+    if any((d / OUTPUT_DIR).glob(DB_EXPORT)):
+        files |= {DB_EXPORT}
+    steps = _steps(d / OUTPUT_DIR / "step_trace_time.csv") if "step_trace_time.csv" in files else (
+        db_steps(d / OUTPUT_DIR / "analysis.db") if "analysis.db" in files else ())
     soc = _soc(d / OUTPUT_DIR / "kernel_details.csv") if "kernel_details.csv" in files else ""
     return RankFolder(rank=rank, path=d, level=level, steps=steps, files=files, soc=soc)
 
@@ -185,16 +216,19 @@ def check_consistent(folders: list[RankFolder]) -> None:
             if mine != theirs:
                 raise ProfileFormatError(f"{f.path}: field {field}: {_show(mine)} but rank {ref.rank} "
                                          f"({ref.path.name}) has {_show(theirs)}; import rank folders of one run")
-        for name in COMPARED_FILES:
+        for name in COMPARED_FILES + DB_NEEDED:
             has = [g for g in folders if name in g.files]
             if has and name not in f.files:
                 raise ProfileFormatError(f"{f.path}: field {OUTPUT_DIR}/{name}: missing, but rank {has[0].rank} "
                                          f"({has[0].path.name}) has it; export every rank the same way")
+    if all(n in ref.files for n in DB_NEEDED) and "trace_view.json" not in ref.files:
+        return  # the db export: its profiler db and analysis.db hold what the text export's files do
     for name in NEEDED_FILES:
         if name not in ref.files:
             raise ProfileFormatError(f"{ref.path}: field {OUTPUT_DIR}/{name}: missing; a job import needs each "
                                      f"rank's trace_view.json, communication.json and communication_matrix.json "
-                                     f"(torch_npu's text export at profiler level Level1 or higher)")
+                                     f"(torch_npu's text export at profiler level Level1 or higher), or its "
+                                     f"{DB_EXPORT} and analysis.db (the db export)")
 
 
 def _show(value: object) -> str:

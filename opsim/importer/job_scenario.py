@@ -40,11 +40,13 @@ def group_table(folders: list[RankFolder]) -> dict[str, tuple[str, tuple[int, ..
     every rank of the job is named `world`; others `group_<hash % 1000>` (the suffix the op names carry)."""
     members: dict[str, set[int]] = {}
     for f in folders:
-        for ghash, ranks in read_groups(f.output / "communication_matrix.json").items():
+        source = f.output / ("communication_matrix.json" if "communication_matrix.json" in f.files
+                             or "analysis.db" not in f.files else "analysis.db")
+        for ghash, ranks in _groups_of(f).items():
             if ranks and max(ranks) >= MAX_RANKS:  # before anything is built per rank
-                raise ProfileFormatError(f"{f.output / 'communication_matrix.json'}: field collective: group "
-                                         f"{ghash[:40]!r} names rank {max(ranks)}, beyond the {MAX_RANKS} ranks a "
-                                         f"scenario holds; import a job of at most {MAX_RANKS} ranks")
+                raise ProfileFormatError(f"{source}: field collective: group {ghash[:40]!r} names rank {max(ranks)}, "
+                                         f"beyond the {MAX_RANKS} ranks a scenario holds; import a job of at most "
+                                         f"{MAX_RANKS} ranks")
             members.setdefault(ghash, set()).update(ranks | {f.rank})
     if not members:
         f = folders[0]
@@ -60,6 +62,22 @@ def group_table(folders: list[RankFolder]) -> dict[str, tuple[str, tuple[int, ..
         names.add(name)
         out[ghash] = (name, tuple(sorted(ranks)))
     return out
+
+
+def _groups_of(f: RankFolder) -> dict[str, set[int]]:
+    """A rank's groups: its communication_matrix.json, else (the db export) its analysis.db."""
+    if "communication_matrix.json" in f.files or "analysis.db" not in f.files:
+        return read_groups(f.output / "communication_matrix.json")
+    from opsim.calibration.comm_db import read_groups_db  # lazy: only a db export needs it
+    return read_groups_db(f.output / "analysis.db")
+
+
+def _comm_of(f: RankFolder) -> list[CommOp]:
+    """A rank's communication ops: its communication.json, else (the db export) its analysis.db."""
+    if "communication.json" in f.files or "analysis.db" not in f.files:
+        return read_communication(f.output / "communication.json")
+    from opsim.calibration.comm_db import read_communication_db  # lazy: only a db export needs it
+    return read_communication_db(f.output / "analysis.db")
 
 
 def _short(ghash: str) -> str:
@@ -189,7 +207,7 @@ def build_job(path: str | Path, *, name: str, progress: bool, import_rank: Calla
                                      f"scenario holds; import a job of at most {MAX_RANKS} ranks")
     groups = group_table(folders)
     size = max(max(r for _, rs in groups.values() for r in rs), max(f.rank for f in folders)) + 1
-    comm = {f.rank: read_communication(f.output / "communication.json") for f in folders}
+    comm = {f.rank: _comm_of(f) for f in folders}
     report = ImportReport(source=str(path))
     ranks = [_import_rank(f, comm[f.rank], groups, report, progress, first=(i == 0), import_rank=import_rank)
              for i, f in enumerate(folders)]

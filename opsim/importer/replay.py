@@ -20,7 +20,7 @@ def replay_and_compare(profile: str | Path, out_dir: str | Path, *,
     result = run_scenario(imported.scenario_path, out_dir=out / "replay", overrides=overrides,
                           profiler_output=True)
     replay_trace = next((out / "replay").glob("*_ascend_pt/ASCEND_PROFILER_OUTPUT/trace_view.json"))
-    comparison = compare(locate_profile(profile).trace_view, replay_trace)
+    comparison = compare(locate_profile(profile).host_source, replay_trace)
     comparison["scenario"] = str(imported.scenario_path)
     comparison["replay_trace"] = str(replay_trace)
     comparison["summary"] = result.summary

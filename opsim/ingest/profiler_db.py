@@ -100,20 +100,20 @@ def _text(path: Path, table: str, row: Any, column: str, value: Any) -> str | No
 
 
 @contextmanager
-def _connect(path: str | Path) -> Iterator[tuple[Path, sqlite3.Connection]]:
+def _connect(path: str | Path, expected: str = EXPECTED) -> Iterator[tuple[Path, sqlite3.Connection]]:
     """A read-only connection to a checked SQLite file (magic bytes first: sqlite itself would take a
-    non-database for an empty one)."""
+    non-database for an empty one); `expected` names the file in messages."""
     p = Path(path)
-    size = check_regular_file(p, EXPECTED)
+    size = check_regular_file(p, expected)
     with open(p, "rb") as f:
         magic = f.read(len(_MAGIC))
     if size < 100 or magic != _MAGIC:
         raise ProfileFormatError(f"{p}: not an SQLite database (its first bytes are {magic[:16]!r}); give an "
-                                 f"{EXPECTED}")
+                                 f"{expected}")
     try:
         con = sqlite3.connect(p.resolve().as_uri() + "?mode=ro", uri=True)
     except sqlite3.Error as exc:
-        raise ProfileFormatError(f"{p}: cannot open ({exc}); give an {EXPECTED}") from None
+        raise ProfileFormatError(f"{p}: cannot open ({exc}); give an {expected}") from None
     try:
         yield p, con
     finally:
@@ -174,14 +174,16 @@ def _kernel_sql(cols: dict[str, set[str]]) -> str:
             f"COMPUTE_TASK_INFO c ON c.globalTaskId = t.globalTaskId {' '.join(joins)}")
 
 
-def iter_db_kernels(path: str | Path, skipped: dict[str, int] | None = None) -> Iterator[KernelRecord]:
-    """The device kernels of a profiler db in TASK order; skipped rows are counted in `skipped` by reason."""
+def iter_db_kernels(path: str | Path, skipped: dict[str, int] | None = None, *,
+                    shapeless: bool = False) -> Iterator[KernelRecord]:
+    """The device kernels of a profiler db in TASK order; skipped rows are counted in `skipped` by reason.
+    `shapeless` keeps the kernels without shapes (an import joins them to its trace), as read_kernels does."""
     with _connect(path) as (p, con):
         cols = _require(p, con, _KERNEL_REQUIRED)
         has_tensors = any(c in cols["COMPUTE_TASK_INFO"] for c in _TENSOR_STRINGS)
         memo: dict = {}
         for r in _rows(p, con, "COMPUTE_TASK_INFO", _kernel_sql(cols)):
-            rec, reason = _kernel(p, r, has_tensors, memo)
+            rec, reason = _kernel(p, r, has_tensors, memo, shapeless)
             if rec is None:
                 if skipped is not None:
                     skipped[reason] = skipped.get(reason, 0) + 1
@@ -189,7 +191,7 @@ def iter_db_kernels(path: str | Path, skipped: dict[str, int] | None = None) -> 
             yield rec
 
 
-def _strings(p: Path, info: int, r: tuple, has_tensors: bool) -> tuple | str:
+def _strings(p: Path, info: int, r: tuple, has_tensors: bool, shapeless: bool = False) -> tuple | str:
     """The string columns of a kernel row parsed (name, op type, core, shapes, dtypes, formats), or the
     reason the row is skipped."""
     cells: dict[str, str] = {}
@@ -206,7 +208,7 @@ def _strings(p: Path, info: int, r: tuple, has_tensors: bool) -> tuple | str:
     in_shapes = out_shapes = ()
     if has_tensors:
         in_shapes, out_shapes = row.shapes("input_shapes"), row.shapes("output_shapes")
-        if in_shapes is None and out_shapes is None:
+        if in_shapes is None and out_shapes is None and not shapeless:
             return "no shapes"
     try:
         in_dtypes, out_dtypes = row.dtypes("input_dtypes"), row.dtypes("output_dtypes")
@@ -220,7 +222,8 @@ def _strings(p: Path, info: int, r: tuple, has_tensors: bool) -> tuple | str:
             row.words("input_formats"), row.words("output_formats"))
 
 
-def _kernel(p: Path, r: tuple, has_tensors: bool, memo: dict) -> tuple[KernelRecord | None, str]:
+def _kernel(p: Path, r: tuple, has_tensors: bool, memo: dict, shapeless: bool = False
+            ) -> tuple[KernelRecord | None, str]:
     rowid, info = r[0], r[3]
     start = _int(p, "TASK", rowid, "startNs", r[1])
     end = _int(p, "TASK", rowid, "endNs", r[2])
@@ -234,7 +237,7 @@ def _kernel(p: Path, r: tuple, has_tensors: bool, memo: dict) -> tuple[KernelRec
     if parsed is None:
         for col, sid in zip(_INFO_STRINGS, ids):
             _int(p, "COMPUTE_TASK_INFO", info, col, sid)
-        parsed = _strings(p, info, r, has_tensors)
+        parsed = _strings(p, info, r, has_tensors, shapeless)
         if len(memo) >= _MEMO_LIMIT:
             memo.clear()
         memo[ids] = parsed

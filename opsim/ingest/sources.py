@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Iterator
 
 from opsim.ingest.kernels import KernelRecord
-from opsim.ingest.trace_view import AclApiEvent, read_trace_view
+from opsim.ingest.trace_view import AclApiEvent, TraceView, read_trace_view
 from opsim.ingest.op_summary import iter_op_summary
 from opsim.ingest.profiler_db import iter_db_api_events, iter_db_kernels
 
@@ -34,4 +34,12 @@ def iter_host_calls(path: str | Path) -> Iterator[AclApiEvent]:
     return iter(read_trace_view(path).acl_api_events())
 
 
-__all__ = ["is_db", "iter_host_calls", "iter_kernel_rows"]
+def read_view(path: str | Path, progress=None) -> "TraceView":
+    """The TraceView of a trace_view.json, or of a db export's tables (opsim.ingest.db_view)."""
+    if is_db(path):
+        from opsim.ingest.db_view import read_db_view  # lazy: only a db export needs it
+        return read_db_view(path, progress)
+    return read_trace_view(path, progress)
+
+
+__all__ = ["is_db", "iter_host_calls", "iter_kernel_rows", "read_view"]

@@ -107,6 +107,8 @@ class TraceView:
     flows: list[FlowPair]
     process_names: dict[int | str, str]
     thread_names: dict[tuple[int | str, int | str], str]
+    skipped: dict[str, int] = field(default_factory=dict)
+    """Rows of the source left out of the view, by reason (a db export's HCCL op tasks, shown as HCCL ops)."""
 
     def device_pids(self) -> set[int | str]:
         return {pid for pid, n in self.process_names.items() if n == DEVICE_PROCESS}
