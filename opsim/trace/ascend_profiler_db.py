@@ -8,14 +8,15 @@ microseconds. Everything comes from the same ``AscendProfile`` the text files ar
 """
 from __future__ import annotations
 
+import itertools
 import operator
 import os
 import sqlite3
-from typing import Callable, Iterable
+from typing import Callable, Iterable, Iterator, Mapping
 
 import numpy as np
 from opsim.trace.ascend_db_schema import ENUM_API_TYPE, ENUM_TABLES, META_DATA, PROFILER_DB_TABLES
-from opsim.trace.ascend_memory import memory_db_rows
+from opsim.trace.ascend_memory import memory_db_rows, memory_strings
 from opsim.trace.ascend_model import FILE_MODE, MODEL_ID_NONE, AscendProfile
 from opsim.trace.ascend_pmu import KernelPmu
 from opsim.trace.ascend_tables import quoted_shape
@@ -64,7 +65,7 @@ class _Strings(dict):
         return self
 
 
-def _pmu_cells(pmu: KernelPmu | None, sid: _Strings) -> list[tuple[int, int | float]]:
+def _pmu_cells(pmu: KernelPmu | None, sid: Mapping[str, int]) -> list[tuple[int, int | float]]:
     """(name id, value) of the TASK_PMU_INFO rows of one kernel (times in ns): only the core side(s) it ran on;
     none for AI CPU."""
     cells: list[tuple[int, int | float]] = []
@@ -87,7 +88,8 @@ def _create(conn: sqlite3.Connection, tables: dict[str, tuple[tuple[str, str], .
 
 
 def _insert(conn: sqlite3.Connection, table: str, ncols: int, rows: Iterable[tuple]) -> None:
-    conn.executemany(f"INSERT INTO {table} VALUES ({', '.join('?' * ncols)})", list(rows))
+    """Insert `rows` (any iterable: sqlite3 draws a generator's rows one at a time, so none is held whole)."""
+    conn.executemany(f"INSERT INTO {table} VALUES ({', '.join('?' * ncols)})", rows)
 
 
 def _write_db(path: str, fill: Callable[[sqlite3.Connection], None]) -> None:
@@ -103,70 +105,151 @@ def _write_db(path: str, fill: Callable[[sqlite3.Connection], None]) -> None:
 
 
 def profiler_db_rows(p: AscendProfile, rank: int) -> dict[str, list[tuple]]:
-    """The rows of every profiler DB table (STRING_IDS last: it collects the strings the others use); tables
-    of what opsim does not model (communication, HBM bandwidth, LLC, ...) stay empty."""
-    sid = _Strings()
-    rows: dict[str, list[tuple]] = {t: [] for t in PROFILER_DB_TABLES}
+    """`profiler_db_tables` with every table's rows in a list (for tests and small runs)."""
+    return {table: list(rows) for table, rows in profiler_db_tables(p, rank).items()}
+
+
+def profiler_db_tables(p: AscendProfile, rank: int) -> dict[str, Iterable[tuple]]:
+    """The rows of every profiler DB table, in table order, each table's drawn only as it is inserted (no table
+    of a large run is held whole); tables of what opsim does not model (communication, HBM bandwidth, LLC, ...)
+    stay empty. STRING_IDS comes first, complete: `_string_ids` numbers every text in the order the rows first
+    use it, and the other tables only look their texts up."""
+    sid = _string_ids(p)
+    tables: dict[str, Iterable[tuple]] = {t: () for t in PROFILER_DB_TABLES}
     for table, values in ENUM_TABLES.items():
-        rows[table] = sorted(values.items())
-    corr_ids = {c.corr for c in p.op_calls}
-    _task_rows(p, rows, sid, corr_ids)
-    rows["CANN_API"] = with_depth(
-        [(a.start_ns, a.end_ns, _API_TYPE_ID["acl" if a.kind == "acl" else "node"], a.tid,
-          a.corr if a.corr in corr_ids else None, sid[a.name]) for a in p.api_spans], track=3)
-    op_type = _API_TYPE_ID["op"]
-    api = [(w.start_ns, w.end_ns, w.tid, None, sid[f"ProfilerStep#{w.step}"], -1, 0, None, None, None, op_type)
-           for w in p.steps]
-    chains = rows["PYTORCH_CALLCHAINS"]
-    for chain, c in enumerate(p.op_calls):
-        api.append((c.start_ns, c.end_ns, c.tid, c.corr, sid[c.torch_name], -1, 0, sid[""], sid[""], chain, op_type))
-        chains.append((chain, sid[c.call_stack], 0))
-        rows["CONNECTION_IDS"].append((c.corr, c.corr))
-    api.sort(key=lambda r: (r[0], -r[1], r[2]))
-    rows["PYTORCH_API"] = with_depth(api, track=2)
-    rows["connectionCats"] = [(c, "async_npu") for c in sorted({t.corr for t in p.tasks if t.op_call is not None})]
-    rows["STEP_TIME"] = [(w.step, w.start_ns, w.end_ns) for w in p.step_windows]
-    rows["RANK_DEVICE_MAP"] = [(rank, p.device_id)]
-    _session_rows(p, rows)
-    rows.update(memory_db_rows(p, sid))
-    rows["STRING_IDS"] = [(i, text) for text, i in sid.ids.items()]
-    return rows
+        tables[table] = sorted(values.items())
+    tables["STRING_IDS"] = [(i, text) for text, i in sid.items()]
+    corr_ids = frozenset(c.corr for c in p.op_calls)
+    tables["TASK"] = _task_table(p, sid, corr_ids)
+    tables["COMPUTE_TASK_INFO"] = _compute_table(p, sid)
+    tables["TASK_PMU_INFO"] = _pmu_table(p, sid)
+    tables["CANN_API"] = _cann_api_table(p, sid, corr_ids)
+    tables["PYTORCH_API"] = _pytorch_api_table(p, sid)
+    tables["PYTORCH_CALLCHAINS"] = ((chain, sid[c.call_stack], 0) for chain, c in enumerate(p.op_calls))
+    tables["CONNECTION_IDS"] = ((c.corr, c.corr) for c in p.op_calls)
+    launched = np.fromiter((t.corr for t in p.tasks if t.op_call is not None), dtype=np.int64)
+    tables["connectionCats"] = ((c, "async_npu") for c in np.unique(launched).tolist())
+    tables["STEP_TIME"] = [(w.step, w.start_ns, w.end_ns) for w in p.step_windows]
+    tables["RANK_DEVICE_MAP"] = [(rank, p.device_id)]
+    _session_rows(p, tables)
+    tables.update(memory_db_rows(p, sid))
+    return tables
 
 
-def _task_rows(p: AscendProfile, rows: dict[str, list[tuple]], sid: _Strings, corr_ids: set[int]) -> None:
-    """TASK (every shown task, nesting depth on its stream), COMPUTE_TASK_INFO and TASK_PMU_INFO (kernels)."""
-    task = []
-    compute = rows["COMPUTE_TASK_INFO"]
-    pmu_info = rows["TASK_PMU_INFO"]
-    pmu_cells: dict[int, list] = {}  # by id of the (shared, frozen) split: its names' ids and values
-    tensor_ids: dict[int, tuple] = {}  # by id of the tensor description: its six ids
-    for gid, t in enumerate(p.tasks):
-        conn_id = t.corr if t.corr in corr_ids else None
+def _string_ids(p: AscendProfile) -> dict[str, int]:
+    """STRING_IDS: each distinct text the tables use gets the next id, in the order the tables' rows (TASK,
+    COMPUTE_TASK_INFO and TASK_PMU_INFO task by task, CANN_API, PYTORCH_API's steps and calls, the memory tables)
+    first use it. A kernel whose name, type, op, tensors and PMU split an earlier one had adds no text."""
+    sid = _Strings()
+    seen: set[tuple] = set()
+    for t in p.tasks:
         tt = t.task_type
-        task.append((t.start_ns, t.end_ns, t.device, conn_id, gid, 0, sid[RTS_TASK_TYPE.get(tt, tt)],
-                     CONTEXT_ID_NONE, t.stream, t.task_id, MODEL_ID_NONE))
+        sid[RTS_TASK_TYPE.get(tt, tt)]
         if not t.is_kernel:
             continue
-        ti = t.tensors
-        mix = t.block_dim if tt in ("MIX_AIC", "MIX_AIV") else 0
-        name, tt_id, op = sid[t.name], sid[tt], sid[t.op]
-        tensors = tensor_ids.get(id(ti))
+        key = (t.name, tt, t.op, id(t.tensors) if t.tensors else 0, id(t.pmu))
+        if key in seen:
+            continue
+        seen.add(key)
+        for text in (t.name, tt, t.op, *_tensor_texts(t.tensors), "", "static", "NO"):
+            sid[text]
+        _pmu_cells(t.pmu, sid)
+    for a in p.api_spans:
+        sid[a.name]
+    for w in p.steps:
+        sid[f"ProfilerStep#{w.step}"]
+    for c in p.op_calls:
+        sid[c.torch_name], sid[""], sid[c.call_stack]
+    memory_strings(p, sid)
+    return dict(sid)
+
+
+def _tensor_texts(ti: dict[str, str]) -> tuple[str, ...]:
+    """COMPUTE_TASK_INFO's six tensor texts (formats, data types, quoted shapes; inputs, then outputs)."""
+    return (ti.get("input_formats", ""), ti.get("input_data_types", ""), quoted_shape(ti.get("input_shapes", "")),
+            ti.get("output_formats", ""), ti.get("output_data_types", ""), quoted_shape(ti.get("output_shapes", "")))
+
+
+def _task_table(p: AscendProfile, sid: dict[str, int], corr_ids: frozenset[int]) -> Iterator[tuple]:
+    """TASK: every shown task, with its nesting depth on its stream."""
+    tasks = p.tasks
+    n = len(tasks)
+    depth = depths(np.fromiter((t.start_ns for t in tasks), dtype=np.int64, count=n),
+                   np.fromiter((t.end_ns for t in tasks), dtype=np.int64, count=n),
+                   np.fromiter((t.stream for t in tasks), dtype=np.int64, count=n))
+    for gid, (t, d) in enumerate(zip(tasks, depth.tolist())):
+        tt = t.task_type
+        yield (t.start_ns, t.end_ns, t.device, t.corr if t.corr in corr_ids else None, gid, 0,
+               sid[RTS_TASK_TYPE.get(tt, tt)], CONTEXT_ID_NONE, t.stream, t.task_id, MODEL_ID_NONE, d)
+
+
+def _compute_table(p: AscendProfile, sid: dict[str, int]) -> Iterator[tuple]:
+    """COMPUTE_TASK_INFO: one row per kernel."""
+    tensor_ids: dict[int, tuple] = {}  # by id of the (shared) tensor description: its six ids
+    empty, static, no = sid.get(""), sid.get("static"), sid.get("NO")
+    for gid, t in enumerate(p.tasks):
+        if not t.is_kernel:
+            continue
+        ti, tt = t.tensors, t.task_type
+        tensors = tensor_ids.get(id(ti)) if ti else None
         if tensors is None:
-            tensors = (sid[ti.get("input_formats", "")], sid[ti.get("input_data_types", "")],
-                       sid[quoted_shape(ti.get("input_shapes", ""))], sid[ti.get("output_formats", "")],
-                       sid[ti.get("output_data_types", "")], sid[quoted_shape(ti.get("output_shapes", ""))])
-            if ti:  # a shared description (the empty default is a new dict per task)
+            tensors = tuple(sid[text] for text in _tensor_texts(ti))
+            if ti:
                 tensor_ids[id(ti)] = tensors
-        compute.append((name, gid, t.block_dim, mix, tt_id, op) + tensors + (sid[""], t.wait_ns, sid["static"],
-                                                                              sid["NO"]))
+        mix = t.block_dim if tt in ("MIX_AIC", "MIX_AIV") else 0
+        yield (sid[t.name], gid, t.block_dim, mix, sid[tt], sid[t.op]) + tensors + (empty, t.wait_ns, static, no)
+
+
+def _pmu_table(p: AscendProfile, sid: dict[str, int]) -> Iterator[tuple]:
+    """TASK_PMU_INFO: each kernel's PMU cells."""
+    pmu_cells: dict[int, list] = {}  # by id of the (shared, frozen) split: its names' ids and values
+    for gid, t in enumerate(p.tasks):
+        if not t.is_kernel:
+            continue
         cells = pmu_cells.get(id(t.pmu))
         if cells is None:
             cells = pmu_cells[id(t.pmu)] = _pmu_cells(t.pmu, sid)
-        pmu_info.extend([(gid, n, v) for n, v in cells])
-    rows["TASK"] = with_depth(task, track=8)
+        for n, v in cells:
+            yield gid, n, v
 
 
-def _session_rows(p: AscendProfile, rows: dict[str, list[tuple]]) -> None:
+def _cann_api_table(p: AscendProfile, sid: dict[str, int], corr_ids: frozenset[int]) -> Iterator[tuple]:
+    """CANN_API: every CANN span, with its nesting depth on its thread."""
+    spans = p.api_spans
+    n = len(spans)
+    depth = depths(np.fromiter((a.start_ns for a in spans), dtype=np.int64, count=n),
+                   np.fromiter((a.end_ns for a in spans), dtype=np.int64, count=n),
+                   np.fromiter((a.tid for a in spans), dtype=np.int64, count=n))
+    acl, node = _API_TYPE_ID["acl"], _API_TYPE_ID["node"]
+    for a, d in zip(spans, depth.tolist()):
+        yield (a.start_ns, a.end_ns, acl if a.kind == "acl" else node, a.tid, a.corr if a.corr in corr_ids else None,
+               sid[a.name], d)
+
+
+def _pytorch_api_table(p: AscendProfile, sid: dict[str, int]) -> Iterator[tuple]:
+    """PYTORCH_API: the ProfilerSteps and the calls (a call's chain id is its position in `op_calls`), by start,
+    longest first, then thread (ties: steps first, then calls, each in order), with their nesting depth."""
+    steps, calls = p.steps, p.op_calls
+    n = len(steps) + len(calls)
+    starts = np.fromiter(itertools.chain((w.start_ns for w in steps), (c.start_ns for c in calls)), np.int64, n)
+    ends = np.fromiter(itertools.chain((w.end_ns for w in steps), (c.end_ns for c in calls)), np.int64, n)
+    tids = np.fromiter(itertools.chain((w.tid for w in steps), (c.tid for c in calls)), np.int64, n)
+    order = np.lexsort((tids, -ends, starts))
+    depth = depths(starts[order], ends[order], tids[order]).tolist()
+    del starts, ends, tids
+    op_type, empty, first_call = _API_TYPE_ID["op"], sid.get(""), len(steps)
+    for k, d in zip(order.tolist(), depth):
+        if k < first_call:
+            w = steps[k]
+            yield (w.start_ns, w.end_ns, w.tid, None, sid[f"ProfilerStep#{w.step}"], -1, 0, None, None, None,
+                   op_type, d)
+        else:
+            c = calls[k - first_call]
+            yield (c.start_ns, c.end_ns, c.tid, c.corr, sid[c.torch_name], -1, 0, empty, empty, k - first_call,
+                   op_type, d)
+
+
+def _session_rows(p: AscendProfile, rows: dict[str, Iterable[tuple]]) -> None:
     """NPU_INFO (the SoC preset), META_DATA, SESSION_TIME_INFO, HOST_INFO and AICORE_FREQ (the preset's clock)."""
     start, end = p.session_ns
     rows["NPU_INFO"] = [(p.device_id, p.soc_name)]
@@ -182,14 +265,18 @@ def with_depth(rows: list[tuple], *, track: int) -> list[tuple]:
     calls (0 at the top level)."""
     n = len(rows)
     col = operator.itemgetter
-    starts = np.fromiter(map(col(0), rows), dtype=np.int64, count=n)
-    ends = np.fromiter(map(col(1), rows), dtype=np.int64, count=n)
-    tracks = np.fromiter(map(col(track), rows), dtype=np.int64, count=n)
-    order = np.lexsort((-ends, starts, tracks))  # stable: record order breaks ties
-    depth = _depths(order, starts, ends, tracks).tolist()
+    depth = depths(np.fromiter(map(col(0), rows), dtype=np.int64, count=n),
+                   np.fromiter(map(col(1), rows), dtype=np.int64, count=n),
+                   np.fromiter(map(col(track), rows), dtype=np.int64, count=n)).tolist()
     for i, d in enumerate(depth):  # in place: one table's rows held once
         rows[i] += (d,)
     return rows
+
+
+def depths(starts: np.ndarray, ends: np.ndarray, tracks: np.ndarray) -> np.ndarray:
+    """The `with_depth` depth of each row given its start, end and track columns (int64)."""
+    order = np.lexsort((-ends, starts, tracks))  # stable: record order breaks ties
+    return _depths(order, starts, ends, tracks)
 
 
 def _depths(order, starts, ends, tracks):
@@ -232,7 +319,7 @@ def write_profiler_db(p: AscendProfile, out_dir: str, *, rank: int = 0) -> tuple
 
     def profiler_db(conn: sqlite3.Connection) -> None:
         _create(conn, PROFILER_DB_TABLES)
-        for table, rows in profiler_db_rows(p, rank).items():
+        for table, rows in profiler_db_tables(p, rank).items():
             _insert(conn, table, len(PROFILER_DB_TABLES[table]), rows)
 
     def analysis_db(conn: sqlite3.Connection) -> None:
