@@ -69,8 +69,7 @@ class OpMemory:
     release_total: int | None = None
 
 
-def memory_profile(rec: Any, device_id: int, epoch_ns: int, host: dict[str, list],
-                   host_ns: tuple[list[int], list[int]], calls: dict[int, OpCall],
+def memory_profile(rec: Any, device_id: int, epoch_ns: int, host: Any, calls: dict[int, OpCall],
                    op_calls: list[OpCall]) -> tuple[list[MemoryEvent], list[OpMemory]]:
     """The device's memory events in time order with running totals, and each allocation's lifetime."""
     mem = rec.records("memory")
@@ -80,7 +79,7 @@ def memory_profile(rec: Any, device_id: int, epoch_ns: int, host: dict[str, list
         return [], []
     ns = (to_ns_array(np.asarray([mem["time"][i] for i in keep], dtype=np.float64)) + epoch_ns).tolist()
     order = sorted(range(len(keep)), key=lambda j: (ns[j], j))
-    workspace = _workspace_names(host, host_ns, calls)
+    workspace = _workspace_names(host, calls)
     name_of = _CallAt(op_calls)
     events: list[MemoryEvent] = []
     live: dict[int, OpMemory] = {}
@@ -102,12 +101,14 @@ def memory_profile(rec: Any, device_id: int, epoch_ns: int, host: dict[str, list
     return events, allocs
 
 
-def _workspace_names(host: dict[str, list], host_ns: tuple[list[int], list[int]],
-                     calls: dict[int, OpCall]) -> dict[int, list[str]]:
-    """The torch names of the calls whose ``rt malloc`` spans end at each time (epoch ns), in record order."""
+def _workspace_names(host: Any, calls: dict[int, OpCall]) -> dict[int, list[str]]:
+    """The torch names of the calls whose ``rt malloc`` spans end at each time (epoch ns), in record order
+    (`host`: the host spans' columns, ascend_host.HostColumns)."""
     out: dict[int, list[str]] = {}
-    for phase, corr, end in zip(host["phase"], host["corr"], host_ns[1]):
-        if phase == "rt malloc" and corr in calls:
+    code = host.code("rt malloc")
+    rows = np.flatnonzero(host.phase == code) if code >= 0 else np.empty(0, np.int64)
+    for corr, end in zip(host.corr[rows].tolist(), host.end_ns[rows].tolist()):
+        if corr in calls:
             out.setdefault(end, []).append(calls[corr].torch_name)
     return out
 

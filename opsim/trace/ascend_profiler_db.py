@@ -17,7 +17,7 @@ from typing import Callable, Iterable, Iterator, Mapping
 import numpy as np
 from opsim.trace.ascend_db_schema import ENUM_API_TYPE, ENUM_TABLES, META_DATA, PROFILER_DB_TABLES
 from opsim.trace.ascend_memory import memory_db_rows, memory_strings
-from opsim.trace.ascend_model import FILE_MODE, MODEL_ID_NONE, AscendProfile
+from opsim.trace.ascend_model import API_KINDS, FILE_MODE, MODEL_ID_NONE, AscendProfile
 from opsim.trace.ascend_pmu import KernelPmu
 from opsim.trace.ascend_tables import quoted_shape
 from opsim.outputs import atomic_path
@@ -32,6 +32,8 @@ RTS_TASK_TYPE = {"AI_CORE": "KERNEL_AICORE", "AI_VECTOR_CORE": "KERNEL_AIVEC", "
 """Profiler task type -> the runtime task type TASK.taskType holds (others are kept as they are)."""
 
 CONTEXT_ID_NONE = 4294967295
+BLOCK_ROWS = 65_536
+"""Rows converted to Python values at a time while a table is inserted (bounds what is held)."""
 HOST_NAME = "opsim"
 """HOST_INFO: the simulated host's name (its uid is a fixed "0": no real host ran it)."""
 
@@ -123,7 +125,7 @@ def profiler_db_tables(p: AscendProfile, rank: int) -> dict[str, Iterable[tuple]
     tables["TASK"] = _task_table(p, sid, corr_ids)
     tables["COMPUTE_TASK_INFO"] = _compute_table(p, sid)
     tables["TASK_PMU_INFO"] = _pmu_table(p, sid)
-    tables["CANN_API"] = _cann_api_table(p, sid, corr_ids)
+    tables["CANN_API"] = _cann_api_table(p, sid, np.fromiter(corr_ids, dtype=np.int64, count=len(corr_ids)))
     tables["PYTORCH_API"] = _pytorch_api_table(p, sid)
     tables["PYTORCH_CALLCHAINS"] = ((chain, sid[c.call_stack], 0) for chain, c in enumerate(p.op_calls))
     tables["CONNECTION_IDS"] = ((c.corr, c.corr) for c in p.op_calls)
@@ -154,8 +156,10 @@ def _string_ids(p: AscendProfile) -> dict[str, int]:
         for text in (t.name, tt, t.op, *_tensor_texts(t.tensors), "", "static", "NO"):
             sid[text]
         _pmu_cells(t.pmu, sid)
-    for a in p.api_spans:
-        sid[a.name]
+    spans = p.api_spans
+    _, first = np.unique(spans.name, return_index=True)
+    for i in spans.name[np.sort(first)].tolist():  # the span names in order of first use
+        sid[spans.names[i]]
     for w in p.steps:
         sid[f"ProfilerStep#{w.step}"]
     for c in p.op_calls:
@@ -213,17 +217,19 @@ def _pmu_table(p: AscendProfile, sid: dict[str, int]) -> Iterator[tuple]:
             yield gid, n, v
 
 
-def _cann_api_table(p: AscendProfile, sid: dict[str, int], corr_ids: frozenset[int]) -> Iterator[tuple]:
-    """CANN_API: every CANN span, with its nesting depth on its thread."""
-    spans = p.api_spans
-    n = len(spans)
-    depth = depths(np.fromiter((a.start_ns for a in spans), dtype=np.int64, count=n),
-                   np.fromiter((a.end_ns for a in spans), dtype=np.int64, count=n),
-                   np.fromiter((a.tid for a in spans), dtype=np.int64, count=n))
-    acl, node = _API_TYPE_ID["acl"], _API_TYPE_ID["node"]
-    for a, d in zip(spans, depth.tolist()):
-        yield (a.start_ns, a.end_ns, acl if a.kind == "acl" else node, a.tid, a.corr if a.corr in corr_ids else None,
-               sid[a.name], d)
+def _cann_api_table(p: AscendProfile, sid: dict[str, int], call_corrs: np.ndarray) -> Iterator[tuple]:
+    """CANN_API: every CANN span, with its nesting depth on its thread, `BLOCK_ROWS` rows at a time."""
+    s = p.api_spans
+    depth = depths(s.start_ns, s.end_ns, s.tid)
+    types = np.array([_API_TYPE_ID[k] for k in API_KINDS], dtype=np.int64)
+    name_ids = np.array([sid.get(n, -1) for n in s.names] or [0], dtype=np.int64)
+    for lo in range(0, len(s), BLOCK_ROWS):
+        hi = min(lo + BLOCK_ROWS, len(s))
+        corr = s.corr[lo:hi]
+        known = np.isin(corr, call_corrs).tolist()
+        yield from zip(s.start_ns[lo:hi].tolist(), s.end_ns[lo:hi].tolist(), types[s.kind[lo:hi]].tolist(),
+                       s.tid[lo:hi].tolist(), [c if k else None for c, k in zip(corr.tolist(), known)],
+                       name_ids[s.name[lo:hi]].tolist(), depth[lo:hi].tolist())
 
 
 def _pytorch_api_table(p: AscendProfile, sid: dict[str, int]) -> Iterator[tuple]:

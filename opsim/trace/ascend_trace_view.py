@@ -155,9 +155,11 @@ def _sections(p: AscendProfile, pieces: Any) -> Iterator[tuple[tuple, int, dict]
         "name": _each(calls, lambda c: code(c.torch_name)), "tid": _attr(calls, "tid"),
         "ts": _attr(calls, "start_ns")}
     spans = p.api_spans
+    span_names = np.array([code(text) for text in spans.trace_names()] or [0], dtype=np.int64)
     yield _API, len(spans), {
-        "corr": _attr(spans, "corr"), "dur": _span(spans), "name": _each(spans, lambda a: code(a.trace_name)),
-        "tid": _attr(spans, "tid"), "ts": _attr(spans, "start_ns")}
+        "corr": _column(spans.corr), "dur": lambda lo, hi: spans.end_ns[lo:hi] - spans.start_ns[lo:hi],
+        "name": lambda lo, hi: span_names[spans.kind[lo:hi].astype(np.int64) * len(spans.names) + spans.name[lo:hi]],
+        "tid": _column(spans.tid), "ts": _column(spans.start_ns)}
     tasks = p.tasks
     yield _TASK, len(tasks), {
         "stream": _attr(tasks, "stream"), "task_id": _attr(tasks, "task_id"),
@@ -189,6 +191,11 @@ def _coder(pieces: Any):
 def _each(items: list, get: Any):
     """A column: ``get(item)`` of the items of a row range, as int64."""
     return lambda lo, hi: np.fromiter(map(get, items[lo:hi]), dtype=np.int64, count=hi - lo)
+
+
+def _column(values: np.ndarray):
+    """A column held as an array: its int64 values of a row range."""
+    return lambda lo, hi: values[lo:hi].astype(np.int64, copy=False)
 
 
 def _attr(items: list, name: str):
