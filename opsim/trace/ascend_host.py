@@ -87,6 +87,24 @@ def host_columns(rec: Any, epoch_ns: int) -> HostColumns:
                        to_ns_array(start) + epoch_ns, to_ns_array(end) + epoch_ns)
 
 
+def call_apis(rec: Any) -> dict[int, str]:
+    """corr -> API of every ``op_call`` host span (the last span of a corr wins), read from the recorder's code
+    and int columns when it keeps them (no list of the host records)."""
+    if getattr(rec, "coded", None) is None or getattr(rec, "numeric", None) is None:
+        host = rec.records("host")
+        return {corr: op for phase, op, corr in zip(host["phase"], host["op"], host["corr"])
+                if phase == OP_CALL and corr >= 0}
+    phase, values = rec.coded("host", "phase")
+    corr, odd = rec.numeric("host", "corr", "q")
+    if odd:
+        corr = np.asarray(rec.records("host")["corr"], dtype=np.int64)
+    code = values.index(OP_CALL) if OP_CALL in values else -1
+    rows = np.flatnonzero((phase == code) & (corr >= 0))
+    del phase
+    op, _ = rec.coded("host", "op")
+    return dict(zip(corr[rows].tolist(), [values[c] for c in op[rows].tolist()]))
+
+
 def first_call_rows(host: HostColumns) -> np.ndarray:
     """The row of each ACLNN call: the first ``op_call`` span of each correlation id, in record order."""
     code = host.code(OP_CALL)
