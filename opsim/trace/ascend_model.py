@@ -20,6 +20,7 @@ from opsim.trace.timefmt import to_ns, us_text
 if TYPE_CHECKING:
     from opsim.trace.ascend_memory import MemoryEvent, OpMemory
     from opsim.trace.ascend_pmu import KernelPmu
+    from opsim.trace.ascend_tasks import DeviceTasks
 
 DEFAULT_EPOCH_US = 1_700_000_000_000_000
 """Default epoch base (2023-11-14 22:13:20 UTC): simulated time 0 maps to this wall-clock microsecond."""
@@ -263,7 +264,8 @@ class AscendProfile:
     threads: dict[str, int]
     op_calls: list[OpCall]
     api_spans: ApiSpans
-    tasks: list[DeviceTaskRow]
+    tasks: DeviceTasks
+    """The shown device tasks, as columns (ascend_tasks.py)."""
     steps: list[StepWindow]
     """Every thread's ProfilerSteps (the trace shows each thread's own)."""
     step_windows: list[StepWindow]

@@ -121,16 +121,15 @@ def profiler_db_tables(p: AscendProfile, rank: int) -> dict[str, Iterable[tuple]
     for table, values in ENUM_TABLES.items():
         tables[table] = sorted(values.items())
     tables["STRING_IDS"] = [(i, text) for text, i in sid.items()]
-    corr_ids = frozenset(c.corr for c in p.op_calls)
-    tables["TASK"] = _task_table(p, sid, corr_ids)
+    call_corrs = np.array([c.corr for c in p.op_calls], dtype=np.int64)
+    tables["TASK"] = _task_table(p, sid, call_corrs)
     tables["COMPUTE_TASK_INFO"] = _compute_table(p, sid)
     tables["TASK_PMU_INFO"] = _pmu_table(p, sid)
-    tables["CANN_API"] = _cann_api_table(p, sid, np.fromiter(corr_ids, dtype=np.int64, count=len(corr_ids)))
+    tables["CANN_API"] = _cann_api_table(p, sid, call_corrs)
     tables["PYTORCH_API"] = _pytorch_api_table(p, sid)
     tables["PYTORCH_CALLCHAINS"] = ((chain, sid[c.call_stack], 0) for chain, c in enumerate(p.op_calls))
     tables["CONNECTION_IDS"] = ((c.corr, c.corr) for c in p.op_calls)
-    launched = np.fromiter((t.corr for t in p.tasks if t.op_call is not None), dtype=np.int64)
-    tables["connectionCats"] = ((c, "async_npu") for c in np.unique(launched).tolist())
+    tables["connectionCats"] = ((c, "async_npu") for c in np.unique(p.tasks.corr[p.tasks.call >= 0]).tolist())
     tables["STEP_TIME"] = [(w.step, w.start_ns, w.end_ns) for w in p.step_windows]
     tables["RANK_DEVICE_MAP"] = [(rank, p.device_id)]
     _session_rows(p, tables)
@@ -144,18 +143,22 @@ def _string_ids(p: AscendProfile) -> dict[str, int]:
     first use it. A kernel whose name, type, op, tensors and PMU split an earlier one had adds no text."""
     sid = _Strings()
     seen: set[tuple] = set()
-    for t in p.tasks:
-        tt = t.task_type
-        sid[RTS_TASK_TYPE.get(tt, tt)]
-        if not t.is_kernel:
-            continue
-        key = (t.name, tt, t.op, id(t.tensors) if t.tensors else 0, id(t.pmu))
-        if key in seen:
+    tasks = p.tasks
+    texts, tensor_list, pmu_list = tasks.texts, tasks.tensor_list, tasks.pmu_list
+    rts = [RTS_TASK_TYPE.get(t, t) for t in texts]
+    kernel = tasks.is_kernel().tolist()
+    for is_kernel, key in zip(kernel, zip(tasks.task_type.tolist(), tasks.name.tolist(), tasks.op.tolist(),
+                                          tasks.tensors.tolist(), tasks.pmu.tolist())):
+        tt = key[0]
+        sid[rts[tt]]
+        if not is_kernel or key in seen:
             continue
         seen.add(key)
-        for text in (t.name, tt, t.op, *_tensor_texts(t.tensors), "", "static", "NO"):
+        _, name, op, ti, pmu = key
+        for text in (texts[name], texts[tt], texts[op], *_tensor_texts(tensor_list[ti] if ti >= 0 else {}), "",
+                     "static", "NO"):
             sid[text]
-        _pmu_cells(t.pmu, sid)
+        _pmu_cells(pmu_list[pmu] if pmu >= 0 else None, sid)
     spans = p.api_spans
     _, first = np.unique(spans.name, return_index=True)
     for i in spans.name[np.sort(first)].tolist():  # the span names in order of first use
@@ -174,47 +177,53 @@ def _tensor_texts(ti: dict[str, str]) -> tuple[str, ...]:
             ti.get("output_formats", ""), ti.get("output_data_types", ""), quoted_shape(ti.get("output_shapes", "")))
 
 
-def _task_table(p: AscendProfile, sid: dict[str, int], corr_ids: frozenset[int]) -> Iterator[tuple]:
-    """TASK: every shown task, with its nesting depth on its stream."""
-    tasks = p.tasks
-    n = len(tasks)
-    depth = depths(np.fromiter((t.start_ns for t in tasks), dtype=np.int64, count=n),
-                   np.fromiter((t.end_ns for t in tasks), dtype=np.int64, count=n),
-                   np.fromiter((t.stream for t in tasks), dtype=np.int64, count=n))
-    for gid, (t, d) in enumerate(zip(tasks, depth.tolist())):
-        tt = t.task_type
-        yield (t.start_ns, t.end_ns, t.device, t.corr if t.corr in corr_ids else None, gid, 0,
-               sid[RTS_TASK_TYPE.get(tt, tt)], CONTEXT_ID_NONE, t.stream, t.task_id, MODEL_ID_NONE, d)
+def _task_table(p: AscendProfile, sid: dict[str, int], call_corrs: np.ndarray) -> Iterator[tuple]:
+    """TASK: every shown task, with its nesting depth on its stream, `BLOCK_ROWS` rows at a time."""
+    t = p.tasks
+    depth = depths(t.start_ns, t.end_ns, t.stream)
+    types = np.array([sid.get(RTS_TASK_TYPE.get(x, x), -1) for x in t.texts] or [0], dtype=np.int64)
+    device = t.device
+    for lo in range(0, len(t), BLOCK_ROWS):
+        hi = min(lo + BLOCK_ROWS, len(t))
+        corr = t.corr[lo:hi]
+        known = np.isin(corr, call_corrs).tolist()
+        for gid, s, e, c, k, tt, stream, task_id, d in zip(
+                range(lo, hi), t.start_ns[lo:hi].tolist(), t.end_ns[lo:hi].tolist(), corr.tolist(), known,
+                types[t.task_type[lo:hi]].tolist(), t.stream[lo:hi].tolist(), t.task_id[lo:hi].tolist(),
+                depth[lo:hi].tolist()):
+            yield (s, e, device, c if k else None, gid, 0, tt, CONTEXT_ID_NONE, stream, task_id, MODEL_ID_NONE, d)
 
 
 def _compute_table(p: AscendProfile, sid: dict[str, int]) -> Iterator[tuple]:
     """COMPUTE_TASK_INFO: one row per kernel."""
-    tensor_ids: dict[int, tuple] = {}  # by id of the (shared) tensor description: its six ids
+    t = p.tasks
+    ids = np.array([sid.get(x, -1) for x in t.texts] or [0], dtype=np.int64)
+    tensor_ids = [tuple(sid[text] for text in _tensor_texts(ti)) for ti in t.tensor_list]
+    no_tensors = tuple(sid[text] for text in _tensor_texts({}))
+    mix_types = np.array([x in ("MIX_AIC", "MIX_AIV") for x in t.texts] or [False])
     empty, static, no = sid.get(""), sid.get("static"), sid.get("NO")
-    for gid, t in enumerate(p.tasks):
-        if not t.is_kernel:
-            continue
-        ti, tt = t.tensors, t.task_type
-        tensors = tensor_ids.get(id(ti)) if ti else None
-        if tensors is None:
-            tensors = tuple(sid[text] for text in _tensor_texts(ti))
-            if ti:
-                tensor_ids[id(ti)] = tensors
-        mix = t.block_dim if tt in ("MIX_AIC", "MIX_AIV") else 0
-        yield (sid[t.name], gid, t.block_dim, mix, sid[tt], sid[t.op]) + tensors + (empty, t.wait_ns, static, no)
+    k = np.flatnonzero(t.is_kernel())
+    for lo in range(0, len(k), BLOCK_ROWS):
+        rows = k[lo:lo + BLOCK_ROWS]
+        bd = t.block_dim[rows]
+        mix = np.where(mix_types[t.task_type[rows]], bd, 0)
+        for gid, name, block_dim, m, tt, op, ti, wait in zip(
+                rows.tolist(), ids[t.name[rows]].tolist(), bd.tolist(), mix.tolist(), ids[t.task_type[rows]].tolist(),
+                ids[t.op[rows]].tolist(), t.tensors[rows].tolist(), t.wait_ns[rows].tolist()):
+            yield (name, gid, block_dim, m, tt, op) + (tensor_ids[ti] if ti >= 0 else no_tensors) + (
+                empty, wait, static, no)
 
 
 def _pmu_table(p: AscendProfile, sid: dict[str, int]) -> Iterator[tuple]:
     """TASK_PMU_INFO: each kernel's PMU cells."""
-    pmu_cells: dict[int, list] = {}  # by id of the (shared, frozen) split: its names' ids and values
-    for gid, t in enumerate(p.tasks):
-        if not t.is_kernel:
-            continue
-        cells = pmu_cells.get(id(t.pmu))
-        if cells is None:
-            cells = pmu_cells[id(t.pmu)] = _pmu_cells(t.pmu, sid)
-        for n, v in cells:
-            yield gid, n, v
+    t = p.tasks
+    cells = [_pmu_cells(pmu, sid) for pmu in t.pmu_list]
+    k = np.flatnonzero(t.is_kernel())
+    for lo in range(0, len(k), BLOCK_ROWS):
+        rows = k[lo:lo + BLOCK_ROWS]
+        for gid, pmu in zip(rows.tolist(), t.pmu[rows].tolist()):
+            for n, v in cells[pmu] if pmu >= 0 else ():
+                yield gid, n, v
 
 
 def _cann_api_table(p: AscendProfile, sid: dict[str, int], call_corrs: np.ndarray) -> Iterator[tuple]:
