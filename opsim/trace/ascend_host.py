@@ -82,9 +82,11 @@ def host_columns(rec: Any, epoch_ns: int) -> HostColumns:
         cols = host
     start = np.asarray(cols["start"], dtype=np.float64)
     end = start + np.asarray(cols["dur"], dtype=np.float64)
-    return HostColumns(np.asarray(thread, dtype=np.int64), np.asarray(phase, dtype=np.int64),
-                       np.asarray(op, dtype=np.int64), list(values), np.asarray(cols["corr"], dtype=np.int64),
-                       to_ns_array(start) + epoch_ns, to_ns_array(end) + epoch_ns)
+    start_ns = to_ns_array(start) + epoch_ns
+    end_ns = to_ns_array(end) + epoch_ns
+    del start, end
+    return HostColumns(np.asarray(thread), np.asarray(phase), np.asarray(op), list(values),  # codes: 2 bytes a row
+                       np.asarray(cols["corr"], dtype=np.int64), start_ns, end_ns)
 
 
 def call_apis(rec: Any) -> dict[int, str]:
@@ -130,7 +132,7 @@ def api_spans(host: HostColumns, call_apis: dict[int, str], tids: dict[str, int]
     # runtime calls outside any ACLNN call, in record order
     rows = np.flatnonzero(not_call & ~in_calls)
     if len(rows):
-        pair = host.phase[rows] * n_vals + host.op[rows]
+        pair = host.phase[rows].astype(np.int64) * n_vals + host.op[rows]
         uniq, inv = np.unique(pair, return_inverse=True)
         apis = [_runtime_api(vals[p // n_vals], vals[p % n_vals]) for p in uniq.tolist()]
         name_of = np.array([-1 if a is None else names.setdefault(a, len(names)) for a in apis], np.int64)
