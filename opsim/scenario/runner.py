@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any, Callable, Generator, Mapping, Sequence
 
 from opsim.opdev.settings import SimulationSettings
-from opsim.outputs import OutputDir
+from opsim.outputs import OutputDir, make_dir
 from opsim.scenario.config import OpStep, ScenarioConfig
 from opsim.scenario.limits import Limits, MAX_HORIZON_US
 from opsim.scenario.loader import load_scenario, profiler_format
@@ -516,6 +516,8 @@ def _dump_dir(config: ScenarioConfig, staged: OutputDir | None, target: Path) ->
     """Where tensor dumps go: a relative dump.dir inside the output directory (staged with the other outputs),
     an absolute one as given."""
     d = config.dump.dir
+    if d and os.path.isabs(d) and config.numerics:  # made now: a directory that cannot be made fails before the run
+        make_dir(d, "dump.dir")
     if not d or os.path.isabs(d):
         return d
     if staged is None:

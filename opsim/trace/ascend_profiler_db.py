@@ -12,9 +12,11 @@ import itertools
 import operator
 import os
 import sqlite3
-from typing import Callable, Iterable, Iterator, Mapping
+from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
 
 import numpy as np
+from opsim.trace.ascend_comm_db import (ANALYSIS_COMM_TABLES, analysis_comm_rows, communication_db_rows,
+                                       communication_ops)
 from opsim.trace.ascend_db_schema import ENUM_API_TYPE, ENUM_TABLES, META_DATA, PROFILER_DB_TABLES
 from opsim.trace.ascend_memory import memory_db_rows, memory_strings
 from opsim.trace.ascend_model import API_KINDS, FILE_MODE, MODEL_ID_NONE, AscendProfile
@@ -106,26 +108,33 @@ def _write_db(path: str, fill: Callable[[sqlite3.Connection], None]) -> None:
     os.chmod(path, FILE_MODE)
 
 
-def profiler_db_rows(p: AscendProfile, rank: int) -> dict[str, list[tuple]]:
+def profiler_db_rows(p: AscendProfile, rank: int, collectives: Sequence[Any] | None = None
+                     ) -> dict[str, list[tuple]]:
     """`profiler_db_tables` with every table's rows in a list (for tests and small runs)."""
-    return {table: list(rows) for table, rows in profiler_db_tables(p, rank).items()}
+    return {table: list(rows) for table, rows in profiler_db_tables(p, rank, collectives).items()}
 
 
-def profiler_db_tables(p: AscendProfile, rank: int) -> dict[str, Iterable[tuple]]:
+def profiler_db_tables(p: AscendProfile, rank: int, collectives: Sequence[Any] | None = None
+                       ) -> dict[str, Iterable[tuple]]:
     """The rows of every profiler DB table, in table order, each table's drawn only as it is inserted (no table
-    of a large run is held whole); tables of what opsim does not model (communication, HBM bandwidth, LLC, ...)
+    of a large run is held whole); a job's rank also gets its `collectives` (COMMUNICATION_OP and their launches,
+    ascend_comm_db.py). Tables of what opsim does not model (communication sub-tasks, HBM bandwidth, LLC, ...)
     stay empty. STRING_IDS comes first, complete: `_string_ids` numbers every text in the order the rows first
-    use it, and the other tables only look their texts up."""
-    sid = _string_ids(p)
+    use it (a job's communication strings after the others', so the tables a single rank has keep their ids),
+    and the other tables only look their texts up."""
+    comm = communication_ops(p, collectives) if collectives else []
+    sid, comm_rows, launches = _string_ids(p, comm)
     tables: dict[str, Iterable[tuple]] = {t: () for t in PROFILER_DB_TABLES}
     for table, values in ENUM_TABLES.items():
         tables[table] = sorted(values.items())
     tables["STRING_IDS"] = [(i, text) for text, i in sid.items()]
     call_corrs = np.array([c.corr for c in p.op_calls], dtype=np.int64)
-    tables["TASK"] = _task_table(p, sid, call_corrs)
+    tables["TASK"] = _task_table(p, sid, call_corrs, {op.task: op.conn for op in comm})
     tables["COMPUTE_TASK_INFO"] = _compute_table(p, sid)
     tables["TASK_PMU_INFO"] = _pmu_table(p, sid)
-    tables["CANN_API"] = _cann_api_table(p, sid, call_corrs)
+    tables["CANN_API"] = _cann_api_table(p, sid, call_corrs, launches)
+    if comm:
+        tables["COMMUNICATION_OP"] = comm_rows
     tables["PYTORCH_API"] = _pytorch_api_table(p, sid)
     tables["PYTORCH_CALLCHAINS"] = ((chain, sid[c.call_stack], 0) for chain, c in enumerate(p.op_calls))
     tables["CONNECTION_IDS"] = ((c.corr, c.corr) for c in p.op_calls)
@@ -137,10 +146,12 @@ def profiler_db_tables(p: AscendProfile, rank: int) -> dict[str, Iterable[tuple]
     return tables
 
 
-def _string_ids(p: AscendProfile) -> dict[str, int]:
+def _string_ids(p: AscendProfile, comm: Sequence[Any]) -> tuple[dict[str, int], list[tuple], list[tuple]]:
     """STRING_IDS: each distinct text the tables use gets the next id, in the order the tables' rows (TASK,
     COMPUTE_TASK_INFO and TASK_PMU_INFO task by task, CANN_API, PYTORCH_API's steps and calls, the memory tables)
-    first use it. A kernel whose name, type, op, tensors and PMU split an earlier one had adds no text."""
+    first use it. A kernel whose name, type, op, tensors and PMU split an earlier one had adds no text. Also the
+    rows of a job's collectives `comm` (COMMUNICATION_OP, and their launches for CANN_API), which number their
+    texts last."""
     sid = _Strings()
     seen: set[tuple] = set()
     tasks = p.tasks
@@ -168,7 +179,8 @@ def _string_ids(p: AscendProfile) -> dict[str, int]:
     for c in p.op_calls:
         sid[c.torch_name], sid[""], sid[c.call_stack]
     memory_strings(p, sid)
-    return dict(sid)
+    comm_rows, launches = communication_db_rows(p, comm, sid) if comm else ([], [])
+    return dict(sid), comm_rows, launches
 
 
 def _tensor_texts(ti: dict[str, str]) -> tuple[str, ...]:
@@ -177,8 +189,10 @@ def _tensor_texts(ti: dict[str, str]) -> tuple[str, ...]:
             ti.get("output_formats", ""), ti.get("output_data_types", ""), quoted_shape(ti.get("output_shapes", "")))
 
 
-def _task_table(p: AscendProfile, sid: dict[str, int], call_corrs: np.ndarray) -> Iterator[tuple]:
-    """TASK: every shown task, with its nesting depth on its stream, `BLOCK_ROWS` rows at a time."""
+def _task_table(p: AscendProfile, sid: dict[str, int], call_corrs: np.ndarray,
+                comm_conn: dict[int, int]) -> Iterator[tuple]:
+    """TASK: every shown task, with its nesting depth on its stream, `BLOCK_ROWS` rows at a time; `comm_conn`
+    gives a collective's task its op's connectionId."""
     t = p.tasks
     depth = depths(t.start_ns, t.end_ns, t.stream)
     types = np.array([sid.get(RTS_TASK_TYPE.get(x, x), -1) for x in t.texts] or [0], dtype=np.int64)
@@ -191,7 +205,8 @@ def _task_table(p: AscendProfile, sid: dict[str, int], call_corrs: np.ndarray) -
                 range(lo, hi), t.start_ns[lo:hi].tolist(), t.end_ns[lo:hi].tolist(), corr.tolist(), known,
                 types[t.task_type[lo:hi]].tolist(), t.stream[lo:hi].tolist(), t.task_id[lo:hi].tolist(),
                 depth[lo:hi].tolist()):
-            yield (s, e, device, c if k else None, gid, 0, tt, CONTEXT_ID_NONE, stream, task_id, MODEL_ID_NONE, d)
+            yield (s, e, device, c if k else comm_conn.get(gid), gid, 0, tt, CONTEXT_ID_NONE, stream, task_id,
+                   MODEL_ID_NONE, d)
 
 
 def _compute_table(p: AscendProfile, sid: dict[str, int]) -> Iterator[tuple]:
@@ -226,19 +241,39 @@ def _pmu_table(p: AscendProfile, sid: dict[str, int]) -> Iterator[tuple]:
                 yield gid, n, v
 
 
-def _cann_api_table(p: AscendProfile, sid: dict[str, int], call_corrs: np.ndarray) -> Iterator[tuple]:
-    """CANN_API: every CANN span, with its nesting depth on its thread, `BLOCK_ROWS` rows at a time."""
+def _cann_api_table(p: AscendProfile, sid: dict[str, int], call_corrs: np.ndarray,
+                    launches: list[tuple]) -> Iterator[tuple]:
+    """CANN_API: every CANN span, with its nesting depth on its thread, `BLOCK_ROWS` rows at a time; a job's
+    collective launches (`launches`, rows without depth) are sorted in by (start, -end, thread) after the spans
+    they tie with (a launch's AscendCL span encloses its Node span)."""
     s = p.api_spans
-    depth = depths(s.start_ns, s.end_ns, s.tid)
+    n = len(s)
+    starts, ends, tids = s.start_ns, s.end_ns, s.tid
+    order = None
+    if launches:
+        starts = np.concatenate([starts, np.array([r[0] for r in launches], dtype=np.int64)])
+        ends = np.concatenate([ends, np.array([r[1] for r in launches], dtype=np.int64)])
+        tids = np.concatenate([tids, np.array([r[3] for r in launches], dtype=np.int64)])
+        order = np.lexsort((tids, -ends, starts))
+        starts, ends, tids = starts[order], ends[order], tids[order]
+    depth = depths(starts, ends, tids)
     types = np.array([_API_TYPE_ID[k] for k in API_KINDS], dtype=np.int64)
-    name_ids = np.array([sid.get(n, -1) for n in s.names] or [0], dtype=np.int64)
-    for lo in range(0, len(s), BLOCK_ROWS):
-        hi = min(lo + BLOCK_ROWS, len(s))
-        corr = s.corr[lo:hi]
-        known = np.isin(corr, call_corrs).tolist()
-        yield from zip(s.start_ns[lo:hi].tolist(), s.end_ns[lo:hi].tolist(), types[s.kind[lo:hi]].tolist(),
-                       s.tid[lo:hi].tolist(), [c if k else None for c, k in zip(corr.tolist(), known)],
-                       name_ids[s.name[lo:hi]].tolist(), depth[lo:hi].tolist())
+    name_ids = np.array([sid.get(x, -1) for x in s.names] or [0], dtype=np.int64)
+    for lo in range(0, len(starts), BLOCK_ROWS):
+        hi = min(lo + BLOCK_ROWS, len(starts))
+        rows = order[lo:hi] if order is not None else np.arange(lo, hi)
+        spans = rows[rows < n]
+        corr = s.corr[spans]
+        known = np.isin(corr, call_corrs)
+        span_rows = iter(zip(s.start_ns[spans].tolist(), s.end_ns[spans].tolist(), types[s.kind[spans]].tolist(),
+                             s.tid[spans].tolist(), np.where(known, corr, -1).tolist(), known.tolist(),
+                             name_ids[s.name[spans]].tolist()))
+        for k, d in zip(rows.tolist(), depth[lo:hi].tolist()):
+            if k >= n:
+                yield launches[k - n] + (d,)
+                continue
+            a, b, typ, tid, c, is_call, name = next(span_rows)
+            yield a, b, typ, tid, c if is_call else None, name, d
 
 
 def _pytorch_api_table(p: AscendProfile, sid: dict[str, int]) -> Iterator[tuple]:
@@ -328,18 +363,25 @@ def analysis_db_rows(p: AscendProfile) -> list[tuple]:
              (r.comm_not_overlapped - r.bubble) / 1000, r.preparing / 1000) for r in p.step_rows]
 
 
-def write_profiler_db(p: AscendProfile, out_dir: str, *, rank: int = 0) -> tuple[str, str]:
-    """Write ``ascend_pytorch_profiler_<rank>.db`` and ``analysis.db`` into ``out_dir`` (ASCEND_PROFILER_OUTPUT)."""
+def write_profiler_db(p: AscendProfile, out_dir: str, *, rank: int = 0, collectives: Sequence[Any] | None = None,
+                      comm: tuple[dict, dict] | None = None) -> tuple[str, str]:
+    """Write ``ascend_pytorch_profiler_<rank>.db`` and ``analysis.db`` into ``out_dir`` (ASCEND_PROFILER_OUTPUT).
+    A job's rank gives its `collectives` (CollectiveRecords) and `comm`, the contents of its communication.json
+    and communication_matrix.json, which analysis.db's CommAnalyzer* tables hold."""
     db_path = os.path.join(out_dir, f"ascend_pytorch_profiler_{rank}.db")
 
     def profiler_db(conn: sqlite3.Connection) -> None:
         _create(conn, PROFILER_DB_TABLES)
-        for table, rows in profiler_db_tables(p, rank).items():
+        for table, rows in profiler_db_tables(p, rank, collectives).items():
             _insert(conn, table, len(PROFILER_DB_TABLES[table]), rows)
 
     def analysis_db(conn: sqlite3.Connection) -> None:
         _create(conn, ANALYSIS_DB_TABLES)
         _insert(conn, "StepTraceTime", len(ANALYSIS_DB_TABLES["StepTraceTime"]), analysis_db_rows(p))
+        if comm is not None:
+            _create(conn, ANALYSIS_COMM_TABLES)
+            for table, rows in analysis_comm_rows(*comm).items():
+                _insert(conn, table, len(ANALYSIS_COMM_TABLES[table]), rows)
 
     _write_db(db_path, profiler_db)
     analysis_path = os.path.join(out_dir, "analysis.db")
