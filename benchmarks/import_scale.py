@@ -7,10 +7,18 @@ RSS of that process); the cost per event should stay flat (10x events <= 12x tim
 
     python benchmarks/import_scale.py              # 1, 10, 100 copies (0.6, 6.4, 64 MB)
     python benchmarks/import_scale.py 1 10 100 1000 --keep /tmp/scale   # up to 0.64 GB
+
+`--kernels` measures the kernels-only import instead (a kernel table without a host trace): the rows of the
+real tests/data/real/kernel_details_910b_training.csv copied with their start times shifted by the table's
+span (plus the same 1 ms gap) until the table has the given number of rows, each imported with `opsim import
+TABLE -o SCENARIO` (the scenario written) in a fresh process; peak memory should stay flat:
+
+    python benchmarks/import_scale.py --kernels 10000 100000 1000000
 """
 from __future__ import annotations
 
 import argparse
+import csv
 import json
 import subprocess
 import sys
@@ -20,6 +28,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 SOURCE = ROOT / "tests" / "data" / "real" / "trace_view_910b_mnist.json"
+KERNELS = ROOT / "tests" / "data" / "real" / "kernel_details_910b_training.csv"
 GAP_US = Decimal(1000)
 
 
@@ -64,6 +73,73 @@ def write_copies(copies: int, out: Path, source: Path = SOURCE) -> Path:
     return out
 
 
+def write_kernel_rows(rows: int, out: Path, source: Path = KERNELS) -> Path:
+    """A kernel table of `rows` rows: copies of `source`'s rows, copy k shifted by k spans (plus a 1 ms gap)."""
+    with open(source, newline="", encoding="utf-8-sig") as f:
+        header, *body = list(csv.reader(f))
+    at = next(header.index(n) for n in ("Start Time(us)", "Task Start Time(us)") if n in header)
+    dur = next(header.index(n) for n in ("Duration(us)", "Task Duration(us)") if n in header)
+    starts = [Decimal(r[at].strip()) for r in body]
+    shift = max(s + Decimal(r[dur].strip()) for s, r in zip(starts, body)) - min(starts) + GAP_US
+    out.parent.mkdir(parents=True, exist_ok=True)
+    with open(out, "w", newline="", encoding="utf-8") as f:
+        w = csv.writer(f, lineterminator="\n")
+        w.writerow(header)
+        for i in range(rows):
+            k, j = divmod(i, len(body))
+            row = list(body[j])
+            row[at] = str(starts[j] + shift * k)
+            w.writerow(row)
+    return out
+
+
+_IMPORT = """
+import io, json, resource, sys, time
+from opsim.cli import main
+def cpu():
+    ru = resource.getrusage(resource.RUSAGE_SELF)
+    return ru.ru_utime + ru.ru_stime
+t, c = time.perf_counter(), cpu()
+err = io.StringIO()
+code = main(["import", sys.argv[1], "-o", sys.argv[2]], stdout=io.StringIO(), stderr=err)
+wall, c = time.perf_counter() - t, cpu() - c
+hwm = next(int(l.split()[1]) for l in open("/proc/self/status") if l.startswith("VmHWM"))
+print(json.dumps({"wall_s": wall, "cpu_s": c, "peak_mib": hwm / 1024, "exit": code, "err": err.getvalue()[:300]}))
+"""
+
+
+def measure_kernels(table: Path, scenario: Path) -> dict:
+    """`opsim import table -o scenario` in a fresh process: wall and CPU seconds, peak RSS (MiB), exit code."""
+    env = {"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"}
+    res = subprocess.run([sys.executable, "-c", _IMPORT, str(table), str(scenario)], capture_output=True,
+                         text=True, env=env, check=True)
+    return json.loads(res.stdout.strip().splitlines()[-1])
+
+
+def kernels_main(sizes: list[int], keep: Path | None) -> int:
+    """The kernels-only import at each size: its cost per row should stay flat, its peak memory too."""
+    with tempfile.TemporaryDirectory() as tmp:
+        base = keep or Path(tmp)
+        rows = []
+        for n in sizes:
+            table = write_kernel_rows(n, base / f"k{n}" / "kernel_details.csv")
+            scenario = base / f"k{n}" / "scenario.yaml"
+            m = measure_kernels(table, scenario)
+            rows.append((n, table.stat().st_size / 1e6, scenario.stat().st_size / 1e6 if scenario.exists() else 0, m))
+            if not keep:
+                table.unlink()
+                scenario.unlink(missing_ok=True)
+        first = rows[0]
+        print("cpu s: user+system seconds of the importing process (steadier than wall on a loaded machine)")
+        print(f"{'rows':>8s} {'MB in':>7s} {'MB out':>7s} {'wall s':>8s} {'cpu s':>8s} {'peak MiB':>9s} "
+              f"{'cpu us/row':>11s} {'cpu per row vs 1st':>19s} exit")
+        for n, mb, mb_out, m in rows:
+            rel = (m["cpu_s"] / first[3]["cpu_s"]) / (n / first[0])
+            print(f"{n:8d} {mb:7.1f} {mb_out:7.1f} {m['wall_s']:8.2f} {m['cpu_s']:8.2f} {m['peak_mib']:9.0f} "
+                  f"{m['cpu_s'] / n * 1e6:11.1f} {rel:19.2f} {m['exit']:4d} {m['err'].strip()[:160]}")
+    return 0
+
+
 _MEASURE = """
 import json, resource, sys, time
 from opsim.importer import import_profile
@@ -88,13 +164,17 @@ def measure(path: Path) -> dict:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("copies", nargs="*", type=int, default=[1, 10, 100])
+    ap.add_argument("copies", nargs="*", type=int)
     ap.add_argument("--keep", type=Path, help="write the traces here (default: a temporary directory)")
+    ap.add_argument("--kernels", action="store_true", help="the sizes are kernel table rows: measure the "
+                    "kernels-only import")
     args = ap.parse_args(argv)
+    if args.kernels:
+        return kernels_main(args.copies or [10_000, 100_000, 1_000_000], args.keep)
     with tempfile.TemporaryDirectory() as tmp:
         base = args.keep or Path(tmp)
         rows = []
-        for n in args.copies:
+        for n in args.copies or [1, 10, 100]:
             p = write_copies(n, base / f"x{n}" / "trace_view.json")
             m = measure(p)
             mb = p.stat().st_size / 1e6

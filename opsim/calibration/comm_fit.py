@@ -103,6 +103,25 @@ def _files(items: Iterable) -> str:
 
 
 def _from_samples(transport: str, samples: list[Sample], messages: int, source: str) -> LinkFit:
+    return _checked(_fit_samples(transport, samples, messages, source))
+
+
+def _checked(fit: LinkFit) -> LinkFit:
+    """A fit the calibration YAML can hold (what `links_from_yaml` loads back, after to_dict's rounding):
+    otherwise `opsim calibrate` would write a file no run can read. Sizes of 1e15 MB moved in 1e-300 ms are
+    damage, not a link."""
+    d = fit.to_dict()
+    bw, lat = d["bandwidth_gbps"], d.get("latency_us", 0.0)
+    if not (0 < bw <= MAX_BANDWIDTH_GBPS and 0 <= lat <= MAX_LATENCY_US and math.isfinite(d["median_error"])):
+        raise CalibrationError(f"{fit.provenance.partition(': ')[0].removeprefix('measured on ')}: the "
+                               f"{fit.transport} link fitted on it ({fit.source}) is {fit.bandwidth_gbps:.4g} GB/s"
+                               f"{f', {fit.latency_us:.4g} us latency' if fit.latency_us is not None else ''}, "
+                               f"outside (0, {MAX_BANDWIDTH_GBPS:g}] GB/s and [0, {MAX_LATENCY_US:g}] us; its sizes "
+                               f"or times are damaged: export the profile again or leave the file out")
+    return fit
+
+
+def _fit_samples(transport: str, samples: list[Sample], messages: int, source: str) -> LinkFit:
     fit = fit_kernels(samples)
     where = _files(samples)
     if fit.us_per_byte > 0:

@@ -14,6 +14,7 @@ from typing import Any, Mapping
 import simpy
 
 from opsim.cluster import links as links_mod
+from opsim.cluster.links import resolve_link
 from opsim.cluster import transfer
 from opsim.cluster.collective import CollectiveCall, CollectiveSpec, Gathering, Rendezvous, member_record
 from opsim.cluster.groups import POINT_TO_POINT, pair_group
@@ -22,16 +23,6 @@ from opsim.cluster.spec import DEFAULT_INTER_LINK, DEFAULT_LINK, TRANSIT_MODES, 
 from opsim.errors import ScenarioError
 from opsim.fastpath.environment import FastEnvironment
 from opsim.trace.timefmt import to_ns
-
-def resolve_link(spec: Mapping[str, Any], default: str, calibrated: Mapping[str, Any] | None = None) -> Any:
-    """The LinkSpec of a scenario's link mapping: its preset, a calibration's fit for that transport over it,
-    then the fields the scenario sets."""
-    preset = str(spec.get("preset", default))
-    fitted = (calibrated or {}).get(links_mod.get_link(preset).transport) or {}
-    overrides = {k: fitted[k] for k in ("bandwidth_gbps", "latency_us") if k in fitted}
-    overrides.update({k: v for k, v in spec.items() if k != "preset"})
-    return links_mod.get_link(preset, **overrides)
-
 
 @dataclass
 class CollectiveTotals:

@@ -134,5 +134,15 @@ def get_link(name: str, **overrides: Any) -> LinkSpec:
     return dataclasses.replace(spec, **changes)
 
 
-__all__ = ["LinkSpec", "LINK_PRESETS", "MAX_BANDWIDTH_GBPS", "MAX_LATENCY_US", "TRANSPORTS", "OVERRIDABLE",
+def resolve_link(spec: Mapping[str, Any], default: str, calibrated: Mapping[str, Any] | None = None) -> Any:
+    """The LinkSpec of a scenario's link mapping: its preset, a calibration's fit for that transport over it,
+    then the fields the scenario sets."""
+    preset = str(spec.get("preset", default))
+    fitted = (calibrated or {}).get(get_link(preset).transport) or {}
+    overrides = {k: fitted[k] for k in ("bandwidth_gbps", "latency_us") if k in fitted}
+    overrides.update({k: v for k, v in spec.items() if k != "preset"})
+    return get_link(preset, **overrides)
+
+
+__all__ = ["resolve_link", "LinkSpec", "LINK_PRESETS", "MAX_BANDWIDTH_GBPS", "MAX_LATENCY_US", "TRANSPORTS", "OVERRIDABLE",
            "check_link", "get_link"]

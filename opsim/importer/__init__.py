@@ -33,6 +33,9 @@ class ImportResult:
     calibration: Any = None
     """The calibration fitted from the same profile (`opsim.calibration.calibrate`) when it has a kernel table:
     the predictor a shape what-if asks."""
+    replay: Any = None
+    """A kernels-only profile: its replay (`opsim.importer.kernels_only.KernelReplay`), whose steps are written
+    as a stream; `scenario` then holds the scenario without its steps."""
     scenario_path: Path | None = None
     report_path: Path | None = None
     calibration_path: Path | None = None
@@ -105,16 +108,14 @@ def _kernels_only(files: Any, name: str | None) -> ImportResult:
     """A profile without a host trace: its kernel table replayed on the device side (not the SQLite export)."""
     # lazy: keeps numpy, ijson, sqlite3, decimal out of importing opsim.importer
     from opsim.importer.kernels_only import build_kernels_only
-    from opsim.ingest import read_kernels  # lazy: keeps numpy, ijson, sqlite3, decimal out of importing opsim.importer
     source = files.kernel_sources[0]
     if source == files.db:
         raise ProfileFormatError(f"{source}: opsim import does not replay torch_npu's SQLite export yet (opsim "
                                  "calibrate reads it); give the text export of the same profile "
                                  "(export_type=text: its trace_view.json and kernel_details.csv)")
     report = ImportReport(source=str(source))
-    table = read_kernels(source)
-    scenario = build_kernels_only(table, report, name=name or _default_name(source), source=str(source))
-    return ImportResult(scenario=scenario, report=report)
+    replay = build_kernels_only(source, report, name=name or _default_name(source), source=str(source))
+    return ImportResult(scenario=replay.scenario, report=report, replay=replay)
 
 
 def _progress(enabled: bool):
@@ -145,6 +146,11 @@ def write_import(result: ImportResult, out: str | Path) -> ImportResult:
     """Write the scenario YAML, its import report and (with a kernel table) its calibration next to it."""
     import yaml  # lazy: keeps PyYAML out of importing opsim.importer
     out = Path(out)
+    header = ("# Imported by `opsim import` from a real profile. Replay: opsim run " + out.name +
+              " --profiler-output\n# Profiled ops (profiled_ops) carry the recorded launch lists and host times; "
+              "sleeps are the recorded host gaps.\n")
+    if result.replay is not None:
+        return _write_replay(result, out, header)
     _validate_before_writing(result.scenario, out)
     out.parent.mkdir(parents=True, exist_ok=True)
     if result.calibration is not None:
@@ -153,11 +159,25 @@ def write_import(result: ImportResult, out: str | Path) -> ImportResult:
         at = next(i for i, (k, _) in enumerate(items) if k == "profiled_ops")
         items.insert(at, ("calibration", result.calibration_path.name))
         result.scenario = dict(items)
-    header = ("# Imported by `opsim import` from a real profile. Replay: opsim run " + out.name +
-              " --profiler-output\n# Profiled ops (profiled_ops) carry the recorded launch lists and host times; "
-              "sleeps are the recorded host gaps.\n")
     text = yaml.safe_dump(result.scenario, sort_keys=False, width=120, default_flow_style=None)
     write_text_atomic(out, header + text)
+    result.scenario_path = out
+    result.report_path = result.report.write(out.with_name(out.stem + REPORT_SUFFIX))
+    return result
+
+
+def _write_replay(result: ImportResult, out: Path, header: str) -> ImportResult:
+    """A kernels-only replay written step by step (bounded memory); each distinct step is validated as it is
+    first written, and a text above the scenario file limit is refused: nothing is written then."""
+    from opsim.outputs import atomic_text_file  # lazy: keeps the output machinery out of importing opsim.importer
+    from opsim.yamlio.limits import MAX_FILE_BYTES  # lazy: as above
+    try:
+        with atomic_text_file(out) as fh:
+            result.replay.write(fh, header, limit=MAX_FILE_BYTES,
+                                check=lambda scenario: _validate_before_writing(scenario, out))
+    except ProfileFormatError as exc:
+        text = str(exc)
+        raise ProfileFormatError(text if text.startswith(str(out)) else f"{out}: {text}") from None
     result.scenario_path = out
     result.report_path = result.report.write(out.with_name(out.stem + REPORT_SUFFIX))
     return result

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from opsim.errors import ProfileFormatError
+from opsim.scenario.schema import MAX_RANKS
 from opsim.importer.job import RankFolder, rank_folders
 from opsim.importer.report import LATE_US, ImportReport
 from opsim.calibration.comm_read import CommOp, read_communication, read_groups
@@ -40,6 +41,10 @@ def group_table(folders: list[RankFolder]) -> dict[str, tuple[str, tuple[int, ..
     members: dict[str, set[int]] = {}
     for f in folders:
         for ghash, ranks in read_groups(f.output / "communication_matrix.json").items():
+            if ranks and max(ranks) >= MAX_RANKS:  # before anything is built per rank
+                raise ProfileFormatError(f"{f.output / 'communication_matrix.json'}: field collective: group "
+                                         f"{ghash[:40]!r} names rank {max(ranks)}, beyond the {MAX_RANKS} ranks a "
+                                         f"scenario holds; import a job of at most {MAX_RANKS} ranks")
             members.setdefault(ghash, set()).update(ranks | {f.rank})
     if not members:
         f = folders[0]
@@ -178,6 +183,10 @@ def build_job(path: str | Path, *, name: str, progress: bool, import_rank: Calla
     folders = rank_folders(path)
     if not folders:
         raise ProfileFormatError(f"{path}: no *_ascend_pt rank folder; give the folder of a job's rank folders")
+    for f in folders:
+        if f.rank >= MAX_RANKS:
+            raise ProfileFormatError(f"{f.path}: field rank_id: rank {f.rank} is beyond the {MAX_RANKS} ranks a "
+                                     f"scenario holds; import a job of at most {MAX_RANKS} ranks")
     groups = group_table(folders)
     size = max(max(r for _, rs in groups.values() for r in rs), max(f.rank for f in folders)) + 1
     comm = {f.rank: read_communication(f.output / "communication.json") for f in folders}

@@ -137,6 +137,7 @@ class _Builder:
         """A collective: its group (declared in `groups`) or its send/recv `peer`, its dtype and stream."""
         # lazy: keeps opsim.cluster out of importing opsim.scenario.builder
         from opsim.cluster.collective import CollectiveSpec
+        from opsim.cluster import transfer  # lazy: as above
         op = step.get("collective")
         stream = self.stream(step.get("stream", streams[0]), path + ("stream",), streams)
         group, peer = step.get("group"), step.get("peer")
@@ -156,6 +157,12 @@ class _Builder:
                                                "float16 or bfloat16")
         if not isinstance(op, str) or not isinstance(step.get("bytes"), int):
             return None  # the schema reports the malformed parts
+        algorithm = step.get("algorithm")
+        if isinstance(algorithm, str) and algorithm != "auto" and op in transfer.OPS:
+            try:
+                transfer.choose_algorithm(op, 1, 1, algorithm)  # the run would raise for it on reaching the step
+            except ValueError as exc:
+                self.errors.add(path + ("algorithm",), str(exc))
         # a refused group or peer (a mapping, a list, ...) is reported above or by the schema: the spec keeps only
         # values later checks can hash and compare
         group = group if group in self.group_names else None

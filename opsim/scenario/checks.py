@@ -23,12 +23,11 @@ Add = Callable[[tuple, str], None]
 
 def check_scenario(data: Mapping[str, Any], threads: list[config.ThreadConfig], add: Add, limits: Limits, *,
                    deferred_ops: bool = False, calibration: str | None = None,
-                   every_rank: list[config.ThreadConfig] | None = None) -> None:
+                   every_rank: list[config.ThreadConfig] | None = None) -> Any:
     """Report (through `add(field path, message)`) every bound the scenario exceeds. `calibration` is the
     resolved path of its calibration file, read as a run would read it; `every_rank`: a job's threads over all
     its ranks, what the call and numerics budgets count (None: a single rank's `threads`)."""
-    if calibration is not None:
-        _check_calibration(calibration, add)
+    loaded = _check_calibration(calibration, add) if calibration is not None else None
     soc = _check_soc(data, add)
     _check_cost(data, soc, add)
     if soc is not None:
@@ -39,15 +38,18 @@ def check_scenario(data: Mapping[str, Any], threads: list[config.ThreadConfig], 
     _check_horizon(data, threads, add)
     if data.get("numerics") and not deferred_ops:
         _check_numerics(budgeted, add, limits)
+    return loaded
 
 
-def _check_calibration(path: str, add: Add) -> None:
+def _check_calibration(path: str, add: Add) -> Any:
+    """The calibration file as a run loads it (None when it is refused)."""
     # lazy: keeps ijson, sqlite3, SimPy, decimal out of importing opsim.scenario.checks
     from opsim.calibration import load_calibration
     try:
-        load_calibration(path)
+        return load_calibration(path)
     except CalibrationError as exc:
         add(("calibration",), str(exc))
+        return None
 
 
 def _check_soc(data: Mapping[str, Any], add: Add) -> Any:
@@ -137,7 +139,7 @@ TRACE_MAX_US = 10 ** 12
 that the two agree."""
 
 
-def _horizon(data: Mapping[str, Any]) -> tuple[float, str]:
+def scenario_horizon(data: Mapping[str, Any]) -> tuple[float, str]:
     """(longest time the run's outputs can express in us, what sets it)."""
     outputs = data.get("outputs") if isinstance(data.get("outputs"), dict) else {}
     return output_horizon(bool(data.get("trace", True)) and bool(outputs.get("trace", True)))
@@ -176,7 +178,7 @@ at least a cycle's work and moves bytes); it is refused here instead."""
 def _check_horizon(data: Mapping[str, Any], threads: list[config.ThreadConfig], add: Add) -> None:
     """Sleeps, and each call's time-valued cost overrides, must fit the times the outputs can express: a run
     refuses them only after simulating, when it writes them."""
-    bound, why = _horizon(data)
+    bound, why = scenario_horizon(data)
     from opsim.device.cost import HOST_PHASES  # lazy: keeps SimPy out of importing opsim.scenario.checks
     per_call = 0.0
     for k, v in dict(data.get("soc_overrides") or {}).items():

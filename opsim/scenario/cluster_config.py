@@ -11,9 +11,10 @@ from opsim.cluster.spec import DEFAULT_INTER_LINK, DEFAULT_LINK, ClusterSpec
 from opsim.cluster.groups import CommGroup
 from opsim.errors import InvalidArgumentError
 from opsim.scenario import config
+from opsim.scenario.checks import scenario_horizon
 from opsim.scenario.messages import Path_
 from opsim.scenario.schema import MAX_RANKS
-from opsim.cluster.links import get_link
+from opsim.cluster.links import get_link, resolve_link
 
 CLUSTER_KEYS = ("cluster", "groups", "ranks")
 """A scenario with any of these is a multi-rank job."""
@@ -24,6 +25,21 @@ BuildThread = Callable[[Path_, Mapping[str, Any]], "config.ThreadConfig | None"]
 
 def is_cluster(data: Mapping[str, Any]) -> bool:
     return any(k in data for k in CLUSTER_KEYS)
+
+
+def oversized_lists(data: Mapping[str, Any]) -> list[tuple[Path_, str]]:
+    """`ranks`, `groups` and a group's `ranks` longer than a job can be (MAX_RANKS): reported before the schema
+    walks them item by item (a 4 MiB file holds 800,000 `- {}` ranks; checking each took a minute)."""
+    out: list[tuple[Path_, str]] = []
+    groups = data.get("groups")
+    lists: list[tuple[Path_, Any]] = [(("ranks",), data.get("ranks")), (("groups",), groups)]
+    if isinstance(groups, list) and len(groups) <= MAX_RANKS:
+        lists += [(("groups", i, "ranks"), g.get("ranks")) for i, g in enumerate(groups) if isinstance(g, dict)]
+    for where, value in lists:
+        if isinstance(value, list) and len(value) > MAX_RANKS:
+            out.append((where, f"{len(value)} items, more than the {MAX_RANKS} ranks a job can have; list at most "
+                               f"{MAX_RANKS}"))
+    return out
 
 
 def build_cluster(data: Mapping[str, Any], threads: tuple[config.ThreadConfig, ...], build_thread: BuildThread,
@@ -70,10 +86,12 @@ def _rank(i: int, raw: Any, size: int, build_thread: BuildThread, add: Add) -> c
     like = raw.get("like")
     if isinstance(like, int) and not 0 <= like < size:
         add(("ranks", i, "like"), f"rank {like} is outside the cluster (ranks 0..{size - 1})")
+        like = None  # reported: the later checks follow only `like`s inside the cluster
     if like is not None and threads is not None:
         add(("ranks", i), "a rank has its own `threads` or runs another's (`like`), not both")
     slowdown = raw.get("slowdown", 1.0)
-    return config.RankConfig(threads=threads, like=like if isinstance(like, int) else None,
+    return config.RankConfig(threads=threads, like=like if isinstance(like, int) and not isinstance(like, bool)
+                             else None,
                         slowdown=float(slowdown) if isinstance(slowdown, (int, float)) else 1.0)
 
 
@@ -206,6 +224,70 @@ def _collectives(program: Any) -> list[config.CollectiveStep]:
     return out
 
 
+class _Refused(Exception):
+    def __init__(self, where: Path_, message: str):
+        super().__init__(message)
+        self.where, self.message = where, message
+
+
+def check_collective_time(data: Mapping[str, Any], spec: ClusterSpec, ranks: tuple[config.RankConfig, ...],
+                          threads: tuple[config.ThreadConfig, ...], add: Add,
+                          calibrated_links: Mapping[str, Any] | None = None) -> None:
+    """A rank's collectives last at least their idle_us plus their transfer times (the link model's, or a
+    recorded `transit_us`):
+    a link of almost no bandwidth or huge buffers make them outlast what the outputs can express, which the run
+    refuses only when it reaches them; refused here first. The links are the run's: the scenario's over the
+    scenario calibration's fitted links (`opsim.cluster.links.resolve_link`)."""
+    from opsim.cluster import transfer  # lazy: the transfer model is needed only for a job
+    from opsim.cluster.groups import pair_group  # lazy: as above
+    bound, why = scenario_horizon(data)
+    links = [resolve_link(_map(spec.link), DEFAULT_LINK, calibrated_links),
+             resolve_link(_map(spec.inter_link), DEFAULT_INTER_LINK, calibrated_links)]
+    members = {g.name: g.ranks for g in spec.groups}
+    memo: dict[tuple, float] = {}
+
+    def step_us(r: int, s: Any) -> float:
+        return float(s.idle_us or 0.0) + transit_us(r, s)  # a member is ready idle_us after it starts
+
+    def transit_us(r: int, s: Any) -> float:
+        if spec.transit == "recorded" and s.transit_us is not None:
+            return float(s.transit_us)
+        group = pair_group(r, int(s.peer)).ranks if s.peer is not None else members.get(s.group, (r,))
+        key = (s.op, s.nbytes, group, s.algorithm)
+        if key not in memo:
+            try:
+                alg = transfer.choose_algorithm(s.op, len(group), spec.ranks_per_server,
+                                                s.algorithm or spec.algorithm)
+            except ValueError as exc:  # `cluster.algorithm: pairwise` over an allreduce (a step's own is checked)
+                raise _Refused(("cluster", "algorithm"), f"{exc}; set the algorithm on the alltoall steps instead")
+            memo[key] = transfer.transfer_time_us(s.op, s.nbytes, len(group), algorithm=alg, intra=links[0],
+                                                  inter=links[1], ranks_per_server=spec.ranks_per_server,
+                                                  ranks=group)
+        return memo[key]
+
+    def total(r: int, program: Any) -> float:
+        out = 0.0
+        for step in program:
+            if isinstance(step, config.CollectiveStep):
+                out += step_us(r, step.spec)
+            elif isinstance(step, config.LoopStep):
+                out += step.count * total(r, step.body)
+        return out
+
+    for r in range(spec.size):
+        for th in config.rank_threads(threads, ranks, r):
+            try:
+                t = total(r, th.program)
+            except _Refused as exc:
+                add(exc.where, exc.message)
+                return
+            if not t <= bound:
+                add(_where(ranks, r), f"rank {r}'s thread {th.name!r}: its collectives alone take {t:.4g} us "
+                                      f"(transfers and idle_us), beyond {why}; raise cluster.link.bandwidth_gbps, "
+                                      "lower the collectives' bytes, idle_us or the loop counts")
+                return
+
+
 def _where(ranks: tuple[config.RankConfig, ...], r: int) -> Path_:
     return ("ranks", r) if r < len(ranks) else ("threads",)
 
@@ -214,4 +296,4 @@ def _short(ranks: list[int]) -> str:
     return ", ".join(map(str, ranks[:8])) + (f" ... ({len(ranks)} ranks)" if len(ranks) > 8 else "")
 
 
-__all__ = ["build_cluster", "is_cluster", "CLUSTER_KEYS"]
+__all__ = ["build_cluster", "oversized_lists", "check_collective_time", "is_cluster", "CLUSTER_KEYS"]

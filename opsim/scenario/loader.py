@@ -19,7 +19,7 @@ from typing import Any, Mapping
 from opsim.errors import InvalidArgumentError, OpsimError, ScenarioError, shown
 from opsim.scenario import config
 from opsim.scenario.builder import DEFAULT_STREAM, _Builder
-from opsim.scenario.cluster_config import build_cluster
+from opsim.scenario.cluster_config import build_cluster, check_collective_time, oversized_lists
 from opsim.scenario.environment import resolve_env, shell_values
 from opsim.scenario.limits import Limits
 from opsim.scenario.messages import Path_, _describe, _Errors, _schema_errors, _suggest, format_path
@@ -96,8 +96,10 @@ def load_scenario(source: str | Path | Mapping[str, Any], overrides: Mapping[str
     if not errors.items:
         every = [th for r in range(cluster.size) for th in config.rank_threads(tuple(threads), ranks, r)] \
             if cluster else None
-        check_scenario(data, threads, errors.add, limits or Limits(), deferred_ops=bool(builder.deferred),
-                       calibration=_relative(data.get("calibration"), path), every_rank=every)
+        cal = check_scenario(data, threads, errors.add, limits or Limits(), deferred_ops=bool(builder.deferred),
+                             calibration=_relative(data.get("calibration"), path), every_rank=every)
+        if cluster is not None and not errors.items:
+            check_collective_time(data, cluster, ranks, tuple(threads), errors.add, getattr(cal, "links", None))
     errors.raise_if_any()
     scenario = _config(data, threads, path, extra_ops, {k: src for k, (_, src) in in_force.items()},
                        shell_values(environ))
@@ -109,6 +111,8 @@ def _check_values(data: dict[str, Any], errors: _Errors) -> None:
     schema (which skips the non-finite values already reported)."""
     for where, key in non_string_keys(data):  # `env: {5: x}`: every later step expects names
         errors.add(where, f"the key {shown(key)} is read as {type(key).__name__}; mapping keys are names: quote it")
+    for where, message in oversized_lists(data):  # before the schema walks a million items
+        errors.add(where, message)
     errors.raise_if_any()
     bad_numbers = set()
     for where, value in non_finite(data):

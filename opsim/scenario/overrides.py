@@ -21,6 +21,9 @@ def parse_key(key: str) -> Path_:
         if part == "":
             raise ScenarioError(f"--set {key}: empty field name in the key (use dots between names, "
                                 "e.g. threads.0.program.0.loop.count)")
+        if part.isascii() and part.isdigit() and len(part) > 18:  # int() refuses 4,300 digits; no list is so long
+            raise ScenarioError(f"--set {key[:80]}: the index {part[:20]}... ({len(part)} digits) is larger than any "
+                                "list of a scenario; give an index that exists")
         path.append(int(part) if part.isascii() and part.isdigit() else part)  # "²" is a digit to isdigit
     return tuple(path)
 

@@ -214,3 +214,21 @@ def test_transfer_benchmark_runs(capsys):
     out = capsys.readouterr().out
     line = next(x for x in out.splitlines() if x.startswith("in-sample (both levels)"))
     assert float(line.split()[-1].rstrip("%")) < 10.0  # per-link median |err|, in-sample
+
+
+@pytest.mark.parametrize("dist", [{"1e15": [1, 1e-300]}, {"1e-300": [1, 1e15]}, {"1": [1, 1e-300], "2": [1, 1e-300]},
+                                  {"1e-9": [1, 1e9], "1e-8": [1, 1e9]}])
+def test_a_link_fit_no_calibration_file_could_hold_is_refused_nothing_written(tmp_path, dist):
+    """Sizes and times that fit to an infinite, zero or 1e300 GB/s link: `opsim calibrate` exited 0 and wrote a
+    links: section that `Calibration.load` (every run) refused; now exit 2 naming the file and the transport."""
+    from opsim.cli import main
+    op = {"Communication Time Info": {"Transit Time(ms)": 1},
+          "Communication Bandwidth Info": {"HCCS": {"Transit Size(MB)": 1, "Transit Time(ms)": 1,
+                                                    "Size Distribution": dist}}}
+    path = tmp_path / "communication.json"
+    path.write_text(json.dumps({"s": {"collective": {"hcom_allReduce__1@1": op}}}))
+    err = io.StringIO()
+    code = main(["calibrate", str(path), "-o", str(tmp_path / "cal.yaml")], stdout=io.StringIO(), stderr=err)
+    text = err.getvalue().strip()
+    assert code == 2 and len(text.splitlines()) == 1 and str(path) in text and "HCCS link" in text, text
+    assert not (tmp_path / "cal.yaml").exists()

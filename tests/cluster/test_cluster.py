@@ -4,6 +4,7 @@ from __future__ import annotations
 import copy
 import json
 import re
+import time
 
 import pytest
 
@@ -263,8 +264,10 @@ def test_trace_off_keeps_only_the_collectives_totals():
 def test_a_transfer_beyond_the_simulated_horizon_is_refused_naming_the_fix():
     data = job(2, count=1)
     data["cluster"]["link"] = {"bandwidth_gbps": 1e-300}
-    with pytest.raises(ScenarioError, match="beyond the longest simulated time.*raise cluster.link.bandwidth_gbps"):
+    with pytest.raises(ScenarioError, match="beyond the longest .*raise cluster.link.bandwidth_gbps"):
         run(data)
+    with pytest.raises(ScenarioError, match="collectives alone take .* raise cluster.link.bandwidth_gbps"):
+        validate(data)  # refused before simulating, as validate refuses it
 
 
 def test_a_simulation_still_takes_the_process_environment_by_name():
@@ -297,3 +300,103 @@ def test_malformed_job_fields_are_reported_not_raised(tmp_path, capsys):
     assert cli_main(["validate", str(path)]) == 2
     err = capsys.readouterr().err
     assert "cluster.size: expected an integer" in err and "Traceback" not in err
+
+
+# ---- hostile job fields: refused in one or two lines, exit 2, never a traceback, quickly ----
+
+BIG = "9" * 5000
+
+
+@pytest.mark.parametrize("ranks", [[{"like": -(1 << 62)}], [{}, {"like": -(1 << 80)}], [{"like": -1}],
+                                   [{"like": True}], [{"like": 1 << 80}]])
+def test_a_like_outside_the_cluster_is_refused_not_an_index_error(ranks):
+    data = job(2, ranks=ranks)
+    for check in (validate, load_scenario):
+        with pytest.raises(ScenarioError, match="like"):
+            check(copy.deepcopy(data))
+
+
+@pytest.mark.parametrize("key", [f"ranks.{BIG}.slowdown", f"threads.{BIG}.name", "ranks.99999999999999999999.slowdown"],
+                         ids=["ranks-5000-digits", "threads-5000-digits", "ranks-20-digits"])
+def test_a_set_index_of_thousands_of_digits_is_refused_in_one_line(tmp_path, capsys, key):
+    path = tmp_path / "j.yaml"
+    path.write_text(json.dumps(job(2)))
+    assert cli_main(["validate", str(path), "--set", f"{key}=2"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "Traceback" not in err[0] and len(err[0]) < 400, err
+
+
+@pytest.mark.parametrize("link", [{"bandwidth_gbps": 1e-300}, {"bandwidth_gbps": 1e-9, "latency_us": 1e6}])
+def test_validate_refuses_collectives_that_outlast_the_outputs_as_run_does(tmp_path, capsys, link):
+    """A run refuses a collective ending past the trace horizon only when it reaches it; validate first."""
+    import yaml
+    data = job(2, count=50)
+    data["cluster"]["link"] = link
+    path = tmp_path / "slow.yaml"
+    path.write_text(yaml.safe_dump(data))
+    for cmd in (["validate", str(path)], ["run", str(path), "--out", str(tmp_path / "o"), "--quiet",
+                                          "--no-progress"]):
+        assert cli_main(cmd) == 2
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) <= 2 and "cluster.link.bandwidth_gbps" in err[-1], err
+
+
+def test_recorded_transits_count_toward_the_horizon():
+    data = job(2, count=3)
+    data["threads"][0]["program"][0]["loop"]["body"][3]["transit_us"] = 9.0e11
+    with pytest.raises(ScenarioError, match="collectives alone take 2.7e\\+12 us"):
+        validate(data)
+    data["cluster"]["transit"] = "model"  # the model's time counts instead: well inside
+    validate(data)
+
+
+@pytest.mark.parametrize("change", [
+    lambda d: d["groups"].__setitem__(0, {"name": "world", "ranks": list(range(10 ** 6))}),
+    lambda d: d["cluster"].update(size=10 ** 9),
+    lambda d: d.update(ranks=[{} for _ in range(10 ** 5)]),
+    lambda d: d["groups"].extend({"name": f"g{i}", "ranks": "all"} for i in range(10 ** 4)),
+])
+def test_enormous_counts_are_refused_quickly(change):
+    data = job(2)
+    change(data)
+    t = time.perf_counter()
+    for check in (validate, load_scenario):
+        with pytest.raises(ScenarioError):
+            check(copy.deepcopy(data))
+    assert time.perf_counter() - t < 30
+
+
+def test_a_calibrations_slow_link_counts_toward_the_collectives_horizon(tmp_path):
+    """The run resolves links over the scenario calibration's fitted ones; validate checks those links too."""
+    from pathlib import Path
+    from opsim.calibration import calibrate
+    cal = calibrate([Path(__file__).resolve().parents[1] / "data" / "real" / "alexnet_910b_comm" / "level1"])
+    cal.links["HCCS"]["bandwidth_gbps"] = 1e-12
+    data = job(2, count=1)
+    data["calibration"] = str(cal.save(tmp_path / "slow.calibration.yaml"))
+    for check in (validate, load_scenario):
+        with pytest.raises(ScenarioError, match="collectives alone take"):
+            check(copy.deepcopy(data))
+
+
+@pytest.mark.parametrize("where, value, field", [("step", "pairwise", "body[3].algorithm"),
+                                                 ("cluster", "pairwise", "cluster.algorithm")])
+def test_an_algorithm_the_op_has_not_is_refused_before_the_run_raises_for_it(where, value, field):
+    """An allreduce with `algorithm: pairwise` (alltoall's only): validate accepted it and the run ended in a
+    ValueError traceback when it reached the collective."""
+    data = job(2, count=1)
+    if where == "step":
+        data["threads"][0]["program"][0]["loop"]["body"][3]["algorithm"] = value
+    else:
+        data["cluster"]["algorithm"] = value
+    for check in (validate, load_scenario):
+        with pytest.raises(ScenarioError, match=re.escape(field) + ".*allreduce has no pairwise algorithm"):
+            check(copy.deepcopy(data))
+
+
+def test_recorded_idle_times_count_toward_the_horizon():
+    """idle_us of 5e11 on 3 allreduces: the run refused after simulating (the trace cannot hold 1.5e12 us)."""
+    data = job(2, count=3)
+    data["threads"][0]["program"][0]["loop"]["body"][3]["idle_us"] = 5.0e11
+    with pytest.raises(ScenarioError, match="collectives alone take 1.5e\\+12 us"):
+        validate(data)

@@ -276,3 +276,21 @@ def test_hccl_ops_give_op_bytes_and_dtype():
                                                  args={"data_type": "BF16", "count": 8})], [], {9: "HCCL"}, {})
     (op,) = read_hccl_ops(view)
     assert (op.op, op.op_type, op.dtype, op.nbytes, op.hash3) == ("allgather", "hcom_allGather_", "bf16", 16, "12")
+
+
+@pytest.mark.parametrize("where", ["folder", "matrix"])
+def test_a_rank_beyond_what_a_scenario_holds_is_refused_before_ranks_are_built(tmp_path, where):
+    """Rank 9,999,999 (a profiler_info file) or 999,999,999 (a matrix link): was a list of every missing rank up
+    to it (22 s and 518 MB for the first, a hang for the second); now one line naming the file and field."""
+    root = tmp_path / "job"
+    _rank(root, 0)
+    if where == "folder":
+        _rank(root, 9_999_999)
+    else:
+        m = _rank(root, 1) / "ASCEND_PROFILER_OUTPUT" / "communication_matrix.json"
+        m.write_text(json.dumps({"s": {"collective": {"g@1": {"1-999999999": {}}}}}))
+    t0 = time.perf_counter()
+    code, text = _import(root, tmp_path)
+    assert code == 2 and len(text.strip().splitlines()) == 1 and time.perf_counter() - t0 < 5, text
+    assert "beyond the 1024 ranks" in text and ("rank_id" in text if where == "folder" else
+                                                "rank1_ascend_pt/ASCEND_PROFILER_OUTPUT/communication_matrix.json" in text)

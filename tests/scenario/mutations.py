@@ -97,4 +97,50 @@ def mutate(rng: random.Random, base: str | None = None, edits: int | None = None
     return data
 
 
-__all__ = ["mutate", "BASES", "NASTY"]
+CLUSTER_NASTY: tuple = (
+    1 << 80, -(1 << 62), 10 ** 9, 10 ** 6, 1024, 1025, 1023, "all", "world", "w\0x", "\0", {"name": "world"},
+    {"count": 1}, [0, 0], [1023], [-1], [True], list(range(2000)), [{"like": 0}], [{"like": -(1 << 70)}],
+    {"bandwidth_gbps": 1e-300}, {"preset": "roce-200g", "latency_us": 1e6}, {"preset": "\0"}, "send", "recv",
+    "alltoall", "broadcast", "ring", "pairwise", "model", "recorded",
+)
+"""Values a job's fields (cluster, groups, ranks, a collective step) broke on or could break on."""
+CLUSTER_FIELDS: tuple = (
+    ("cluster", "size"), ("cluster", "ranks_per_server"), ("cluster", "link"), ("cluster", "link", "bandwidth_gbps"),
+    ("cluster", "link", "latency_us"), ("cluster", "inter_link"), ("cluster", "algorithm"), ("cluster", "transit"),
+    ("groups",), ("groups", 0), ("groups", 0, "name"), ("groups", 0, "ranks"), ("ranks",), ("ranks", 1),
+    ("ranks", 1, "slowdown"), ("ranks", 1, "like"), ("ranks", 1, "threads"), ("cluster",),
+)
+CLUSTER_BENIGN: tuple = (8, 16, 1.5, 2.0, "ring", "mesh", "auto", "all", list(range(8)), {"preset": "hccs-910b"},
+                          {"bandwidth_gbps": 100.0}, {}, 4096)
+"""Values some job fields accept, so mutated jobs are also accepted (and then compared)."""
+COLLECTIVE_FIELDS = ("collective", "group", "bytes", "dtype", "stream", "name", "algorithm", "transit_us", "idle_us",
+                     "root", "peer")
+
+
+def mutate_cluster(rng: random.Random) -> dict[str, Any]:
+    """A copy of the bundled job (data_parallel) with 1-3 of its job fields or a collective step's fields
+    replaced by a value from CLUSTER_NASTY or NASTY."""
+    data = copy.deepcopy(BASES["data_parallel"])
+    data.setdefault("ranks", [{}, {"slowdown": 1.2}])
+    for _ in range(rng.choice((1, 1, 2, 3))):
+        pool = CLUSTER_BENIGN if rng.random() < 0.4 else CLUSTER_NASTY + NASTY
+        if rng.random() < 0.35:
+            steps = [s for s in _get(data, ("threads", 0, "program", 0, "loop", "body")) if "collective" in s]
+            rng.choice(steps)[rng.choice(COLLECTIVE_FIELDS)] = copy.deepcopy(rng.choice(pool))
+            continue
+        path = rng.choice(CLUSTER_FIELDS)
+        node: Any = data
+        for part in path[:-1]:
+            if isinstance(node, dict) and not isinstance(node.get(part), (dict, list)):
+                node[part] = {}
+            elif isinstance(node, list) and not (isinstance(part, int) and part < len(node)):
+                break
+            node = node[part]
+        else:
+            if isinstance(node, dict) or (isinstance(node, list) and isinstance(path[-1], int)
+                                          and path[-1] < len(node)):
+                node[path[-1]] = copy.deepcopy(rng.choice(pool))
+    return data
+
+
+__all__ = ["mutate", "mutate_cluster", "BASES", "NASTY", "CLUSTER_NASTY"]
