@@ -6,28 +6,21 @@ from __future__ import annotations
 
 import bisect
 import itertools
-import operator
+from dataclasses import dataclass
 from typing import Any, Iterable, Mapping
 
 import numpy as np
 
 from opsim.errors import InvalidArgumentError
-from opsim.trace.ascend_model import (DEFAULT_EPOCH_US, HIDDEN_TASK_TYPES, ApiSpan, AscendProfile, DeviceTaskRow,
-                                      OpCall, StepWindow, is_kernel_type, merge_intervals, to_epoch_ns)
+from opsim.trace.ascend_model import DEFAULT_EPOCH_US, AscendProfile, OpCall, StepWindow, to_epoch_ns
+from opsim.trace.ascend_host import HostColumns, api_spans, first_call_rows, host_columns
 from opsim.trace.ascend_memory import memory_profile
+from opsim.trace.ascend_tasks import DeviceTasks, device_columns, device_tasks, merged, take
+from opsim.trace.ascend_tasks import step_rows as task_step_rows
 from opsim.trace.ascend_pmu import kernel_pmu
 from opsim.trace import step_breakdown
 from opsim.trace.timefmt import to_ns_array
 
-# Runtime host phases (opsim cost-model names) -> the ACL API they stand for.
-_RUNTIME_API = {"rt malloc": "aclrtMalloc", "rt free": "aclrtFree", "stream sync": "aclrtSynchronizeStream"}
-_EVENT_LAUNCH_API = {"RecordEvent": "aclrtRecordEvent", "StreamWaitEvent": "aclrtStreamWaitEvent"}
-_LAUNCH_PHASES = frozenset({"launch", "Launch"})
-_PHASE1_ENTRY = "L2 phase1 entry"
-_PHASE2_ENTRY = "L2 phase2 entry"
-_OP_CALL = "op_call"
-_QUEUE_PHASES = frozenset({"enqueue", "dequeue", "dequeue gap"})
-"""torch_npu's task-queue costs: part of no AscendCL API span."""
 _TENSOR_FIELDS = ("input_shapes", "input_data_types", "input_formats", "output_shapes", "output_data_types",
                   "output_formats")
 
@@ -92,111 +85,6 @@ def _tensor_infos(inst: dict[str, list],
         key = (int(args.get("corr", -1)), str(args.get("op", "")))
         out.setdefault(key, []).append(described(args))
     return out
-
-
-def _api_spans(calls: dict[int, OpCall], host: dict[str, list], host_ns: tuple[list[int], list[int]],
-               tids: dict[str, int]) -> list[ApiSpan]:
-    """CANN-level spans: the two ACLNN phases of each call, kernel launches and runtime calls. Each span is on
-    the thread that ran it (a call's phase 2 may run on torch_npu's task-queue thread). The spans a call's
-    host rows give depend only on their phases, ops and threads: worked out once per distinct call
-    (`_span_program`), then filled with each call's times."""
-    spans: list[ApiSpan] = []
-    by_corr: dict[int, list[int]] = {}
-    starts, ends = host_ns
-    threads, phases, ops = host["thread"], host["phase"], host["op"]
-    for i, (phase, corr) in enumerate(zip(phases, host["corr"])):
-        if phase == _OP_CALL:
-            continue
-        if corr in calls:
-            rows = by_corr.get(corr)
-            if rows is None:
-                by_corr[corr] = [i]
-            else:
-                rows.append(i)
-            continue
-        api = _runtime_api(phase, ops[i])
-        if api is not None:
-            spans.append(ApiSpan("acl", api, tids[threads[i]], starts[i], ends[i], corr))
-    programs: dict[tuple, list[tuple[str, str, int, int, int]]] = {}
-    for corr, rows in by_corr.items():
-        api = calls[corr].api
-        if len(rows) == 1:
-            i = rows[0]
-            key: tuple = (api, phases[i], ops[i], threads[i])
-        else:
-            get = operator.itemgetter(*rows)
-            key = (api, get(phases), get(ops), get(threads))
-        program = programs.get(key)
-        if program is None:
-            program = programs[key] = _span_program(api, [(phases[i], ops[i], tids[threads[i]]) for i in rows])
-        for kind, name, tid, a, b in program:
-            spans.append(ApiSpan(kind, name, tid, starts[rows[a]], ends[rows[b]], corr))
-    return _sorted_spans(spans)
-
-
-def _span_program(api: str, rows: list[tuple[str, str, int]]) -> list[tuple[str, str, int, int, int]]:
-    """The spans of one call's host rows (phase, op, tid) as (kind, name, tid, row of the start, row of the end)."""
-    out: list[tuple[str, str, int, int, int]] = []
-    group: list[Any] | None = None  # [name, start row, end row, tid]
-    for j, (phase, op, tid) in enumerate(rows):
-        if group is not None and group[3] != tid:
-            out.append(("acl", group[0], group[3], group[1], group[2]))
-            group = None
-        if phase == _PHASE1_ENTRY or phase == _PHASE2_ENTRY:
-            if group is not None:
-                out.append(("acl", group[0], group[3], group[1], group[2]))
-            # the span's op is the API its DFX entry named (a profiled op may name phase 1 differently)
-            name = (op or api) + ("GetWorkspaceSize" if phase == _PHASE1_ENTRY else "")
-            group = [name, j, j, tid]
-            continue
-        if phase in _QUEUE_PHASES:
-            if group is not None:
-                out.append(("acl", group[0], group[3], group[1], group[2]))
-                group = None
-            continue
-        if phase in ("rt malloc", "rt free"):  # the application's calls between the two phases
-            if group is not None:
-                out.append(("acl", group[0], group[3], group[1], group[2]))
-                group = None
-            out.append(("acl", _RUNTIME_API[phase], tid, j, j))
-            continue
-        if group is not None:
-            group[2] = j
-        if phase in _LAUNCH_PHASES and op not in _EVENT_LAUNCH_API:
-            out.append(("node", "launch", tid, j, j))
-        else:
-            runtime = _runtime_api(phase, op)
-            if runtime is not None:
-                out.append(("acl", runtime, tid, j, j))
-    if group is not None:
-        out.append(("acl", group[0], group[3], group[1], group[2]))
-    return out
-
-
-def _sorted_spans(spans: list[ApiSpan]) -> list[ApiSpan]:
-    """`spans` by (start, -end, tid, kind, name), ties in list order (as a stable sort): one numpy lexsort of
-    the columns, the texts by their rank among the distinct texts."""
-    n = len(spans)
-    if n < 2:
-        return spans
-    kinds = sorted({a.kind for a in spans})
-    names = sorted({a.name for a in spans})
-    kind_rank = {k: i for i, k in enumerate(kinds)}
-    name_rank = {k: i for i, k in enumerate(names)}
-    keys = (np.fromiter((name_rank[a.name] for a in spans), dtype=np.int64, count=n),
-            np.fromiter((kind_rank[a.kind] for a in spans), dtype=np.int64, count=n),
-            np.fromiter((a.tid for a in spans), dtype=np.int64, count=n),
-            -np.fromiter((a.end_ns for a in spans), dtype=np.int64, count=n),
-            np.fromiter((a.start_ns for a in spans), dtype=np.int64, count=n))
-    return [spans[i] for i in np.lexsort(keys).tolist()]
-
-
-def _runtime_api(phase: str, op: str) -> str | None:
-    if phase in _RUNTIME_API:
-        return _RUNTIME_API[phase]
-    if phase == "launch" and op in _EVENT_LAUNCH_API:
-        return _EVENT_LAUNCH_API[op]
-    return None
 
 
 def _kernel_name(op: str, api: str | None) -> str:
@@ -299,16 +187,12 @@ def build_profile(sim: Any, *, epoch_us: int = DEFAULT_EPOCH_US, device: int | N
     soc = sim.soc
     epoch_ns = int(epoch_us) * 1000
     dev_id = int(device if device is not None else getattr(sim.device, "device_id", 0))
-    host = _host_records(rec)
-    dev = rec.records("device")
+    host = host_columns(rec, epoch_ns)
+    dev = device_columns(rec)
     inst = rec.records("instant")
-
-    names = list(dict.fromkeys(itertools.chain(host["thread"], [str(t) for n, t in zip(inst["name"], inst["track"])
-                                                                 if n == "step"])))
-    tids = _thread_ids(sim, names)
-    host_ns = _host_ns(host, epoch_ns)
-    calls, op_calls = _op_calls(host, host_ns, tids)
-    steps, by_thread, timeline = _profile_steps(sim, host_ns, dev, inst, epoch_ns, tids, step_thread)
+    tids = _thread_ids(sim, _thread_names(host, inst))
+    calls, op_calls = _op_calls(host, tids)
+    steps, by_thread, timeline = _profile_steps(sim, host, dev, inst, epoch_ns, tids, step_thread)
     finders = {name: StepFinder(ws) for name, ws in by_thread.items()}
     in_timeline = StepFinder(timeline)
     seq: dict[tuple[str, int | None], int] = {}
@@ -317,33 +201,52 @@ def build_profile(sim: Any, *, epoch_us: int = DEFAULT_EPOCH_US, device: int | N
         key = (c.thread, c.step)
         seq[key] = seq.get(key, 0) + 1
         c.seq = seq[key]
-    tasks = _device_tasks(dev, dev_id, calls, epoch_ns, in_timeline, _checked_stream_ids(stream_ids))
+    tasks = device_tasks(dev, dev_id, op_calls, epoch_ns, in_timeline, _checked_stream_ids(stream_ids), _kernel_name)
+    del dev
     _match_tensors(tasks, _tensor_infos(inst, getattr(rec, "tensor_infos", ())))
-    for t in tasks if kernel_types else ():
-        if t.is_kernel and t.op in kernel_types:
-            t.name, t.op = t.op, str(kernel_types[t.op])
-    tasks.sort(key=lambda t: (t.start_ns, t.stream, t.task_id))
+    kernel = tasks.is_kernel()
+    for oc in np.unique(tasks.op[kernel]).tolist() if kernel_types else ():
+        if tasks.texts[oc] in kernel_types:
+            renamed = kernel & (tasks.op == oc)
+            tasks.name[renamed] = oc
+            tasks.op[renamed] = tasks.code(str(kernel_types[tasks.texts[oc]]))
+    take(tasks, np.lexsort((tasks.task_id, tasks.stream, tasks.start_ns)))
     _wait_times(tasks)
-    busy = merge_intervals((t.start_ns, t.end_ns) for t in tasks if t.is_busy and t.end_ns > t.start_ns)
-    comm = merge_intervals((t.start_ns, t.end_ns) for t in tasks
-                           if step_breakdown.is_communication(t.task_type) and t.end_ns > t.start_ns)
-    memory_events, op_memory = memory_profile(rec, dev_id, epoch_ns, host, host_ns, calls, op_calls)
-    cost = getattr(sim, "cost", None)
-    pmus: dict[tuple[int, str, str], Any] = {}  # the split depends on these only (shared: the splits are frozen)
-    for t in tasks:
-        if t.is_kernel:
-            key = (t.end_ns - t.start_ns, t.task_type, t.unit_kind)
-            pmu = pmus.get(key, pmus)
-            if pmu is pmus:
-                pmu = pmus[key] = kernel_pmu(t, cost, float(soc.clock_mhz))
-            t.pmu = pmu
+    real = tasks.end_ns > tasks.start_ns
+    busy = tasks.is_busy() & real
+    comm = tasks.is_communication() & real
+    memory_events, op_memory = memory_profile(rec, dev_id, epoch_ns, host, calls, op_calls)
+    _kernel_pmus(tasks, getattr(sim, "cost", None), float(soc.clock_mhz))
     return AscendProfile(
         epoch_us=int(epoch_us), device_id=dev_id, soc_name=soc.name, aicore_count=int(soc.aicore_count),
         vector_core_count=int(soc.vector_core_count), aicpu_count=int(getattr(soc, "aicpu_count", 0)),
         clock_mhz=float(soc.clock_mhz), threads=tids, op_calls=op_calls,
-        api_spans=_api_spans(calls, host, host_ns, tids), tasks=tasks, steps=steps, step_windows=timeline,
-        step_rows=step_breakdown.step_rows(timeline, tasks), busy=busy, comm=comm, memory_events=memory_events,
-        op_memory=op_memory, session_ns=_session(host_ns, tasks, steps, epoch_ns))
+        api_spans=api_spans(host, {c: call.api for c, call in calls.items()}, tids), tasks=tasks, steps=steps,
+        step_windows=timeline, step_rows=task_step_rows(timeline, tasks),
+        busy=merged(tasks.start_ns[busy], tasks.end_ns[busy]), comm=merged(tasks.start_ns[comm], tasks.end_ns[comm]),
+        memory_events=memory_events, op_memory=op_memory, session_ns=_session(host, tasks, steps, epoch_ns))
+
+
+@dataclass(slots=True)
+class _PmuKey:
+    """What `kernel_pmu` reads of a kernel."""
+
+    dur_ns: int
+    task_type: str
+    unit_kind: str
+
+
+def _kernel_pmus(tasks: DeviceTasks, cost: Any, clock_mhz: float) -> None:
+    """Each kernel's PMU split (`kernel_pmu`), worked out once per (duration, task type, unit kind)."""
+    k = np.flatnonzero(tasks.is_kernel())
+    if not len(k):
+        return
+    keys = np.stack([tasks.end_ns[k] - tasks.start_ns[k], tasks.task_type[k].astype(np.int64),
+                     tasks.unit_kind[k].astype(np.int64)], axis=1)
+    uniq, inv = np.unique(keys, axis=0, return_inverse=True)
+    texts = tasks.texts
+    tasks.pmu_list = [kernel_pmu(_PmuKey(d, texts[t], texts[u]), cost, clock_mhz) for d, t, u in uniq.tolist()]
+    tasks.pmu[k] = inv.reshape(-1)
 
 
 def step_rows_of(sim: Any, *, step_thread: str | None = None, epoch_us: int = DEFAULT_EPOCH_US
@@ -353,69 +256,58 @@ def step_rows_of(sim: Any, *, step_thread: str | None = None, epoch_us: int = DE
     ``step_breakdown`` sums."""
     rec = sim.recorder
     epoch_ns = int(epoch_us) * 1000
-    host, dev, inst = rec.records("host"), rec.records("device"), rec.records("instant")
-    names = list(dict.fromkeys(list(host["thread"]) + [str(t) for n, t in zip(inst["name"], inst["track"])
-                                                        if n == "step"]))
-    tids = _thread_ids(sim, names)
-    host_ns = _host_ns(host, epoch_ns)
-    calls, _ = _op_calls(host, host_ns, tids)
-    _, _, timeline = _profile_steps(sim, host_ns, dev, inst, epoch_ns, tids, step_thread)
+    host, dev, inst = host_columns(rec, epoch_ns), device_columns(rec), rec.records("instant")
+    tids = _thread_ids(sim, _thread_names(host, inst))
+    _, op_calls = _op_calls(host, tids)
+    _, _, timeline = _profile_steps(sim, host, dev, inst, epoch_ns, tids, step_thread)
     dev_id = int(getattr(sim.device, "device_id", 0))
-    tasks = _device_tasks(dev, dev_id, calls, epoch_ns, StepFinder(timeline), {})
-    return step_breakdown.step_rows(timeline, tasks), (timeline[0].thread if timeline else None)
+    tasks = device_tasks(dev, dev_id, op_calls, epoch_ns, StepFinder(timeline), {}, _kernel_name)
+    return task_step_rows(timeline, tasks), (timeline[0].thread if timeline else None)
 
 
-def _session(host_ns: tuple[list[int], list[int]], tasks: list[DeviceTaskRow], steps: list[StepWindow],
-             epoch_ns: int) -> tuple[int, int]:
+def _session(host: HostColumns, tasks: DeviceTasks, steps: list[StepWindow], epoch_ns: int) -> tuple[int, int]:
     """The first start and last end of any host span, device task or step (SESSION_TIME_INFO)."""
-    starts = host_ns[0] + [t.start_ns for t in tasks] + [w.start_ns for w in steps]
-    ends = host_ns[1] + [t.end_ns for t in tasks] + [w.end_ns for w in steps]
+    starts = [w.start_ns for w in steps]
+    ends = [w.end_ns for w in steps]
+    for s, e in ((host.start_ns, host.end_ns), (tasks.start_ns, tasks.end_ns)):
+        if len(s):
+            starts.append(int(s.min()))
+            ends.append(int(e.max()))
     return min(starts, default=epoch_ns), max(ends, default=epoch_ns)
 
 
-def _host_records(rec: Any) -> dict[str, Any]:
-    """The host columns the profile reads: the names and ids as lists, the times as float64 arrays when every
-    one is a float (no list of float objects: a million-call run has seven million spans)."""
-    numeric = getattr(rec, "numeric", None)
-    if numeric is None:
-        return rec.records("host")
-    out: dict[str, Any] = {c: list(itertools.chain.from_iterable(rec.column_chunks("host", c)))
-                           for c in ("thread", "phase", "op", "corr")}
-    for c in ("start", "dur"):
-        values, odd = numeric("host", c, "d")
-        out[c] = values if not odd else rec.records("host")[c]
-    return out
+def _thread_names(host: HostColumns, inst: dict[str, list]) -> list:
+    """Thread names in order of first appearance: the host spans', then the step instants' tracks."""
+    steps = [str(t) for n, t in zip(inst["name"], inst["track"]) if n == "step"]
+    return list(dict.fromkeys(itertools.chain(host.thread_names(), steps)))
 
 
-def _host_ns(host: dict[str, list], epoch_ns: int) -> tuple[list[int], list[int]]:
-    """Every host span's epoch-ns start and end, computed at once (`to_ns_array` rounds as `to_ns` does)."""
-    start = np.asarray(host["start"], dtype=np.float64)
-    end = start + np.asarray(host["dur"], dtype=np.float64)
-    return (to_ns_array(start) + epoch_ns).tolist(), (to_ns_array(end) + epoch_ns).tolist()
-
-
-def _op_calls(host: dict[str, list], host_ns: tuple[list[int], list[int]],
-              tids: dict[str, int]) -> tuple[dict[int, OpCall], list[OpCall]]:
+def _op_calls(host: HostColumns, tids: dict[str, int]) -> tuple[dict[int, OpCall], list[OpCall]]:
     """The ACLNN calls (first ``op_call`` span of each correlation id), by id and in start order."""
+    rows = first_call_rows(host)
+    vals = host.values
     calls: dict[int, OpCall] = {}
-    for thread, phase, op, s_ns, e_ns, corr in zip(host["thread"], host["phase"], host["op"], host_ns[0],
-                                                   host_ns[1], host["corr"]):
-        if phase == _OP_CALL and corr >= 0 and corr not in calls:
-            calls[corr] = OpCall(corr, thread, tids[thread], op, s_ns, e_ns)
+    for th, op, s_ns, e_ns, corr in zip(host.thread[rows].tolist(), host.op[rows].tolist(),
+                                         host.start_ns[rows].tolist(), host.end_ns[rows].tolist(),
+                                         host.corr[rows].tolist()):
+        thread = vals[th]
+        calls[corr] = OpCall(corr, thread, tids[thread], vals[op], s_ns, e_ns)
     op_calls = sorted(calls.values(), key=lambda c: (c.start_ns, c.tid, c.corr))
     _separate_touching(op_calls)
     return calls, op_calls
 
 
-def _profile_steps(sim: Any, host_ns: tuple[list[int], list[int]], dev: dict[str, list], inst: dict[str, list],
+def _profile_steps(sim: Any, host: HostColumns, dev: tuple[dict[str, Any], list], inst: dict[str, list],
                    epoch_ns: int, tids: dict[str, int], step_thread: str | None
                    ) -> tuple[list[StepWindow], dict[str, list[StepWindow]], list[StepWindow]]:
     """Every thread's steps (the whole run as step 1 without step instants), by thread, and the timeline."""
-    host_starts, host_ends = host_ns
-    run_end_ns = max(host_ends + [to_epoch_ns(epoch_ns, e) for e in dev["end"]], default=epoch_ns)
+    host_starts = [int(host.start_ns.min())] if len(host) else []
+    host_ends = [int(host.end_ns.max())] if len(host) else []
+    dev_start, dev_end = _epoch_ns(dev[0]["start"], epoch_ns), _epoch_ns(dev[0]["end"], epoch_ns)
+    run_end_ns = max(host_ends + dev_end, default=epoch_ns)
     steps = _steps_from_instants(inst, epoch_ns, tids, run_end_ns)
     if not steps:
-        run_start_ns = min(host_starts + [to_epoch_ns(epoch_ns, s) for s in dev["start"]], default=epoch_ns)
+        run_start_ns = min(host_starts + dev_start, default=epoch_ns)
         first_thread = min(tids, key=lambda n: tids[n]) if tids else "main"
         s0 = min(host_starts, default=run_start_ns)
         e0 = max(host_ends, default=run_end_ns)
@@ -440,38 +332,6 @@ def _checked_stream_ids(stream_ids: Mapping[int, int] | None) -> dict[int, int]:
     return ids
 
 
-def _device_tasks(dev: dict[str, list], dev_id: int, calls: dict[int, OpCall], epoch_ns: int,
-                  step_of: StepFinder, stream_ids: dict[int, int]) -> list[DeviceTaskRow]:
-    """The shown tasks of device `dev_id` in record order (streams renumbered by `stream_ids`); a task's step is
-    that of the call that launched it; a collective (a communication task no op call launched) belongs to the
-    step its host thread launched it in, as torch_npu counts an HCCL op in the step that issued it (the task is
-    queued as its launch ends, which may be the instant the step ends: its launch's last nanosecond decides)."""
-    tasks: list[DeviceTaskRow] = []
-    cols = ("device", "stream", "task_id", "op", "task_type", "unit_kind", "block_dim", "corr", "queued")
-    starts, ends = _epoch_ns(dev["start"], epoch_ns), _epoch_ns(dev["end"], epoch_ns)
-    names: dict[tuple[str, str | None], str] = {}
-    for i, (d, stream, task_id, op, tt, unit, bd, corr, queued, s_ns, e_ns) in enumerate(
-            zip(*(dev[c] for c in cols), starts, ends)):
-        if d != dev_id or tt in HIDDEN_TASK_TYPES:
-            continue
-        call = calls.get(corr) if corr >= 0 else None
-        t = DeviceTaskRow(i, d, stream_ids.get(stream, stream), task_id, op, tt, unit, int(bd), s_ns, e_ns, corr,
-                          op, call)
-        if is_kernel_type(tt):
-            key = (op, call.api if call is not None else None)
-            name = names.get(key)
-            if name is None:
-                name = names[key] = _kernel_name(*key)
-            t.name = name
-        if call is not None:
-            t.step = step_of(call.start_ns)
-        else:
-            comm = step_breakdown.is_communication(tt)
-            t.step = step_of.closed(to_epoch_ns(epoch_ns, queued) - 1) if comm else step_of(s_ns)
-        tasks.append(t)
-    return tasks
-
-
 def _epoch_ns(times: list, epoch_ns: int) -> list[int]:
     """`to_epoch_ns` of a column of simulated microseconds, at once (exact in int64; else one by one)."""
     try:
@@ -483,23 +343,30 @@ def _epoch_ns(times: list, epoch_ns: int) -> list[int]:
     return (to_ns_array(x) + epoch_ns).tolist()
 
 
-def _match_tensors(tasks: list[DeviceTaskRow], tensor_infos: dict[tuple[int, str], list[dict[str, str]]]) -> None:
-    """Tensor descriptions to kernels: launch order within one call = task order on the stream."""
-    tensor_taken: dict[tuple[int, str], int] = {}
-    for t in sorted(tasks, key=lambda t: (t.corr, t.stream, t.task_id)):
-        if t.is_kernel and t.corr >= 0:
-            key = (t.corr, t.op)
-            infos = tensor_infos.get(key)
-            k = tensor_taken.get(key, 0)
-            if infos and k < len(infos):
-                t.tensors = infos[k]
-                tensor_taken[key] = k + 1
+def _match_tensors(tasks: DeviceTasks, tensor_infos: dict[tuple[int, str], list[dict[str, str]]]) -> None:
+    """Tensor descriptions to kernels: launch order within one call = task order on the stream (tasks in record
+    order)."""
+    rows = np.flatnonzero(tasks.is_kernel() & (tasks.corr >= 0))
+    rows = rows[np.lexsort((rows, tasks.task_id[rows], tasks.stream[rows], tasks.corr[rows]))]
+    taken: dict[tuple[int, str], int] = {}
+    listed: dict[int, int] = {}  # id of a (shared) description -> its index in tensor_list
+    texts = tasks.texts
+    for i, corr, op in zip(rows.tolist(), tasks.corr[rows].tolist(), tasks.op[rows].tolist()):
+        key = (corr, texts[op])
+        infos = tensor_infos.get(key)
+        k = taken.get(key, 0)
+        if infos and k < len(infos):
+            info = infos[k]
+            j = listed.get(id(info))
+            if j is None:
+                j = listed[id(info)] = len(tasks.tensor_list)
+                tasks.tensor_list.append(info)
+            tasks.tensors[i] = j
+            taken[key] = k + 1
 
 
-def _wait_times(tasks: list[DeviceTaskRow]) -> None:
+def _wait_times(tasks: DeviceTasks) -> None:
     """msprof's Task Wait Time: the gap since the previous kernel (in start order, any stream) ended."""
-    prev_end: int | None = None
-    for t in tasks:
-        if t.is_kernel:
-            t.wait_ns = max(0, t.start_ns - prev_end) if prev_end is not None else 0
-            prev_end = t.end_ns
+    k = np.flatnonzero(tasks.is_kernel())
+    if len(k) > 1:
+        tasks.wait_ns[k[1:]] = np.maximum(0, tasks.start_ns[k[1:]] - tasks.end_ns[k[:-1]])

@@ -27,11 +27,12 @@ from __future__ import annotations
 
 from typing import Any, Callable, NamedTuple, Sequence
 
+import numpy as np
+
 from opsim.acl.dtypes import DataType
 from opsim.errors import InvalidArgumentError
 from opsim.trace.ascend_db_schema import ENUM_API_TYPE, ENUM_TABLES
 from opsim.trace.ascend_model import AscendProfile
-from opsim.trace.step_breakdown import is_communication
 from opsim.trace.timefmt import to_ns
 
 __all__ = ["ANALYSIS_COMM_TABLES", "CommOp", "analysis_comm_rows", "communication_db_rows", "communication_ops",
@@ -92,7 +93,9 @@ def _count(nbytes: int, dtype: str) -> int:
 def _first_connection_id(p: AscendProfile) -> int:
     """One past the largest connectionId the rank's calls use."""
     top = max((c.corr for c in p.op_calls), default=-1)
-    top = max(top, max((a.corr for a in p.api_spans), default=-1), max((t.corr for t in p.tasks), default=-1))
+    for corr in (p.api_spans.corr, p.tasks.corr):
+        if len(corr):
+            top = max(top, int(corr.max()))
     return top + 1
 
 
@@ -100,7 +103,10 @@ def communication_ops(p: AscendProfile, collectives: Sequence[Any]) -> list[Comm
     """The rank's collectives that the profile shows (their COMMUNICATION task is among its tasks), in start
     order, numbered with connectionIds after those of the rank's calls."""
     epoch_ns = p.epoch_us * 1000
-    tasks = {(t.name, t.start_ns): gid for gid, t in enumerate(p.tasks) if is_communication(t.task_type)}
+    t = p.tasks
+    rows = np.flatnonzero(t.is_communication())
+    tasks = {(t.texts[n], s): gid for gid, n, s in zip(rows.tolist(), t.name[rows].tolist(),
+                                                        t.start_ns[rows].tolist())}
     shown = []
     for rec in collectives:
         start = epoch_ns + to_ns(rec.start_us)

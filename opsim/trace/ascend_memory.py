@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import bisect
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any, Iterator, Mapping, MutableMapping
 
 import numpy as np
 
@@ -24,7 +24,7 @@ from opsim.trace.timefmt import to_ns_array, us_texts
 from opsim.trace.ascend_db_schema import ENUM_TABLES
 
 __all__ = ["MemoryEvent", "OpMemory", "memory_profile", "memory_record_rows", "operator_memory_rows",
-           "npu_module_mem_rows", "memory_db_rows", "MEMORY_RECORD_HEADER", "OPERATOR_MEMORY_HEADER",
+           "npu_module_mem_rows", "memory_db_rows", "memory_strings", "MEMORY_RECORD_HEADER", "OPERATOR_MEMORY_HEADER",
            "NPU_MODULE_MEM_HEADER"]
 
 MEMORY_RECORD_HEADER = ("Component", "Timestamp(us)", "Total Allocated(MB)", "Total Reserved(MB)",
@@ -69,8 +69,7 @@ class OpMemory:
     release_total: int | None = None
 
 
-def memory_profile(rec: Any, device_id: int, epoch_ns: int, host: dict[str, list],
-                   host_ns: tuple[list[int], list[int]], calls: dict[int, OpCall],
+def memory_profile(rec: Any, device_id: int, epoch_ns: int, host: Any, calls: dict[int, OpCall],
                    op_calls: list[OpCall]) -> tuple[list[MemoryEvent], list[OpMemory]]:
     """The device's memory events in time order with running totals, and each allocation's lifetime."""
     mem = rec.records("memory")
@@ -80,7 +79,7 @@ def memory_profile(rec: Any, device_id: int, epoch_ns: int, host: dict[str, list
         return [], []
     ns = (to_ns_array(np.asarray([mem["time"][i] for i in keep], dtype=np.float64)) + epoch_ns).tolist()
     order = sorted(range(len(keep)), key=lambda j: (ns[j], j))
-    workspace = _workspace_names(host, host_ns, calls)
+    workspace = _workspace_names(host, calls)
     name_of = _CallAt(op_calls)
     events: list[MemoryEvent] = []
     live: dict[int, OpMemory] = {}
@@ -102,12 +101,14 @@ def memory_profile(rec: Any, device_id: int, epoch_ns: int, host: dict[str, list
     return events, allocs
 
 
-def _workspace_names(host: dict[str, list], host_ns: tuple[list[int], list[int]],
-                     calls: dict[int, OpCall]) -> dict[int, list[str]]:
-    """The torch names of the calls whose ``rt malloc`` spans end at each time (epoch ns), in record order."""
+def _workspace_names(host: Any, calls: dict[int, OpCall]) -> dict[int, list[str]]:
+    """The torch names of the calls whose ``rt malloc`` spans end at each time (epoch ns), in record order
+    (`host`: the host spans' columns, ascend_host.HostColumns)."""
     out: dict[int, list[str]] = {}
-    for phase, corr, end in zip(host["phase"], host["corr"], host_ns[1]):
-        if phase == "rt malloc" and corr in calls:
+    code = host.code("rt malloc")
+    rows = np.flatnonzero(host.phase == code) if code >= 0 else np.empty(0, np.int64)
+    for corr, end in zip(host.corr[rows].tolist(), host.end_ns[rows].tolist()):
+        if corr in calls:
             out.setdefault(end, []).append(calls[corr].torch_name)
     return out
 
@@ -192,20 +193,31 @@ def npu_module_mem_rows(events: list[MemoryEvent], device_id: int) -> list[list[
     return [[APP_MODULE, t, mb, dev] for t, mb in zip(times, _mbs([e.total for e in events]))]
 
 
-def memory_db_rows(p: Any, sid: Callable[[str], int | None]) -> dict[str, list[tuple]]:
-    """MEMORY_RECORD, OP_MEMORY, NPU_MEM and NPU_MODULE_MEM rows of a profile (``sid``: STRING_IDS ids).
-    NPU_OP_MEM (GE's own operator memory) stays empty: opsim runs no graph engine."""
+def memory_strings(p: Any, sid: MutableMapping[str, int]) -> None:
+    """Number the memory tables' texts in `sid` (STRING_IDS, a mapping that numbers a text on first look-up) in
+    the order `memory_db_rows` uses them."""
+    sid[FRAMEWORK_COMPONENT], sid[NPU_MEM_TYPE]
+    for a in p.op_memory:
+        sid[a.name]
+
+
+def memory_db_rows(p: Any, sid: Mapping[str, int]) -> dict[str, Iterator[tuple]]:
+    """MEMORY_RECORD, OP_MEMORY, NPU_MEM and NPU_MODULE_MEM rows of a profile (``sid``: STRING_IDS ids, every
+    text numbered by `memory_strings`), each drawn as it is inserted. NPU_OP_MEM (GE's own operator memory)
+    stays empty: opsim runs no graph engine."""
     dev = p.device_id
     app_module = next(i for i, name in ENUM_TABLES["ENUM_MODULE"].items() if name == APP_MODULE)
-    component, app = sid(FRAMEWORK_COMPONENT), sid(NPU_MEM_TYPE)
-    op_memory = []
-    for a in p.op_memory:
-        dur = None if a.release_ns is None else a.release_ns - a.alloc_ns
-        op_memory.append((sid(a.name), a.size, a.alloc_ns, a.release_ns, a.release_ns, dur, dur, a.alloc_total,
-                          a.alloc_total, a.alloc_total, a.release_total, a.release_total, a.release_total, None, dev))
+    component, app = sid[FRAMEWORK_COMPONENT], sid[NPU_MEM_TYPE]
+
+    def op_memory() -> Iterator[tuple]:
+        for a in p.op_memory:
+            dur = None if a.release_ns is None else a.release_ns - a.alloc_ns
+            yield (sid[a.name], a.size, a.alloc_ns, a.release_ns, a.release_ns, dur, dur, a.alloc_total,
+                   a.alloc_total, a.alloc_total, a.release_total, a.release_total, a.release_total, None, dev)
+    events = p.memory_events
     return {
-        "MEMORY_RECORD": [(component, e.time_ns, e.total, e.total, e.total, None, dev) for e in p.memory_events],
-        "OP_MEMORY": op_memory,
-        "NPU_MEM": [(app, 0, e.total, e.time_ns, dev) for e in p.memory_events],
-        "NPU_MODULE_MEM": [(app_module, e.time_ns, e.total, dev) for e in p.memory_events],
+        "MEMORY_RECORD": ((component, e.time_ns, e.total, e.total, e.total, None, dev) for e in events),
+        "OP_MEMORY": op_memory(),
+        "NPU_MEM": ((app, 0, e.total, e.time_ns, dev) for e in events),
+        "NPU_MODULE_MEM": ((app_module, e.time_ns, e.total, dev) for e in events),
     }

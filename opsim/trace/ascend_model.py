@@ -10,7 +10,9 @@ import datetime as _dt
 import functools
 import re
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Iterable
+from typing import TYPE_CHECKING, Iterable, Iterator
+
+import numpy as np
 
 from opsim.trace import step_breakdown
 from opsim.trace.timefmt import to_ns, us_text
@@ -18,6 +20,7 @@ from opsim.trace.timefmt import to_ns, us_text
 if TYPE_CHECKING:
     from opsim.trace.ascend_memory import MemoryEvent, OpMemory
     from opsim.trace.ascend_pmu import KernelPmu
+    from opsim.trace.ascend_tasks import DeviceTasks
 
 DEFAULT_EPOCH_US = 1_700_000_000_000_000
 """Default epoch base (2023-11-14 22:13:20 UTC): simulated time 0 maps to this wall-clock microsecond."""
@@ -157,6 +160,41 @@ class ApiSpan:
         return ("AscendCL@" if self.kind == "acl" else "Node@") + self.name
 
 
+API_KINDS = ("acl", "node")
+"""`ApiSpans.kind` codes."""
+
+
+@dataclass
+class ApiSpans:
+    """The CANN-level host spans as columns (a million-call run has millions): ``kind`` a code into `API_KINDS`,
+    ``name`` an index into ``names``; read as `ApiSpan` objects by index or iteration (tests, small runs)."""
+
+    kind: np.ndarray
+    name: np.ndarray
+    names: list[str]
+    tid: np.ndarray
+    start_ns: np.ndarray
+    end_ns: np.ndarray
+    corr: np.ndarray
+
+    def __len__(self) -> int:
+        return len(self.kind)
+
+    def __getitem__(self, i: int) -> ApiSpan:
+        return ApiSpan(API_KINDS[self.kind[i]], self.names[self.name[i]], int(self.tid[i]), int(self.start_ns[i]),
+                       int(self.end_ns[i]), int(self.corr[i]))
+
+    def __iter__(self) -> Iterator[ApiSpan]:
+        names = self.names
+        for k, n, tid, s, e, c in zip(self.kind.tolist(), self.name.tolist(), self.tid.tolist(),
+                                      self.start_ns.tolist(), self.end_ns.tolist(), self.corr.tolist()):
+            yield ApiSpan(API_KINDS[k], names[n], tid, s, e, c)
+
+    def trace_names(self) -> list[str]:
+        """``AscendCL@<name>`` / ``Node@<name>`` of each (kind code, name index) as ``kind * len(names) + name``."""
+        return [("AscendCL@" if k == 0 else "Node@") + n for k in range(len(API_KINDS)) for n in self.names]
+
+
 @dataclass(slots=True)
 class DeviceTaskRow:
     """One shown device task with its epoch times and derived fields (``index``: its recorder row)."""
@@ -225,8 +263,9 @@ class AscendProfile:
     clock_mhz: float
     threads: dict[str, int]
     op_calls: list[OpCall]
-    api_spans: list[ApiSpan]
-    tasks: list[DeviceTaskRow]
+    api_spans: ApiSpans
+    tasks: DeviceTasks
+    """The shown device tasks, as columns (ascend_tasks.py)."""
     steps: list[StepWindow]
     """Every thread's ProfilerSteps (the trace shows each thread's own)."""
     step_windows: list[StepWindow]

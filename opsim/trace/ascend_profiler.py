@@ -56,6 +56,8 @@ import os
 import re
 from typing import Any, Mapping, Sequence
 
+import numpy as np
+
 from opsim.errors import InvalidArgumentError
 from opsim.trace.ascend_build import build_profile
 from opsim.trace.ascend_comm import StepOf, communication_data, communication_matrix_data, dumps
@@ -69,7 +71,6 @@ from opsim.trace.ascend_tables import (csv_text, prof_id, device_info, kernel_de
                                        profiler_info, step_trace_rows)
 from opsim.trace.ascend_trace_view import write_trace_view
 from opsim.outputs import atomic_file
-from opsim.trace.step_breakdown import is_communication
 from opsim.trace.timefmt import to_ns
 
 __all__ = ["write_profiler_output", "build_profile", "AscendProfile", "profiler_dir_name", "torch_op_name",
@@ -207,7 +208,10 @@ def write_profiler_output(sim: Any, out_dir: str, *, name: str, epoch_us: int = 
 def collective_step_finder(p: AscendProfile) -> StepOf:
     """A record's step: that of its COMMUNICATION task in the profile (the step its host thread issued it in),
     False when the task is outside every step."""
-    steps = {(t.name, t.start_ns): t.step for t in p.tasks if is_communication(t.task_type)}
+    t = p.tasks
+    rows = np.flatnonzero(t.is_communication())
+    steps = {(t.texts[n], s): (step if has else None) for n, s, step, has in zip(
+        t.name[rows].tolist(), t.start_ns[rows].tolist(), t.step[rows].tolist(), t.has_step[rows].tolist())}
     epoch_ns = p.epoch_us * 1000
 
     def step_of(rec: Any) -> int | bool:

@@ -8,17 +8,18 @@ microseconds. Everything comes from the same ``AscendProfile`` the text files ar
 """
 from __future__ import annotations
 
+import itertools
 import operator
 import os
 import sqlite3
-from typing import Any, Callable, Iterable, Sequence
+from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
 
 import numpy as np
 from opsim.trace.ascend_comm_db import (ANALYSIS_COMM_TABLES, analysis_comm_rows, communication_db_rows,
                                        communication_ops)
 from opsim.trace.ascend_db_schema import ENUM_API_TYPE, ENUM_TABLES, META_DATA, PROFILER_DB_TABLES
-from opsim.trace.ascend_memory import memory_db_rows
-from opsim.trace.ascend_model import FILE_MODE, MODEL_ID_NONE, AscendProfile
+from opsim.trace.ascend_memory import memory_db_rows, memory_strings
+from opsim.trace.ascend_model import API_KINDS, FILE_MODE, MODEL_ID_NONE, AscendProfile
 from opsim.trace.ascend_pmu import KernelPmu
 from opsim.trace.ascend_tables import quoted_shape
 from opsim.outputs import atomic_path
@@ -33,6 +34,8 @@ RTS_TASK_TYPE = {"AI_CORE": "KERNEL_AICORE", "AI_VECTOR_CORE": "KERNEL_AIVEC", "
 """Profiler task type -> the runtime task type TASK.taskType holds (others are kept as they are)."""
 
 CONTEXT_ID_NONE = 4294967295
+BLOCK_ROWS = 65_536
+"""Rows converted to Python values at a time while a table is inserted (bounds what is held)."""
 HOST_NAME = "opsim"
 """HOST_INFO: the simulated host's name (its uid is a fixed "0": no real host ran it)."""
 
@@ -66,7 +69,7 @@ class _Strings(dict):
         return self
 
 
-def _pmu_cells(pmu: KernelPmu | None, sid: _Strings) -> list[tuple[int, int | float]]:
+def _pmu_cells(pmu: KernelPmu | None, sid: Mapping[str, int]) -> list[tuple[int, int | float]]:
     """(name id, value) of the TASK_PMU_INFO rows of one kernel (times in ns): only the core side(s) it ran on;
     none for AI CPU."""
     cells: list[tuple[int, int | float]] = []
@@ -89,7 +92,8 @@ def _create(conn: sqlite3.Connection, tables: dict[str, tuple[tuple[str, str], .
 
 
 def _insert(conn: sqlite3.Connection, table: str, ncols: int, rows: Iterable[tuple]) -> None:
-    conn.executemany(f"INSERT INTO {table} VALUES ({', '.join('?' * ncols)})", list(rows))
+    """Insert `rows` (any iterable: sqlite3 draws a generator's rows one at a time, so none is held whole)."""
+    conn.executemany(f"INSERT INTO {table} VALUES ({', '.join('?' * ncols)})", rows)
 
 
 def _write_db(path: str, fill: Callable[[sqlite3.Connection], None]) -> None:
@@ -106,78 +110,196 @@ def _write_db(path: str, fill: Callable[[sqlite3.Connection], None]) -> None:
 
 def profiler_db_rows(p: AscendProfile, rank: int, collectives: Sequence[Any] | None = None
                      ) -> dict[str, list[tuple]]:
-    """The rows of every profiler DB table (STRING_IDS last: it collects the strings the others use); a job's
-    rank also gets its `collectives` (COMMUNICATION_OP and their launches, ascend_comm_db.py). Tables of what
-    opsim does not model (communication sub-tasks, HBM bandwidth, LLC, ...) stay empty."""
-    sid = _Strings()
-    rows: dict[str, list[tuple]] = {t: [] for t in PROFILER_DB_TABLES}
-    for table, values in ENUM_TABLES.items():
-        rows[table] = sorted(values.items())
-    corr_ids = {c.corr for c in p.op_calls}
+    """`profiler_db_tables` with every table's rows in a list (for tests and small runs)."""
+    return {table: list(rows) for table, rows in profiler_db_tables(p, rank, collectives).items()}
+
+
+def profiler_db_tables(p: AscendProfile, rank: int, collectives: Sequence[Any] | None = None
+                       ) -> dict[str, Iterable[tuple]]:
+    """The rows of every profiler DB table, in table order, each table's drawn only as it is inserted (no table
+    of a large run is held whole); a job's rank also gets its `collectives` (COMMUNICATION_OP and their launches,
+    ascend_comm_db.py). Tables of what opsim does not model (communication sub-tasks, HBM bandwidth, LLC, ...)
+    stay empty. STRING_IDS comes first, complete: `_string_ids` numbers every text in the order the rows first
+    use it (a job's communication strings after the others', so the tables a single rank has keep their ids),
+    and the other tables only look their texts up."""
     comm = communication_ops(p, collectives) if collectives else []
-    _task_rows(p, rows, sid, corr_ids, {op.task: op.conn for op in comm})
-    cann = [(a.start_ns, a.end_ns, _API_TYPE_ID["acl" if a.kind == "acl" else "node"], a.tid,
-             a.corr if a.corr in corr_ids else None, sid[a.name]) for a in p.api_spans]
-    op_type = _API_TYPE_ID["op"]
-    api = [(w.start_ns, w.end_ns, w.tid, None, sid[f"ProfilerStep#{w.step}"], -1, 0, None, None, None, op_type)
-           for w in p.steps]
-    chains = rows["PYTORCH_CALLCHAINS"]
-    for chain, c in enumerate(p.op_calls):
-        api.append((c.start_ns, c.end_ns, c.tid, c.corr, sid[c.torch_name], -1, 0, sid[""], sid[""], chain, op_type))
-        chains.append((chain, sid[c.call_stack], 0))
-        rows["CONNECTION_IDS"].append((c.corr, c.corr))
-    api.sort(key=lambda r: (r[0], -r[1], r[2]))
-    rows["PYTORCH_API"] = with_depth(api, track=2)
-    rows["connectionCats"] = [(c, "async_npu") for c in sorted({t.corr for t in p.tasks if t.op_call is not None})]
-    rows["STEP_TIME"] = [(w.step, w.start_ns, w.end_ns) for w in p.step_windows]
-    rows["RANK_DEVICE_MAP"] = [(rank, p.device_id)]
-    _session_rows(p, rows)
-    rows.update(memory_db_rows(p, sid))
-    if comm:  # a job's rank: its strings come after the others', so the tables a single rank has keep their ids
-        rows["COMMUNICATION_OP"], launches = communication_db_rows(p, comm, sid)
-        cann.extend(launches)
-        cann.sort(key=lambda r: (r[0], -r[1], r[3]))  # stable: a launch's AscendCL span encloses its Node span
-    rows["CANN_API"] = with_depth(cann, track=3)
-    rows["STRING_IDS"] = [(i, text) for text, i in sid.ids.items()]
-    return rows
+    sid, comm_rows, launches = _string_ids(p, comm)
+    tables: dict[str, Iterable[tuple]] = {t: () for t in PROFILER_DB_TABLES}
+    for table, values in ENUM_TABLES.items():
+        tables[table] = sorted(values.items())
+    tables["STRING_IDS"] = [(i, text) for text, i in sid.items()]
+    call_corrs = np.array([c.corr for c in p.op_calls], dtype=np.int64)
+    tables["TASK"] = _task_table(p, sid, call_corrs, {op.task: op.conn for op in comm})
+    tables["COMPUTE_TASK_INFO"] = _compute_table(p, sid)
+    tables["TASK_PMU_INFO"] = _pmu_table(p, sid)
+    tables["CANN_API"] = _cann_api_table(p, sid, call_corrs, launches)
+    if comm:
+        tables["COMMUNICATION_OP"] = comm_rows
+    tables["PYTORCH_API"] = _pytorch_api_table(p, sid)
+    tables["PYTORCH_CALLCHAINS"] = ((chain, sid[c.call_stack], 0) for chain, c in enumerate(p.op_calls))
+    tables["CONNECTION_IDS"] = ((c.corr, c.corr) for c in p.op_calls)
+    tables["connectionCats"] = ((c, "async_npu") for c in np.unique(p.tasks.corr[p.tasks.call >= 0]).tolist())
+    tables["STEP_TIME"] = [(w.step, w.start_ns, w.end_ns) for w in p.step_windows]
+    tables["RANK_DEVICE_MAP"] = [(rank, p.device_id)]
+    _session_rows(p, tables)
+    tables.update(memory_db_rows(p, sid))
+    return tables
 
 
-def _task_rows(p: AscendProfile, rows: dict[str, list[tuple]], sid: _Strings, corr_ids: set[int],
-               comm_conn: dict[int, int] | None = None) -> None:
-    """TASK (every shown task, nesting depth on its stream), COMPUTE_TASK_INFO and TASK_PMU_INFO (kernels);
-    `comm_conn` gives a collective's task its op's connectionId."""
-    task = []
-    compute = rows["COMPUTE_TASK_INFO"]
-    pmu_info = rows["TASK_PMU_INFO"]
-    pmu_cells: dict[int, list] = {}  # by id of the (shared, frozen) split: its names' ids and values
-    tensor_ids: dict[int, tuple] = {}  # by id of the tensor description: its six ids
-    for gid, t in enumerate(p.tasks):
-        conn_id = t.corr if t.corr in corr_ids else comm_conn.get(gid) if comm_conn else None
-        tt = t.task_type
-        task.append((t.start_ns, t.end_ns, t.device, conn_id, gid, 0, sid[RTS_TASK_TYPE.get(tt, tt)],
-                     CONTEXT_ID_NONE, t.stream, t.task_id, MODEL_ID_NONE))
-        if not t.is_kernel:
+def _string_ids(p: AscendProfile, comm: Sequence[Any]) -> tuple[dict[str, int], list[tuple], list[tuple]]:
+    """STRING_IDS: each distinct text the tables use gets the next id, in the order the tables' rows (TASK,
+    COMPUTE_TASK_INFO and TASK_PMU_INFO task by task, CANN_API, PYTORCH_API's steps and calls, the memory tables)
+    first use it. A kernel whose name, type, op, tensors and PMU split an earlier one had adds no text. Also the
+    rows of a job's collectives `comm` (COMMUNICATION_OP, and their launches for CANN_API), which number their
+    texts last."""
+    sid = _Strings()
+    seen: set[tuple] = set()
+    tasks = p.tasks
+    texts, tensor_list, pmu_list = tasks.texts, tasks.tensor_list, tasks.pmu_list
+    rts = [RTS_TASK_TYPE.get(t, t) for t in texts]
+    kernel = tasks.is_kernel().tolist()
+    for is_kernel, key in zip(kernel, zip(tasks.task_type.tolist(), tasks.name.tolist(), tasks.op.tolist(),
+                                          tasks.tensors.tolist(), tasks.pmu.tolist())):
+        tt = key[0]
+        sid[rts[tt]]
+        if not is_kernel or key in seen:
             continue
-        ti = t.tensors
-        mix = t.block_dim if tt in ("MIX_AIC", "MIX_AIV") else 0
-        name, tt_id, op = sid[t.name], sid[tt], sid[t.op]
-        tensors = tensor_ids.get(id(ti))
-        if tensors is None:
-            tensors = (sid[ti.get("input_formats", "")], sid[ti.get("input_data_types", "")],
-                       sid[quoted_shape(ti.get("input_shapes", ""))], sid[ti.get("output_formats", "")],
-                       sid[ti.get("output_data_types", "")], sid[quoted_shape(ti.get("output_shapes", ""))])
-            if ti:  # a shared description (the empty default is a new dict per task)
-                tensor_ids[id(ti)] = tensors
-        compute.append((name, gid, t.block_dim, mix, tt_id, op) + tensors + (sid[""], t.wait_ns, sid["static"],
-                                                                              sid["NO"]))
-        cells = pmu_cells.get(id(t.pmu))
-        if cells is None:
-            cells = pmu_cells[id(t.pmu)] = _pmu_cells(t.pmu, sid)
-        pmu_info.extend([(gid, n, v) for n, v in cells])
-    rows["TASK"] = with_depth(task, track=8)
+        seen.add(key)
+        _, name, op, ti, pmu = key
+        for text in (texts[name], texts[tt], texts[op], *_tensor_texts(tensor_list[ti] if ti >= 0 else {}), "",
+                     "static", "NO"):
+            sid[text]
+        _pmu_cells(pmu_list[pmu] if pmu >= 0 else None, sid)
+    spans = p.api_spans
+    _, first = np.unique(spans.name, return_index=True)
+    for i in spans.name[np.sort(first)].tolist():  # the span names in order of first use
+        sid[spans.names[i]]
+    for w in p.steps:
+        sid[f"ProfilerStep#{w.step}"]
+    for c in p.op_calls:
+        sid[c.torch_name], sid[""], sid[c.call_stack]
+    memory_strings(p, sid)
+    comm_rows, launches = communication_db_rows(p, comm, sid) if comm else ([], [])
+    return dict(sid), comm_rows, launches
 
 
-def _session_rows(p: AscendProfile, rows: dict[str, list[tuple]]) -> None:
+def _tensor_texts(ti: dict[str, str]) -> tuple[str, ...]:
+    """COMPUTE_TASK_INFO's six tensor texts (formats, data types, quoted shapes; inputs, then outputs)."""
+    return (ti.get("input_formats", ""), ti.get("input_data_types", ""), quoted_shape(ti.get("input_shapes", "")),
+            ti.get("output_formats", ""), ti.get("output_data_types", ""), quoted_shape(ti.get("output_shapes", "")))
+
+
+def _task_table(p: AscendProfile, sid: dict[str, int], call_corrs: np.ndarray,
+                comm_conn: dict[int, int]) -> Iterator[tuple]:
+    """TASK: every shown task, with its nesting depth on its stream, `BLOCK_ROWS` rows at a time; `comm_conn`
+    gives a collective's task its op's connectionId."""
+    t = p.tasks
+    depth = depths(t.start_ns, t.end_ns, t.stream)
+    types = np.array([sid.get(RTS_TASK_TYPE.get(x, x), -1) for x in t.texts] or [0], dtype=np.int64)
+    device = t.device
+    for lo in range(0, len(t), BLOCK_ROWS):
+        hi = min(lo + BLOCK_ROWS, len(t))
+        corr = t.corr[lo:hi]
+        known = np.isin(corr, call_corrs).tolist()
+        for gid, s, e, c, k, tt, stream, task_id, d in zip(
+                range(lo, hi), t.start_ns[lo:hi].tolist(), t.end_ns[lo:hi].tolist(), corr.tolist(), known,
+                types[t.task_type[lo:hi]].tolist(), t.stream[lo:hi].tolist(), t.task_id[lo:hi].tolist(),
+                depth[lo:hi].tolist()):
+            yield (s, e, device, c if k else comm_conn.get(gid), gid, 0, tt, CONTEXT_ID_NONE, stream, task_id,
+                   MODEL_ID_NONE, d)
+
+
+def _compute_table(p: AscendProfile, sid: dict[str, int]) -> Iterator[tuple]:
+    """COMPUTE_TASK_INFO: one row per kernel."""
+    t = p.tasks
+    ids = np.array([sid.get(x, -1) for x in t.texts] or [0], dtype=np.int64)
+    tensor_ids = [tuple(sid[text] for text in _tensor_texts(ti)) for ti in t.tensor_list]
+    no_tensors = tuple(sid[text] for text in _tensor_texts({}))
+    mix_types = np.array([x in ("MIX_AIC", "MIX_AIV") for x in t.texts] or [False])
+    empty, static, no = sid.get(""), sid.get("static"), sid.get("NO")
+    k = np.flatnonzero(t.is_kernel())
+    for lo in range(0, len(k), BLOCK_ROWS):
+        rows = k[lo:lo + BLOCK_ROWS]
+        bd = t.block_dim[rows]
+        mix = np.where(mix_types[t.task_type[rows]], bd, 0)
+        for gid, name, block_dim, m, tt, op, ti, wait in zip(
+                rows.tolist(), ids[t.name[rows]].tolist(), bd.tolist(), mix.tolist(), ids[t.task_type[rows]].tolist(),
+                ids[t.op[rows]].tolist(), t.tensors[rows].tolist(), t.wait_ns[rows].tolist()):
+            yield (name, gid, block_dim, m, tt, op) + (tensor_ids[ti] if ti >= 0 else no_tensors) + (
+                empty, wait, static, no)
+
+
+def _pmu_table(p: AscendProfile, sid: dict[str, int]) -> Iterator[tuple]:
+    """TASK_PMU_INFO: each kernel's PMU cells."""
+    t = p.tasks
+    cells = [_pmu_cells(pmu, sid) for pmu in t.pmu_list]
+    k = np.flatnonzero(t.is_kernel())
+    for lo in range(0, len(k), BLOCK_ROWS):
+        rows = k[lo:lo + BLOCK_ROWS]
+        for gid, pmu in zip(rows.tolist(), t.pmu[rows].tolist()):
+            for n, v in cells[pmu] if pmu >= 0 else ():
+                yield gid, n, v
+
+
+def _cann_api_table(p: AscendProfile, sid: dict[str, int], call_corrs: np.ndarray,
+                    launches: list[tuple]) -> Iterator[tuple]:
+    """CANN_API: every CANN span, with its nesting depth on its thread, `BLOCK_ROWS` rows at a time; a job's
+    collective launches (`launches`, rows without depth) are sorted in by (start, -end, thread) after the spans
+    they tie with (a launch's AscendCL span encloses its Node span)."""
+    s = p.api_spans
+    n = len(s)
+    starts, ends, tids = s.start_ns, s.end_ns, s.tid
+    order = None
+    if launches:
+        starts = np.concatenate([starts, np.array([r[0] for r in launches], dtype=np.int64)])
+        ends = np.concatenate([ends, np.array([r[1] for r in launches], dtype=np.int64)])
+        tids = np.concatenate([tids, np.array([r[3] for r in launches], dtype=np.int64)])
+        order = np.lexsort((tids, -ends, starts))
+        starts, ends, tids = starts[order], ends[order], tids[order]
+    depth = depths(starts, ends, tids)
+    types = np.array([_API_TYPE_ID[k] for k in API_KINDS], dtype=np.int64)
+    name_ids = np.array([sid.get(x, -1) for x in s.names] or [0], dtype=np.int64)
+    for lo in range(0, len(starts), BLOCK_ROWS):
+        hi = min(lo + BLOCK_ROWS, len(starts))
+        rows = order[lo:hi] if order is not None else np.arange(lo, hi)
+        spans = rows[rows < n]
+        corr = s.corr[spans]
+        known = np.isin(corr, call_corrs)
+        span_rows = iter(zip(s.start_ns[spans].tolist(), s.end_ns[spans].tolist(), types[s.kind[spans]].tolist(),
+                             s.tid[spans].tolist(), np.where(known, corr, -1).tolist(), known.tolist(),
+                             name_ids[s.name[spans]].tolist()))
+        for k, d in zip(rows.tolist(), depth[lo:hi].tolist()):
+            if k >= n:
+                yield launches[k - n] + (d,)
+                continue
+            a, b, typ, tid, c, is_call, name = next(span_rows)
+            yield a, b, typ, tid, c if is_call else None, name, d
+
+
+def _pytorch_api_table(p: AscendProfile, sid: dict[str, int]) -> Iterator[tuple]:
+    """PYTORCH_API: the ProfilerSteps and the calls (a call's chain id is its position in `op_calls`), by start,
+    longest first, then thread (ties: steps first, then calls, each in order), with their nesting depth."""
+    steps, calls = p.steps, p.op_calls
+    n = len(steps) + len(calls)
+    starts = np.fromiter(itertools.chain((w.start_ns for w in steps), (c.start_ns for c in calls)), np.int64, n)
+    ends = np.fromiter(itertools.chain((w.end_ns for w in steps), (c.end_ns for c in calls)), np.int64, n)
+    tids = np.fromiter(itertools.chain((w.tid for w in steps), (c.tid for c in calls)), np.int64, n)
+    order = np.lexsort((tids, -ends, starts))
+    depth = depths(starts[order], ends[order], tids[order]).tolist()
+    del starts, ends, tids
+    op_type, empty, first_call = _API_TYPE_ID["op"], sid.get(""), len(steps)
+    for k, d in zip(order.tolist(), depth):
+        if k < first_call:
+            w = steps[k]
+            yield (w.start_ns, w.end_ns, w.tid, None, sid[f"ProfilerStep#{w.step}"], -1, 0, None, None, None,
+                   op_type, d)
+        else:
+            c = calls[k - first_call]
+            yield (c.start_ns, c.end_ns, c.tid, c.corr, sid[c.torch_name], -1, 0, empty, empty, k - first_call,
+                   op_type, d)
+
+
+def _session_rows(p: AscendProfile, rows: dict[str, Iterable[tuple]]) -> None:
     """NPU_INFO (the SoC preset), META_DATA, SESSION_TIME_INFO, HOST_INFO and AICORE_FREQ (the preset's clock)."""
     start, end = p.session_ns
     rows["NPU_INFO"] = [(p.device_id, p.soc_name)]
@@ -193,14 +315,18 @@ def with_depth(rows: list[tuple], *, track: int) -> list[tuple]:
     calls (0 at the top level)."""
     n = len(rows)
     col = operator.itemgetter
-    starts = np.fromiter(map(col(0), rows), dtype=np.int64, count=n)
-    ends = np.fromiter(map(col(1), rows), dtype=np.int64, count=n)
-    tracks = np.fromiter(map(col(track), rows), dtype=np.int64, count=n)
-    order = np.lexsort((-ends, starts, tracks))  # stable: record order breaks ties
-    depth = _depths(order, starts, ends, tracks).tolist()
+    depth = depths(np.fromiter(map(col(0), rows), dtype=np.int64, count=n),
+                   np.fromiter(map(col(1), rows), dtype=np.int64, count=n),
+                   np.fromiter(map(col(track), rows), dtype=np.int64, count=n)).tolist()
     for i, d in enumerate(depth):  # in place: one table's rows held once
         rows[i] += (d,)
     return rows
+
+
+def depths(starts: np.ndarray, ends: np.ndarray, tracks: np.ndarray) -> np.ndarray:
+    """The `with_depth` depth of each row given its start, end and track columns (int64)."""
+    order = np.lexsort((-ends, starts, tracks))  # stable: record order breaks ties
+    return _depths(order, starts, ends, tracks)
 
 
 def _depths(order, starts, ends, tracks):
@@ -246,7 +372,7 @@ def write_profiler_db(p: AscendProfile, out_dir: str, *, rank: int = 0, collecti
 
     def profiler_db(conn: sqlite3.Connection) -> None:
         _create(conn, PROFILER_DB_TABLES)
-        for table, rows in profiler_db_rows(p, rank, collectives).items():
+        for table, rows in profiler_db_tables(p, rank, collectives).items():
             _insert(conn, table, len(PROFILER_DB_TABLES[table]), rows)
 
     def analysis_db(conn: sqlite3.Connection) -> None:

@@ -6,6 +6,8 @@ import hashlib
 import io
 from typing import Iterable, Iterator
 
+import numpy as np
+
 from opsim.trace.ascend_model import KERNEL_DETAILS_HEADER, MODEL_ID_NONE, AscendProfile, us_str
 from opsim.trace.ascend_pmu import MIX_TYPES, pmu_csv_values
 from opsim.trace.timefmt import us_texts
@@ -21,32 +23,43 @@ def kernel_details_blocks(p: AscendProfile, block_rows: int = 65_536) -> Iterato
     its rows. The times are formatted a column at a time; the cells a kernel shares with others of the same
     name, op, type, block dim, tensors and PMU split are written once, as CSV text."""
     yield csv_text(KERNEL_DETAILS_HEADER, ())
-    kernels = p.kernels
-    starts = us_texts([t.start_ns for t in kernels])
-    durs = us_texts([t.end_ns - t.start_ns for t in kernels])
-    waits = us_texts([t.wait_ns for t in kernels])
+    tasks = p.tasks
+    k = np.flatnonzero(tasks.is_kernel())
+    texts, tensor_list, pmu_list = tasks.texts, tasks.tensor_list, tasks.pmu_list
     shared: dict[tuple, tuple[str, str]] = {}
-    lines: list[str] = []
-    for t, start, dur, wait in zip(kernels, starts, durs, waits):
-        ti = t.tensors
-        key = (t.name, t.op, t.task_type, t.block_dim, id(ti) if ti else 0, id(t.pmu))
-        cells = shared.get(key)
-        if cells is None:
-            mix = t.block_dim if t.task_type in MIX_TYPES else 0
-            head = _csv_cells([t.name, t.op, "static", t.task_type])
-            tail = _csv_cells([
-                str(t.block_dim), str(mix), "NO",
-                quoted_shape(ti.get("input_shapes", "")), ti.get("input_data_types", ""), ti.get("input_formats", ""),
-                quoted_shape(ti.get("output_shapes", "")), ti.get("output_data_types", ""),
-                ti.get("output_formats", ""), "N/A"] + pmu_csv_values(t.pmu))
-            cells = shared[key] = (head, tail)
-        step = "" if t.step is None else t.step
-        lines.append(f"{step},{MODEL_ID_NONE},{t.task_id},{t.stream},{cells[0]},{start},{dur},{wait},{cells[1]}\n")
-        if len(lines) >= block_rows:
-            yield "".join(lines)
-            lines = []
-    if lines:
+    for lo in range(0, len(k), block_rows):
+        rows = k[lo:lo + block_rows]
+        starts = us_texts(tasks.start_ns[rows])
+        durs = us_texts(tasks.end_ns[rows] - tasks.start_ns[rows])
+        waits = us_texts(tasks.wait_ns[rows])
+        steps = [s if h else "" for s, h in zip(tasks.step[rows].tolist(), tasks.has_step[rows].tolist())]
+        lines: list[str] = []
+        for key, step, task_id, stream, start, dur, wait in zip(
+                zip(tasks.name[rows].tolist(), tasks.op[rows].tolist(), tasks.task_type[rows].tolist(),
+                    tasks.block_dim[rows].tolist(), tasks.tensors[rows].tolist(), tasks.pmu[rows].tolist()),
+                steps, tasks.task_id[rows].tolist(), tasks.stream[rows].tolist(), starts, durs, waits):
+            cells = shared.get(key)
+            if cells is None:
+                cells = shared[key] = _kernel_cells(key, texts, tensor_list, pmu_list)
+            lines.append(f"{step},{MODEL_ID_NONE},{task_id},{stream},{cells[0]},{start},{dur},{wait},{cells[1]}\n")
         yield "".join(lines)
+
+
+def _kernel_cells(key: tuple, texts: list[str], tensor_list: list[dict[str, str]],
+                  pmu_list: list) -> tuple[str, str]:
+    """The CSV text of the cells a kernel shares with every kernel of the same `key` (name, op, type, block dim,
+    tensors, PMU split codes): those before its times, and those after."""
+    name, op, tt, block_dim, tensors, pmu = key
+    ti = tensor_list[tensors] if tensors >= 0 else {}
+    task_type = texts[tt]
+    mix = block_dim if task_type in MIX_TYPES else 0
+    head = _csv_cells([texts[name], texts[op], "static", task_type])
+    tail = _csv_cells([
+        str(block_dim), str(mix), "NO",
+        quoted_shape(ti.get("input_shapes", "")), ti.get("input_data_types", ""), ti.get("input_formats", ""),
+        quoted_shape(ti.get("output_shapes", "")), ti.get("output_data_types", ""),
+        ti.get("output_formats", ""), "N/A"] + pmu_csv_values(pmu_list[pmu] if pmu >= 0 else None))
+    return head, tail
 
 
 def _csv_cells(cells: list[str]) -> str:
@@ -57,15 +70,27 @@ def _csv_cells(cells: list[str]) -> str:
 
 
 def op_statistic_rows(p: AscendProfile) -> list[list[str]]:
-    groups: dict[tuple[str, str], list[int]] = {}
-    for t in p.kernels:
-        groups.setdefault((t.op, t.task_type), []).append(t.dur_ns)
-    total = sum(sum(v) for v in groups.values())
+    tasks = p.tasks
+    k = np.flatnonzero(tasks.is_kernel())
+    durs = tasks.end_ns[k] - tasks.start_ns[k]
+    pairs = np.stack([tasks.op[k].astype(np.int64), tasks.task_type[k].astype(np.int64)], axis=1)
+    groups: dict[tuple[str, str], tuple[int, int, int, int]] = {}  # sum, count, max, min
+    if len(k):
+        uniq, inv = np.unique(pairs, axis=0, return_inverse=True)
+        order = np.argsort(inv.reshape(-1), kind="stable")
+        d, g = durs[order], inv.reshape(-1)[order]
+        bounds = np.flatnonzero(np.r_[True, g[1:] != g[:-1]])
+        counts = np.diff(np.r_[bounds, len(d)]).tolist()
+        texts = tasks.texts
+        for (op, tt), s, n, hi, lo in zip(uniq.tolist(), np.add.reduceat(d, bounds).tolist(), counts,
+                                          np.maximum.reduceat(d, bounds).tolist(),
+                                          np.minimum.reduceat(d, bounds).tolist()):
+            groups[(texts[op], texts[tt])] = (s, n, hi, lo)
+    total = sum(v[0] for v in groups.values())
     rows = []
-    for (op, core), durs in sorted(groups.items(), key=lambda kv: (-sum(kv[1]), kv[0])):
-        s = sum(durs)
-        rows.append([op, core, str(len(durs)), us_str(s), us_str(round(s / len(durs))), us_str(max(durs)),
-                     us_str(min(durs)), f"{100.0 * s / total:.2f}" if total else "0.00"])
+    for (op, core), (s, n, hi, lo) in sorted(groups.items(), key=lambda kv: (-kv[1][0], kv[0])):
+        rows.append([op, core, str(n), us_str(s), us_str(round(s / n)), us_str(hi), us_str(lo),
+                     f"{100.0 * s / total:.2f}" if total else "0.00"])
     return rows
 
 

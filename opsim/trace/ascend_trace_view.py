@@ -28,7 +28,7 @@ def trace_events_metadata(p: AscendProfile) -> list[dict]:
         for pid in (PID_PYTHON, PID_CANN):
             ev.append({"ph": "M", "name": "thread_name", "pid": pid, "tid": tid, "args": {"name": thread}})
             ev.append({"ph": "M", "name": "thread_sort_index", "pid": pid, "tid": tid, "args": {"sort_index": tid}})
-    for stream in sorted({t.stream for t in p.tasks}):
+    for stream in np.unique(p.tasks.stream).tolist():
         ev.append({"ph": "M", "name": "thread_name", "pid": PID_HARDWARE, "tid": stream,
                    "args": {"name": f"Stream {stream}"}})
         ev.append({"ph": "M", "name": "thread_sort_index", "pid": PID_HARDWARE, "tid": stream,
@@ -155,18 +155,25 @@ def _sections(p: AscendProfile, pieces: Any) -> Iterator[tuple[tuple, int, dict]
         "name": _each(calls, lambda c: code(c.torch_name)), "tid": _attr(calls, "tid"),
         "ts": _attr(calls, "start_ns")}
     spans = p.api_spans
+    span_names = np.array([code(text) for text in spans.trace_names()] or [0], dtype=np.int64)
     yield _API, len(spans), {
-        "corr": _attr(spans, "corr"), "dur": _span(spans), "name": _each(spans, lambda a: code(a.trace_name)),
-        "tid": _attr(spans, "tid"), "ts": _attr(spans, "start_ns")}
+        "corr": _column(spans.corr), "dur": lambda lo, hi: spans.end_ns[lo:hi] - spans.start_ns[lo:hi],
+        "name": lambda lo, hi: span_names[spans.kind[lo:hi].astype(np.int64) * len(spans.names) + spans.name[lo:hi]],
+        "tid": _column(spans.tid), "ts": _column(spans.start_ns)}
     tasks = p.tasks
+    text_codes = np.array([code(text) for text in tasks.texts] or [0], dtype=np.int64)
     yield _TASK, len(tasks), {
-        "stream": _attr(tasks, "stream"), "task_id": _attr(tasks, "task_id"),
-        "type": _each(tasks, lambda t: code(t.task_type)), "corr": _attr(tasks, "corr"), "dur": _span(tasks),
-        "name": _each(tasks, lambda t: code(t.name)), "ts": _attr(tasks, "start_ns")}
-    flows = [t for t in tasks if t.op_call is not None]
+        "stream": _column(tasks.stream), "task_id": _column(tasks.task_id),
+        "type": lambda lo, hi: text_codes[tasks.task_type[lo:hi]], "corr": _column(tasks.corr),
+        "dur": lambda lo, hi: tasks.end_ns[lo:hi] - tasks.start_ns[lo:hi],
+        "name": lambda lo, hi: text_codes[tasks.name[lo:hi]], "ts": _column(tasks.start_ns)}
+    flows = np.flatnonzero(tasks.call >= 0)
+    calls = tasks.call[flows]
+    call_tid = np.array([c.tid for c in p.op_calls], dtype=np.int64)
+    call_ts = np.array([c.start_ns for c in p.op_calls], dtype=np.int64)
     yield _FLOW, len(flows), {
-        "stream": _attr(flows, "stream"), "ts": _attr(flows, "start_ns"),
-        "call_tid": _each(flows, lambda t: t.op_call.tid), "call_ts": _each(flows, lambda t: t.op_call.start_ns)}
+        "stream": lambda lo, hi: tasks.stream[flows[lo:hi]], "ts": lambda lo, hi: tasks.start_ns[flows[lo:hi]],
+        "call_tid": lambda lo, hi: call_tid[calls[lo:hi]], "call_ts": lambda lo, hi: call_ts[calls[lo:hi]]}
     for name, tid, intervals in _overlap_tracks(p):
         starts, ends = _each(intervals, operator.itemgetter(0)), _each(intervals, operator.itemgetter(1))
         yield _OVERLAP, len(intervals), {
@@ -189,6 +196,11 @@ def _coder(pieces: Any):
 def _each(items: list, get: Any):
     """A column: ``get(item)`` of the items of a row range, as int64."""
     return lambda lo, hi: np.fromiter(map(get, items[lo:hi]), dtype=np.int64, count=hi - lo)
+
+
+def _column(values: np.ndarray):
+    """A column held as an array: its int64 values of a row range."""
+    return lambda lo, hi: values[lo:hi].astype(np.int64, copy=False)
 
 
 def _attr(items: list, name: str):

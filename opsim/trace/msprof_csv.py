@@ -68,17 +68,12 @@ def total_cycles(dur_ns: int, clock_mhz: float) -> int:
     return round(dur_ns * clock_mhz / 1000.0)
 
 
-def _api_by_corr(recorder: Any) -> dict[int, str]:
-    host = recorder.records("host")
-    return {corr: op for phase, op, corr in zip(host["phase"], host["op"], host["corr"])
-            if phase == "op_call" and corr >= 0}
-
-
 def write_op_summary(recorder: Any, fh: TextIO, *, epoch_us: int, clock_mhz: float,
                      tensor_info: Callable[[int], TensorInfo | None] | None = None, device_id: int = 0) -> int:
     """Write op_summary.csv rows for every compute task; returns the row count. Times are formatted a column
     at a time (`us_texts`), and the text of each distinct duration once."""
-    api = _api_by_corr(recorder)
+    from opsim.trace.ascend_host import call_apis  # lazy: the profiler model loads with op_summary.csv only
+    api = call_apis(recorder)
     dev = recorder.records("device")
     rows = []
     for (stream, kind, units, task_id, op, task_type, block_dim, start, end, corr,

@@ -12,8 +12,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from opsim.scenario.result import _json_default, _json_pieces
-from opsim.trace.ascend_build import _sorted_spans
-from opsim.trace.ascend_model import ApiSpan
+from opsim.trace.ascend_host import _sorted_spans
+from opsim.trace.ascend_model import API_KINDS, ApiSpan
 from opsim.trace.ascend_profiler_db import with_depth
 from opsim.trace.json_rows import Pieces, Template
 from opsim.trace.msprof_csv import write_task_time
@@ -83,7 +83,13 @@ def test_with_depth_is_the_stack_reference(spec):
 def test_spans_are_ordered_as_the_stable_sort_orders_them(spec):
     spans = [ApiSpan(kind, name, tid, s, s + d, i) for i, (s, d, tid, kind, name) in enumerate(spec)]
     want = sorted(spans, key=lambda a: (a.start_ns, -a.end_ns, a.tid, a.kind, a.name))
-    assert [a.corr for a in _sorted_spans(list(spans))] == [a.corr for a in want]
+    names: dict[str, int] = {}
+    n = len(spans)
+    part = (np.array([API_KINDS.index(a.kind) for a in spans], np.int8),
+            np.array([names.setdefault(a.name, len(names)) for a in spans], np.int64),
+            *(np.array([getattr(a, f) for a in spans], np.int64) for f in ("tid", "start_ns", "end_ns", "corr")),
+            np.zeros(n, np.int64), np.arange(n), np.zeros(n, np.int64))  # ties: list order
+    assert [a.corr for a in _sorted_spans([part], names)] == [a.corr for a in want]
 
 
 def test_task_time_past_int64_epochs_is_still_exact():

@@ -19,8 +19,9 @@ SCENARIOS = Path(__file__).resolve().parents[2] / "scenarios"
 def test_trace_view_lines_are_json_dumps_of_the_events():
     res = run_scenario(SCENARIOS / "quickstart.yaml", write=False)
     p = build_profile(res.sim)
-    for t in p.tasks[:3]:  # names that need escaping are written as json.dumps writes them
-        t.name = 'na"me\\ é\n' + t.name
+    tasks = p.tasks
+    for i in range(3):  # names that need escaping are written as json.dumps writes them
+        tasks.name[i] = tasks.code('na"me\\ é\n' + tasks.texts[tasks.name[i]])
     p.op_calls[0].api = 'aclnnOdd"Näme'
     want = "[\n" + ",\n".join(json.dumps(e, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
                               for e in trace_events(p)) + "\n]\n"
