@@ -19,6 +19,7 @@ from opsim.outputs import OutputDir
 from opsim.scenario.config import OpStep, ScenarioConfig
 from opsim.scenario.limits import Limits, MAX_HORIZON_US
 from opsim.scenario.loader import load_scenario, profiler_format
+from opsim.scenario.warmup import warmup_barrier
 import yaml
 from opsim.acl.dtypes import DataType
 from opsim.acl.status import AclnnStatus
@@ -83,8 +84,9 @@ class _Run:
     """The state of one scenario run shared by its threads (error list, counters, call tagging)."""
 
     def __init__(self, config: ScenarioConfig, progress: Callable[[int], None] | None, calibration: Any = None,
-                 dump_dir: str | None = None, cluster: Any = None, slowdown: float = 1.0):
-        """`cluster`: the job this run is the next rank of (its clock, groups, links), None: a single rank."""
+                 dump_dir: str | None = None, cluster: Any = None, slowdown: float = 1.0, warmup: Any = None):
+        """`cluster`: the job this run is the next rank of (its clock, groups, links), None: a single rank;
+        `warmup`: the job's WarmupBarrier when a rank's thread warms up (opsim.scenario.warmup)."""
         # lazy: keeps ijson, sqlite3, decimal out of importing opsim.scenario.runner
         from opsim.runtime.simulation import Simulation
         # lazy: keeps opsim.trace out of importing opsim.scenario.runner
@@ -123,6 +125,9 @@ class _Run:
         # lazy: keeps opsim.fastpath, opsim.kernels, opsim.opdev and more out of importing opsim.scenario.runner
         from opsim.scenario.workload import ThreadWorkload
         self.pta_queue = config.uses_pta() and task_queue_setting(config.env)[1]
+        self.warmup_barrier = warmup if cluster is not None else warmup_barrier(config, env)  # None: no warm-up
+        if self.warmup_barrier is not None:
+            self.warmup_barrier.join(self.sim.recorder, len(config.threads))
         self.workloads = [ThreadWorkload(self, th, i) for i, th in enumerate(config.threads)]
         for wl in self.workloads:
             self.sim.add_thread(wl.program, wl.cfg.name)
@@ -480,10 +485,11 @@ def _start(config: ScenarioConfig, progress: Callable[[int], None] | None, calib
     cluster = Cluster(config.cluster, fast_path=config.fast_path, source=str(config.source or config.name),
                       calibrated_links=getattr(cal, "links", None), horizon_us=MAX_HORIZON_US)
     ranks = []
+    warmup = warmup_barrier(config, cluster.env)  # one profiler start for the job: after every rank's warm-up
     for r in range(config.cluster.size):
         own = replace(config, threads=config.rank_threads(r), cluster=None, ranks=())
         ranks.append(_Run(own, progress, calibration, dump_dir and os.path.join(dump_dir, f"rank{r}"),
-                          cluster=cluster, slowdown=config.rank_config(r).slowdown))
+                          cluster=cluster, slowdown=config.rank_config(r).slowdown, warmup=warmup))
     return ranks[0], ranks
 
 

@@ -142,6 +142,7 @@ def build_schema() -> dict[str, Any]:
         "streams": {"type": "array", "items": NAME, "minItems": 1, "uniqueItems": True},
         "cache_mode": {"enum": list(CACHE_MODES)},
         "program": {"$ref": "#/$defs/program"},
+        "warmup": {"$ref": "#/$defs/program"},
     }, ("name", "program"))
     defs: dict[str, Any] = {"program": {"type": "array", "items": {"$ref": "#/$defs/step"}}, "step": step,
                             "thread": thread}

@@ -96,6 +96,7 @@ class ThreadWorkload:
         """The top loop being run in batches (opsim.scenario.batch), if any."""
         self.thread: Any = None
         self._program = [self._compile(s, top=True) for s in cfg.program]
+        self._warmup = [self._compile(s) for s in cfg.warmup]
 
     # --- tensors ------------------------------------------------------------------------------------------
     def make_tensor(self, shape: tuple[int, ...], dtype: Any, role: str) -> Any:
@@ -122,6 +123,21 @@ class ThreadWorkload:
                     values = rng.integers(-8, 8, n).astype(dt.numpy_dtype)
                 t.write(values)
         return t
+
+    def _warm_up(self, th: Any, barrier: Any) -> Generator:
+        """The warm-up steps, a device sync, then the wait for every other thread's (opsim.scenario.warmup); a
+        thread stopped by a failed warm-up call still arrives, so the others go on."""
+        warmed = bool(self._warmup)
+        try:
+            for fn in self._warmup:
+                yield from fn(th)
+            if warmed:
+                yield from self._sync_device(th)
+        except StopThread:
+            self.stopped = True
+        yield from barrier.arrive(warmed)
+        if self.stopped:
+            raise StopThread()
 
     def free_all(self) -> Generator:
         """aclrtFree of every tensor this thread placed (after its streams drained)."""
@@ -276,7 +292,10 @@ class ThreadWorkload:
     def program(self, th: Any) -> Generator:
         """The SimPy program of this thread: the compiled steps, then drain its streams and free its tensors."""
         self.thread = th
+        barrier = self.run.warmup_barrier
         try:
+            if barrier is not None:
+                yield from self._warm_up(th, barrier)
             for fn in self._program:
                 yield from fn(th)
         except StopThread:

@@ -17,6 +17,7 @@ from opsim.trace.ascend_model import (DEFAULT_EPOCH_US, HIDDEN_TASK_TYPES, ApiSp
 from opsim.trace.ascend_memory import memory_profile
 from opsim.trace.ascend_pmu import kernel_pmu
 from opsim.trace import step_breakdown
+from opsim.trace.profiler_window import since, window_start
 from opsim.trace.timefmt import to_ns_array
 
 # Runtime host phases (opsim cost-model names) -> the ACL API they stand for.
@@ -299,9 +300,11 @@ def build_profile(sim: Any, *, epoch_us: int = DEFAULT_EPOCH_US, device: int | N
     soc = sim.soc
     epoch_ns = int(epoch_us) * 1000
     dev_id = int(device if device is not None else getattr(sim.device, "device_id", 0))
-    host = _host_records(rec)
-    dev = rec.records("device")
     inst = rec.records("instant")
+    t0 = window_start(inst)  # a run that warmed up: only what followed the profiler's start
+    host = since(_host_records(rec), "start", t0)
+    dev = since(rec.records("device"), "start", t0)
+    inst = since(inst, "time", t0)
 
     names = list(dict.fromkeys(itertools.chain(host["thread"], [str(t) for n, t in zip(inst["name"], inst["track"])
                                                                  if n == "step"])))
@@ -327,7 +330,7 @@ def build_profile(sim: Any, *, epoch_us: int = DEFAULT_EPOCH_US, device: int | N
     busy = merge_intervals((t.start_ns, t.end_ns) for t in tasks if t.is_busy and t.end_ns > t.start_ns)
     comm = merge_intervals((t.start_ns, t.end_ns) for t in tasks
                            if step_breakdown.is_communication(t.task_type) and t.end_ns > t.start_ns)
-    memory_events, op_memory = memory_profile(rec, dev_id, epoch_ns, host, host_ns, calls, op_calls)
+    memory_events, op_memory = memory_profile(rec, dev_id, epoch_ns, host, host_ns, calls, op_calls, since_us=t0)
     cost = getattr(sim, "cost", None)
     pmus: dict[tuple[int, str, str], Any] = {}  # the split depends on these only (shared: the splits are frozen)
     for t in tasks:
@@ -353,7 +356,10 @@ def step_rows_of(sim: Any, *, step_thread: str | None = None, epoch_us: int = DE
     ``step_breakdown`` sums."""
     rec = sim.recorder
     epoch_ns = int(epoch_us) * 1000
-    host, dev, inst = rec.records("host"), rec.records("device"), rec.records("instant")
+    inst = rec.records("instant")
+    t0 = window_start(inst)
+    host, dev, inst = since(rec.records("host"), "start", t0), since(rec.records("device"), "start", t0), \
+        since(inst, "time", t0)
     names = list(dict.fromkeys(list(host["thread"]) + [str(t) for n, t in zip(inst["name"], inst["track"])
                                                         if n == "step"]))
     tids = _thread_ids(sim, names)
