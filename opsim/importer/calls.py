@@ -71,6 +71,9 @@ class Kernel:
     input_dtypes: tuple = ()
     task_id: int | None = None
     """The device row's `Task Id` (with the stream and start, the key of its kernel_details.csv row)."""
+    work: tuple[float, float, float] | None = None
+    """(flops, bytes moved, element size) of its kernel_details.csv row, as the calibration counts them: what
+    the predictor is asked with `repredict` (opsim.ops.profiled)."""
 
 
 def join_kernel_details(pc: "ProfileCalls", table: Any, report: ImportReport) -> int:
@@ -79,6 +82,7 @@ def join_kernel_details(pc: "ProfileCalls", table: Any, report: ImportReport) ->
     columns) the row with the same start time and name. Rows matching no replayed kernel are counted. Returns the
     number joined."""
     from opsim.ops.profiled import TASK_TYPES  # lazy: keeps opsim.opdev, opsim.ops out of importing opsim.importer.calls
+    from opsim.calibration.features import record_work  # lazy: keeps numpy out of importing opsim.importer.calls
     by_task = {(r.stream_id, r.task_id, r.start_ns): r for r in table.rows
                if r.start_ns is not None and r.stream_id is not None and r.task_id is not None}
     by_name = {(r.start_ns, r.name): r for r in table.rows if r.start_ns is not None}
@@ -95,6 +99,9 @@ def join_kernel_details(pc: "ProfileCalls", table: Any, report: ImportReport) ->
             k.op_type, k.block_dim = r.op_type, max(1, int(r.block_dim or 1))
             k.task_type = r.core if r.core in TASK_TYPES else k.task_type
             k.input_shapes, k.input_dtypes = tuple(tuple(s) for s in r.input_shapes), tuple(r.input_dtypes)
+            if r.op_type:
+                _fam, flops, nbytes, _bd, itemsize = record_work(r)
+                k.work = (flops, nbytes, itemsize)
             joined += 1
     report.warn("kernel_details.csv row matching no replayed kernel (stream, task id and start time)",
                 len(table.rows) - joined)

@@ -131,6 +131,8 @@ def _kernel(k: Any, dur_ns: float) -> dict[str, Any]:
     if k.op_type:
         out["type"] = k.op_type
     out.update({"task_type": k.task_type, "block_dim": k.block_dim, "duration_us": _us(dur_ns)})
+    if k.work is not None:  # the predictor's inputs for `repredict` (a SoC what-if)
+        out["work"] = {"flops": k.work[0], "bytes": k.work[1], "itemsize": k.work[2]}
     return out
 
 

@@ -132,7 +132,7 @@ def _extra_ops(data: dict[str, Any], errors: _Errors, import_modules: bool) -> t
             errors.add(("direct_invoke_module",), f"module {module!r} not found; it must be importable "
                                                   "(installed or on PYTHONPATH)")
     if isinstance(data.get("profiled_ops"), dict) and not errors.items:
-        extra_ops.update(profiled_specs(data["profiled_ops"]))
+        extra_ops.update(profiled_specs(data["profiled_ops"], data.get("repredict") is True))
     return extra_ops, deferred
 
 

@@ -165,6 +165,7 @@ def build_schema() -> dict[str, Any]:
             "numerics": {"type": "boolean"},
             "trace": {"type": "boolean"},
             "fast_path": {"type": "boolean"},
+            "repredict": {"type": "boolean"},
             "memory_strategy": {"enum": list(STRATEGIES)},
             "epoch_us": {"type": "integer", "minimum": 0, "maximum": MAX_EPOCH_US},
             "on_error": {"enum": ["stop", "continue"]},
