@@ -8,7 +8,6 @@ in constant memory and still get every summary figure.
 from __future__ import annotations
 
 import os
-import sys
 import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -21,6 +20,7 @@ from opsim.safe_io import shown_path
 from opsim.scenario.config import OpStep, ScenarioConfig
 from opsim.scenario.limits import Limits, MAX_HORIZON_US
 from opsim.scenario.loader import load_scenario, profiler_format
+from opsim.scenario.progress_bars import progress_bar as _progress_bar, writing_bar as _writing_bar
 from opsim.scenario.warmup import warmup_barrier
 import yaml
 from opsim.acl.dtypes import DataType
@@ -342,49 +342,6 @@ def _run_op(*args: Any) -> Generator:
     from opsim.runtime.host_thread import run_op
     _run_op = run_op
     return run_op(*args)
-
-
-def _progress_bar(total: int, enabled: bool) -> tuple[Callable[[int], None] | None, Callable[[], None]]:
-    """A tqdm bar on stderr that appears after one second, only on a terminal."""
-    if not enabled or total <= 0 or not sys.stderr.isatty():
-        return None, lambda: None
-    try:
-        from tqdm import tqdm  # lazy: an optional dependency, looked for where it is used
-    except ImportError:
-        return None, lambda: None
-    bar = tqdm(total=total, unit="call", delay=1.0, file=sys.stderr, dynamic_ncols=True, leave=False)
-    last = [0]
-
-    def update(n: int) -> None:
-        bar.update(n - last[0])
-        last[0] = n
-
-    return update, bar.close
-
-
-def _writing_bar(config: ScenarioConfig, profiler: str, enabled: bool) -> Callable[[str | None], None]:
-    """A second tqdm bar while the outputs are written: one step per writer (called with the writer's name as
-    it starts, None at the end). Only on a terminal, like the simulating bar."""
-    c = config.outputs
-    n = 1 + (config.trace and c.trace) + 2 * (config.trace and c.csv) + (bool(profiler) and config.trace) \
-        + bool(c.records)
-    if not enabled or not sys.stderr.isatty():
-        return lambda name: None
-    try:
-        from tqdm import tqdm  # lazy: an optional dependency, looked for where it is used
-    except ImportError:
-        return lambda name: None
-    bar = tqdm(total=n, unit="file", delay=1.0, file=sys.stderr, dynamic_ncols=True, leave=False, desc="writing")
-
-    def stage(name: str | None) -> None:
-        if name is None:
-            bar.close()
-            return
-        if bar.n or bar.desc != "writing":
-            bar.update(1)
-        bar.set_description(f"writing {name}")
-
-    return stage
 
 
 def _note_write_time(summary: dict[str, Any], seconds: float, staged: OutputDir, write_summary: bool) -> None:
