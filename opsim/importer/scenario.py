@@ -161,6 +161,7 @@ def build_scenario(pc: ProfileCalls, report: ImportReport, *, view: Any, name: s
                        f"thread(s); sleeps are the recorded host gaps between calls",
         "seed": 0,
         "env": {"TASK_QUEUE_ENABLE": "1" if queued else "0"},
+        "share_tensors": True,  # each profiled step calls the same layers: it reuses the step before's tensors
     }
     if queued and pc.consumer is not None:
         scenario["task_queue_thread"] = thread_name(pc.consumer)

@@ -214,6 +214,9 @@ class ScenarioConfig:
     fast_path: bool = True
     """Steady-state shortcuts of the simulator (outputs unchanged); false runs the reference path."""
     """Name of the torch_npu task-queue consumer thread that `cache_mode: pta` calls are queued to."""
+    share_tensors: bool = False
+    """Op steps of a thread with the same op, shapes, dtypes and attributes share their tensors
+    (opsim.scenario.workload; `opsim import` sets it)."""
     outputs: OutputsConfig = field(default_factory=OutputsConfig)
     source: Path | None = None
     data: Mapping[str, Any] = field(default_factory=dict)

@@ -170,6 +170,7 @@ def build_schema() -> dict[str, Any]:
             "trace": {"type": "boolean"},
             "fast_path": {"type": "boolean"},
             "repredict": {"type": "boolean"},
+            "share_tensors": {"type": "boolean"},
             "memory_strategy": {"enum": list(STRATEGIES)},
             "epoch_us": {"type": "integer", "minimum": 0, "maximum": MAX_EPOCH_US},
             "on_error": {"enum": ["stop", "continue"]},

@@ -95,6 +95,7 @@ class ThreadWorkload:
         self.loop: LoopState | None = None
         """The top loop being run in batches (opsim.scenario.batch), if any."""
         self.thread: Any = None
+        self._shared_args: dict[tuple, dict[int, tuple]] = {}
         self._program = [self._compile(s, top=True) for s in cfg.program]
         self._warmup = [self._compile(s) for s in cfg.warmup]
 
@@ -235,7 +236,8 @@ class ThreadWorkload:
         api = spec.api
         stream = self.streams[step.stream]
         n_shapes, n_dtypes = len(step.shape_sets), len(step.dtypes)
-        cache: dict[int, tuple] = {}
+        cache = self._args_cache(step)
+        described: set[int] = set()  # this step's variants told to the runner (the args may be another step's)
         pick = self.chooser.pick
         runner = self.run
         pta = (step.cache_mode or self.cfg.cache_mode) == "pta"
@@ -244,14 +246,16 @@ class ThreadWorkload:
 
         def args_of(variant: int) -> tuple:
             args = cache.get(variant)
-            if args is None:
+            if args is None or variant not in described:
                 shapes = step.shape_sets[variant // n_dtypes]
                 dtype = step.dtypes[variant % n_dtypes]
-                ins = [self.make_tensor(s, dtype, "input") for s in shapes]
+                ins = [self.make_tensor(s, dtype, "input") for s in shapes] if args is None else None
                 out_shapes = spec.infer(list(shapes), step.attrs)
                 out_dtype = spec.output_dtype(dtype, step.attrs)
-                made = spec.build(self._factory(out_dtype), ins, _parse_dtype(dtype), step.attrs, out_shapes)
-                args = cache[variant] = made
+                if args is None:
+                    made = spec.build(self._factory(out_dtype), ins, _parse_dtype(dtype), step.attrs, out_shapes)
+                    args = cache[variant] = made
+                described.add(variant)
                 runner.describe_variant(step, variant, shapes, dtype, out_shapes, out_dtype)
             return args
 
@@ -282,6 +286,15 @@ class ThreadWorkload:
             yield from call(th, gws, run_fn, args, stream, api, step, repeat)
 
         return OpPlan(step, op_step, op_call, gws, run_fn, api, stream, variants, cache)
+
+    def _args_cache(self, step: OpStep) -> dict[int, tuple]:
+        """The step's argument tuples by variant: its own, or with `share_tensors` the ones every op step of
+        this thread with the same op, shapes, dtypes and attributes uses (a training loop's steps reuse their
+        buffers: an imported profile's steps then hold one step's tensors, not one set per step)."""
+        if not self.run.config.share_tensors:
+            return {}
+        key = (step.op, step.shape_sets, step.dtypes, repr(sorted(step.attrs.items())))
+        return self._shared_args.setdefault(key, {})
 
     def _factory(self, out_dtype: Any) -> Callable[[Any, Any, str], Any]:
         def make(shape: Any, dtype: Any, role: str) -> Any:
