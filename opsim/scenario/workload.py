@@ -96,6 +96,9 @@ class ThreadWorkload:
         """The top loop being run in batches (opsim.scenario.batch), if any."""
         self.thread: Any = None
         self._shared_args: dict[tuple, dict[int, tuple]] = {}
+        self.queued = run.queues_for(cfg)
+        """Whether its event steps and replayed tasks go through torch_npu's task queue (asked once: it walks the
+        whole program)."""
         self._program = [self._compile(s, top=True) for s in cfg.program]
         self._warmup = [self._compile(s) for s in cfg.warmup]
 
@@ -172,7 +175,7 @@ class ThreadWorkload:
         if isinstance(step, EventStep):
             stream = self.streams[step.stream]
             event = self.run.events[step.event]
-            if self.run.queues_for(self.cfg):  # torch_npu queues event records and waits behind the calls
+            if self.queued:  # torch_npu queues event records and waits behind the calls
                 return lambda th: self.run.queue_event(th, event, stream, step.record)
             return lambda th: self._event(th, event, stream, step.record)
         if isinstance(step, SleepStep):
@@ -180,7 +183,7 @@ class ThreadWorkload:
         if isinstance(step, (TaskStep, TasksStep)):
             tasks = [(self.streams[t.stream], self.run.events[t.event] if isinstance(t, EventStep) else None, t)
                      for t in (step.tasks if isinstance(step, TasksStep) else (step,))]
-            if self.run.queues_for(self.cfg):  # queued behind the calls, as torch_npu queues HCCL and copies
+            if self.queued:  # queued behind the calls, as torch_npu queues HCCL and copies
                 first = tasks[0][2]
                 name = getattr(first, "name", None) or ("record_event" if first.record else "wait_event")
                 return lambda th: self.run.queue_tasks(th, name, lambda: _launch_tasks(tasks))
