@@ -71,6 +71,9 @@ class Kernel:
     input_dtypes: tuple = ()
     task_id: int | None = None
     """The device row's `Task Id` (with the stream and start, the key of its kernel_details.csv row)."""
+    work: tuple[float, float, float] | None = None
+    """(flops, bytes moved, element size) of its kernel_details.csv row, as the calibration counts them: what
+    the predictor is asked with `repredict` (opsim.ops.profiled)."""
 
 
 def join_kernel_details(pc: "ProfileCalls", rows: Any, report: ImportReport) -> int:
@@ -80,6 +83,7 @@ def join_kernel_details(pc: "ProfileCalls", rows: Any, report: ImportReport) -> 
     once, row by row: only the calls' kernels are indexed. Rows matching no replayed kernel are counted. Returns
     the number joined."""
     from opsim.ops.profiled import TASK_TYPES  # lazy: keeps opsim.opdev, opsim.ops out of importing opsim.importer.calls
+    from opsim.calibration.features import record_work  # lazy: keeps numpy out of importing opsim.importer.calls
     by_task: dict[tuple, Kernel] = {}
     by_name: dict[tuple, list[Kernel]] = {}
     for c in pc.calls:
@@ -105,6 +109,9 @@ def join_kernel_details(pc: "ProfileCalls", rows: Any, report: ImportReport) -> 
         k.op_type, k.block_dim = r.op_type, max(1, int(r.block_dim or 1))
         k.task_type = r.core if r.core in TASK_TYPES else k.task_type
         k.input_shapes, k.input_dtypes = tuple(tuple(s) for s in r.input_shapes), tuple(r.input_dtypes)
+        if r.op_type:
+            _fam, flops, nbytes, _bd, itemsize = record_work(r)
+            k.work = (flops, nbytes, itemsize)
         joined += 1
     report.warn("kernel_details.csv row matching no replayed kernel (stream, task id and start time)",
                 n_rows - joined)

@@ -1,7 +1,7 @@
 """Replay faithfulness: an imported scenario's profiler output against the real profile it came from.
 
 Both traces (trace_view.json, or the db export of the real one) are read as TraceViews and measured the same way, inside the
-first ProfilerStep of each (the replay's warm-up calls run before it, as the real run's earlier steps did):
+first ProfilerStep of each (the replay's warm-up calls run before the profiler starts, as the real run's earlier steps did):
 
 * ACLNN calls per (API, phase, thread): `AscendCL@aclnnXxxGetWorkspaceSize` and `AscendCL@aclnnXxx` counts,
   threads matched by name (a real thread id N is the replay's `thread_N`);

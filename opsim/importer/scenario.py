@@ -7,7 +7,7 @@ input tensors and the variant number): a call that ran phase 1 (a miss) gets a n
 phase 1 (a PTA hit) reuses the variant already cached on its thread with the same launch list and the nearest
 kernel durations, among those whose creating call's phase 2 had run before it (torch_npu cannot hit an
 executor that has not run yet). A hit on a key the profile never created (it was cached before profiling started) gets a
-warm-up call at the start of the thread, outside the profiled steps, as the real run had. Each variant's kernel
+warm-up call in the thread's `warmup` steps, run with the profiler stopped as the real run's earlier steps were. Each variant's kernel
 durations are the medians over the calls that used it.
 """
 from __future__ import annotations
@@ -131,6 +131,8 @@ def _kernel(k: Any, dur_ns: float) -> dict[str, Any]:
     if k.op_type:
         out["type"] = k.op_type
     out.update({"task_type": k.task_type, "block_dim": k.block_dim, "duration_us": _us(dur_ns)})
+    if k.work is not None:  # the predictor's inputs for `repredict` (a SoC what-if)
+        out["work"] = {"flops": k.work[0], "bytes": k.work[1], "itemsize": k.work[2]}
     return out
 
 
@@ -159,6 +161,7 @@ def build_scenario(pc: ProfileCalls, report: ImportReport, *, view: Any, name: s
                        f"thread(s); sleeps are the recorded host gaps between calls",
         "seed": 0,
         "env": {"TASK_QUEUE_ENABLE": "1" if queued else "0"},
+        "share_tensors": True,  # each profiled step calls the same layers: it reuses the step before's tensors
     }
     if queued and pc.consumer is not None:
         scenario["task_queue_thread"] = thread_name(pc.consumer)
@@ -250,8 +253,9 @@ def _profiled_ops(pc: ProfileCalls, variants: dict[str, _Variants], host_medians
 
 def _threads(pc: ProfileCalls, warmup: dict[Any, list], assigned: dict[int, int], profiled: dict[str, Any],
              streams: list[str], pta: bool) -> list[dict[str, Any]]:
-    """The scenario's threads: per profile thread its warm-up calls and a device sync, then its calls, syncs and
-    device tasks in time order (the device tasks of no host thread on their own thread)."""
+    """The scenario's threads: per profile thread its warm-up calls (`warmup`: outside the profiling window,
+    opsim.scenario.warmup), then its calls, syncs and device tasks in time order (the device tasks of no host
+    thread on their own thread)."""
     step_thread = _step_thread(pc)
     threads = []
     items_of: dict[Any, list[tuple[int, Any]]] = {tid: [] for tid in pc.threads}
@@ -265,13 +269,13 @@ def _threads(pc: ProfileCalls, warmup: dict[Any, list], assigned: dict[int, int]
     for tid in list(items_of):
         items = items_of[tid]
         items.sort(key=lambda x: x[0])
-        program: list[dict[str, Any]] = [_op_step(op, v, profiled, streams[0], None)
-                                         for op, v in warmup.get(tid, [])]
-        if program:
-            program.append({"sync_device": True})
-        program += _timeline(items, pc, assigned, profiled, streams, tid == step_thread)
-        threads.append({"name": thread_name(tid) if tid != DEVICE_THREAD else DEVICE_THREAD,
-                        "program": program or [{"sleep": 0}]})
+        warm = [_op_step(op, v, profiled, streams[0], None) for op, v in warmup.get(tid, [])]
+        program = _timeline(items, pc, assigned, profiled, streams, tid == step_thread)
+        th: dict[str, Any] = {"name": thread_name(tid) if tid != DEVICE_THREAD else DEVICE_THREAD}
+        if warm:  # run with the profiler stopped, as the real run's earlier steps primed the cache
+            th["warmup"] = warm
+        th["program"] = program or [{"sleep": 0}]
+        threads.append(th)
     if pta:
         for th in threads:
             if th["name"] != DEVICE_THREAD:

@@ -41,20 +41,35 @@ S = AclnnStatus
 
 def _tiling(ins: list, outs: list, attrs: list) -> TilingResult:
     """Launch parameters from the recorded kernel (attrs: duration, block dim, task type, recorded elements,
-    workspace bytes, op type). With the recorded shapes the duration is the recorded one; with other shapes (a
-    what-if) a kernel of known op type asks the cost model's predictor (calibration, built-in fits, roofline),
-    one of unknown type scales its duration with the element count."""
+    workspace bytes, op type, repredict, and its recorded flops, bytes and element size, -1 if unknown). With the recorded shapes the duration is the recorded one, unless the
+    scenario says `repredict: true`; with other shapes (a what-if) or `repredict`, a kernel of known op type asks
+    the cost model's predictor (calibration, built-in fits, family model, roofline) on the run's SoC; one of
+    unknown type scales its duration with the element count."""
     duration, block_dim, task_type, recorded, workspace, op_type = attrs[:6]
+    repredict = len(attrs) > 9 and bool(attrs[6])
+    work = tuple(attrs[7:10]) if repredict and attrs[7] >= 0 else None
     numel = sum(t.numel() for t in ins if t is not None)
     ws = [int(workspace)] if workspace else []
-    if recorded > 0 and numel != recorded:
-        if op_type:
-            flops, nbytes = _work(str(op_type), ins, outs)
-            duration = current().process.cost.kernel(str(op_type), str(task_type), flops, nbytes, int(block_dim))
-        else:
-            duration = float(duration) * numel / recorded
+    reshaped = recorded > 0 and numel != recorded
+    if op_type and (repredict or reshaped):
+        duration = _predicted(str(op_type), str(task_type), int(block_dim), ins, outs, None if reshaped else work)
+    elif reshaped:
+        duration = float(duration) * numel / recorded
     return TilingResult(block_dim=int(block_dim), workspace_sizes=ws, tiling_data_size=64, duration=float(duration),
                         task_type=str(task_type))
+
+
+def _predicted(op_type: str, task_type: str, block_dim: int, ins: Sequence[Any], outs: Sequence[Any],
+               work: Sequence[float] | None = None) -> float:
+    """The device-time predictor's duration of one kernel (opsim.device.predictor) on the run's SoC: from its
+    recorded `work` (flops, bytes, element size of its kernel_details.csv row) when given, else counted over
+    the call's tensors."""
+    cost = current().process.cost
+    if work:
+        flops, nbytes, itemsize = work
+        return cost.kernel(op_type, task_type, float(flops), float(nbytes), block_dim, itemsize=float(itemsize))
+    flops, nbytes = _work(op_type, list(ins), list(outs))
+    return cost.kernel(op_type, task_type, flops, nbytes, block_dim)
 
 
 def _work(op_type: str, ins: list, outs: list) -> tuple[float, float]:
@@ -94,8 +109,10 @@ def _charge_rest(ctx: Any, start: int, target: float | None) -> None:
 class ProfiledOp:
     """One profiled API: its two-phase functions over the variants a profile recorded."""
 
-    def __init__(self, name: str, entry: Mapping[str, Any]):
+    def __init__(self, name: str, entry: Mapping[str, Any], repredict: bool = False):
         self.name = name
+        self.repredict = repredict
+        """Kernels of known op type take the predictor's duration even at the recorded shapes (a SoC what-if)."""
         self.api = str(entry.get("api", name))
         self.phase1_api = str(entry.get("phase1_api", self.api))
         self.kind = str(entry.get("kind", "aclnn"))
@@ -131,7 +148,7 @@ class ProfiledOp:
     # ---- phase 1 / phase 2 --------------------------------------------------------------------------------
     def get_workspace_size(self, variant: int, *tensors: Any) -> tuple[AclnnStatus, int, Any]:
         if self.kind == "aclop":
-            return S.ACLNN_SUCCESS, 0, ("aclop", variant)
+            return S.ACLNN_SUCCESS, 0, ("aclop", variant, tensors[:self.n_inputs], tensors[self.n_inputs:])
         from opsim.opdev.op_exec_cache import OpExecCacheWrap  # lazy: keeps SimPy out of importing opsim.ops.profiled
         from opsim.ops import _common as common  # lazy: keeps SimPy out of importing opsim.ops.profiled
         ctx = current()
@@ -157,7 +174,8 @@ class ProfiledOp:
                 status = add_to_launcher_list_aicore(
                     op_type, executor, op_input(*ins), op_output(*(outs if i == last else ())),
                     op_attr(float(k.get("duration_us", 0.0)), int(k.get("block_dim", 1)),
-                            str(k.get("task_type", "AI_CORE")), recorded, ws, str(k.get("type", ""))))
+                            str(k.get("task_type", "AI_CORE")), recorded, ws, str(k.get("type", "")),
+                            self.repredict, *(_recorded_work(k) or (-1.0, -1.0, -1.0))))
             if status != S.ACLNN_SUCCESS:
                 return status
         return S.ACLNN_SUCCESS
@@ -167,7 +185,7 @@ class ProfiledOp:
         start = len(ctx.actions)
         target = self.phase2_us
         if self.kind == "aclop":
-            status = self._aclop_run(ctx, executor[1], stream)
+            status = self._aclop_run(ctx, executor, stream)
             own = (self.variants[executor[1]].get("host_us") or {}).get("phase2")
             target = target if own is None else float(own)
         else:
@@ -176,15 +194,28 @@ class ProfiledOp:
         _charge_rest(ctx, start, target)
         return status
 
-    def _aclop_run(self, ctx: Any, variant: int, stream: Any) -> AclnnStatus:
-        """aclopCompileAndExecute: the single-op call launches the recorded kernels (no opbase executor)."""
+    def _aclop_run(self, ctx: Any, executor: tuple, stream: Any) -> AclnnStatus:
+        """aclopCompileAndExecute: the single-op call launches the recorded kernels (no opbase executor); with
+        `repredict` a kernel of known op type takes the predictor's duration over the call's tensors."""
         from opsim.opdev import rt  # lazy: keeps SimPy out of importing opsim.ops.profiled
+        _, variant, ins, outs = executor
         ctx.current_op = self.api
         ctx.charge("L2 phase2 entry")
         for k in self.variants[variant]["kernels"]:
-            rt.submit_kernel(ctx, stream, str(k["name"]), str(k.get("task_type", "AI_CORE")),
-                             int(k.get("block_dim", 1)), float(k.get("duration_us", 0.0)))
+            task_type, block_dim = str(k.get("task_type", "AI_CORE")), int(k.get("block_dim", 1))
+            op_type = k.get("type")
+            duration = _predicted(str(op_type), task_type, block_dim, ins, outs, _recorded_work(k)) \
+                if self.repredict and op_type else float(k.get("duration_us", 0.0))
+            rt.submit_kernel(ctx, stream, str(k["name"]), task_type, block_dim, duration)
         return S.ACLNN_SUCCESS
+
+
+def _recorded_work(kernel: Mapping[str, Any]) -> tuple[float, float, float] | None:
+    """A profiled kernel's `work` (flops, bytes, itemsize), None when the scenario gives none."""
+    w = kernel.get("work")
+    if not isinstance(w, Mapping):
+        return None
+    return float(w.get("flops", 0.0)), float(w.get("bytes", 0.0)), float(w.get("itemsize", 2.0))
 
 
 def _opt_float(v: Any) -> float | None:
@@ -196,9 +227,10 @@ def _recorded_numel(variant: Mapping[str, Any], n_inputs: int) -> int:
     return sum(math.prod(int(d) for d in s) for s in shapes)
 
 
-def profiled_specs(section: Mapping[str, Any]) -> dict[str, OpSpec]:
-    """The OpSpecs of a scenario's `profiled_ops:` section (name -> spec)."""
-    return {name: ProfiledOp(name, entry).spec() for name, entry in section.items()}
+def profiled_specs(section: Mapping[str, Any], repredict: bool = False) -> dict[str, OpSpec]:
+    """The OpSpecs of a scenario's `profiled_ops:` section (name -> spec); `repredict`: the scenario's key of
+    that name (kernels of known op type re-predicted on the run's SoC instead of their recorded durations)."""
+    return {name: ProfiledOp(name, entry, repredict).spec() for name, entry in section.items()}
 
 
 def profiled_ops_schema(shape: Mapping[str, Any], number: Mapping[str, Any]) -> dict[str, Any]:
@@ -212,7 +244,10 @@ def profiled_ops_schema(shape: Mapping[str, Any], number: Mapping[str, Any]) -> 
     kernel = obj({"name": {"type": "string", "minLength": 1}, "type": {"type": "string"},
                   "task_type": {"enum": list(TASK_TYPES)}, "core": {"type": "string"},
                   "block_dim": {"type": "integer", "minimum": 1}, "duration_us": number,
-                  "stream": {"type": "integer"}}, ("name", "duration_us"))
+                  "stream": {"type": "integer"},
+                  "work": obj({"flops": number, "bytes": number,
+                               "itemsize": {"type": "number", "exclusiveMinimum": 0, "maximum": 16}})},
+                 ("name", "duration_us"))
     variant = obj({"shapes": {"type": "array", "items": shape, "minItems": 1}, "dtype": {"enum": list(DTYPES)},
                    "workspace_bytes": {"type": "integer", "minimum": 0}, "calls": {"type": "integer", "minimum": 0},
                    "host_us": obj({"phase2": number}),

@@ -62,8 +62,9 @@ class _Builder:
         path = ("threads", i) if path is None else path
         self.thread_mode = th.get("cache_mode", "ordinary")
         program = self.program(th.get("program") or [], path + ("program",), streams)
+        warmup = self.program(th.get("warmup") or [], path + ("warmup",), streams)
         return config.ThreadConfig(name=str(th.get("name")), streams=streams, program=program,
-                              cache_mode=str(th.get("cache_mode", "ordinary")))
+                                   cache_mode=str(th.get("cache_mode", "ordinary")), warmup=warmup)
 
     def program(self, steps: list, path: Path_, streams: tuple[str, ...]) -> tuple:
         out = []

@@ -120,14 +120,16 @@ def _check_paths(data: Mapping[str, Any], add: Add) -> None:
 
 
 def _check_calls(threads: list[config.ThreadConfig], add: Add, limits: Limits) -> None:
-    per_thread = [config.program_calls(th.program, 1) for th in threads]
+    per_thread = [config.program_calls(th.steps(), 1) for th in threads]
     total = sum(per_thread)
     if total <= limits.max_calls:
         return
     i = max(range(len(threads)), key=per_thread.__getitem__)
-    program = threads[i].program
+    th = threads[i]
+    key = "warmup" if config.program_calls(th.warmup, 1) > config.program_calls(th.program, 1) else "program"
+    program = getattr(th, key)
     j = max(range(len(program)), key=lambda k: config.program_calls(program[k:k + 1], 1))
-    where = ("threads", i, "program", j) + (("loop", "count") if isinstance(program[j], config.LoopStep) else
+    where = ("threads", i, key, j) + (("loop", "count") if isinstance(program[j], config.LoopStep) else
                                             ("repeat",) if isinstance(program[j], config.OpStep) else ())
     add(where, f"an estimated {total:.4g} calls ({total} counting each loop iteration at least "
                                    f"once, loops x bodies) exceed the call budget of {limits.max_calls:.4g}; lower "
@@ -193,13 +195,13 @@ def _check_horizon(data: Mapping[str, Any], threads: list[config.ThreadConfig], 
                 add(("cost_overrides", k), f"{v:.4g} us is beyond {why}; give a smaller value")
             per_call = max(per_call, float(v))
     for i, th in enumerate(threads):
-        t = config.sleep_us(th.program)
+        t = config.sleep_us(th.steps())
         if t > MAX_HORIZON_US:
             add(("threads", i, "program"), f"the sleeps alone last {t:.4g} us, beyond the longest simulated time "
                                            f"of {MAX_HORIZON_US} us (2**53 ns); shorten the sleeps or the loops")
-        elif t + per_call * config.program_calls(th.program) > bound:
+        elif t + per_call * config.program_calls(th.steps()) > bound:
             add(("threads", i, "program"), f"the sleeps and the cost overrides alone last "
-                                           f"{t + per_call * config.program_calls(th.program):.4g} us, beyond {why}; "
+                                           f"{t + per_call * config.program_calls(th.steps()):.4g} us, beyond {why}; "
                                            "shorten the sleeps, the loops or the overrides")
 
 
@@ -209,7 +211,7 @@ def numerics_bytes(threads: list[config.ThreadConfig]) -> int:
     total = 0
     scratch = 0
     for th in threads:
-        for step in config.op_steps(th.program):
+        for step in config.op_steps(th.steps()):
             for shapes in step.shape_sets:
                 for dtype in step.dtypes:
                     dt = DataType.parse(dtype)

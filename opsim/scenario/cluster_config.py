@@ -170,7 +170,7 @@ def _check_counts(spec: ClusterSpec, ranks: tuple[config.RankConfig, ...], threa
     for r in range(spec.size):
         own = config.rank_threads(threads, ranks, r)
         if id(own) not in counted:
-            counted[id(own)] = _counts(tuple(step for th in own for step in th.program))
+            counted[id(own)] = _counts(tuple(step for th in own for step in th.steps()))
         per_rank.append(counted[id(own)])
     for g in spec.groups:
         got = [(r, per_rank[r].get(g.name, 0)) for r in g.ranks if per_rank[r] is not None]
@@ -213,7 +213,7 @@ def _counts(program: tuple) -> dict | None:
 def _collectives(program: Any) -> list[config.CollectiveStep]:
     out: list[config.CollectiveStep] = []
     for item in program:
-        steps = item.program if isinstance(item, config.ThreadConfig) else (item,)
+        steps = item.steps() if isinstance(item, config.ThreadConfig) else (item,)
         for step in steps:
             if isinstance(step, config.CollectiveStep):
                 out.append(step)

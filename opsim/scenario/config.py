@@ -129,10 +129,17 @@ class ThreadConfig:
     program: tuple[Step, ...]
     cache_mode: str = "ordinary"
     """How the thread's ACLNN calls reach the OpExecCache: `ordinary` (opbase's own key) or `pta` (torch_npu)."""
+    warmup: tuple[Step, ...] = ()
+    """Steps run before `program` with the profiler stopped (opsim.scenario.warmup): a cache-priming pass that
+    the profiler outputs leave out, as torch_npu's schedule leaves out its wait and warm-up steps."""
+
+    def steps(self) -> tuple[Step, ...]:
+        """Every top-level step the thread runs: its warm-up, then its program."""
+        return self.warmup + self.program if self.warmup else self.program
 
     def uses_pta(self) -> bool:
         """Whether the thread or any of its calls uses `cache_mode: pta`."""
-        return self.cache_mode == "pta" or _any_pta(self.program)
+        return self.cache_mode == "pta" or _any_pta(self.steps())
 
 
 @dataclass(frozen=True)
@@ -207,6 +214,9 @@ class ScenarioConfig:
     fast_path: bool = True
     """Steady-state shortcuts of the simulator (outputs unchanged); false runs the reference path."""
     """Name of the torch_npu task-queue consumer thread that `cache_mode: pta` calls are queued to."""
+    share_tensors: bool = False
+    """Op steps of a thread with the same op, shapes, dtypes and attributes share their tensors
+    (opsim.scenario.workload; `opsim import` sets it)."""
     outputs: OutputsConfig = field(default_factory=OutputsConfig)
     source: Path | None = None
     data: Mapping[str, Any] = field(default_factory=dict)
@@ -238,12 +248,16 @@ class ScenarioConfig:
     def planned_calls(self) -> int:
         """ACLNN calls the program makes (a `choose` counts its largest option), over every rank: the progress
         bar's total."""
-        return sum(program_calls(th.program) for r in range(self.rank_count) for th in self.rank_threads(r))
+        return sum(program_calls(th.steps()) for r in range(self.rank_count) for th in self.rank_threads(r))
 
     def estimated_calls(self) -> int:
         """The call budget's measure: ACLNN calls, with every loop iteration counting at least one (a loop
         of 10**12 iterations over an empty body or a sleep costs as much to simulate as one of calls)."""
-        return sum(program_calls(th.program, 1) for r in range(self.rank_count) for th in self.rank_threads(r))
+        return sum(program_calls(th.steps(), 1) for r in range(self.rank_count) for th in self.rank_threads(r))
+
+    def has_warmup(self) -> bool:
+        """Whether a thread of any rank has `warmup` steps (the profiler then starts after them)."""
+        return any(th.warmup for r in range(self.rank_count) for th in self.rank_threads(r))
 
 
 def rank_threads(threads: tuple[ThreadConfig, ...], ranks: tuple[RankConfig, ...],

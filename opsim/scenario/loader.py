@@ -136,7 +136,7 @@ def _extra_ops(data: dict[str, Any], errors: _Errors, import_modules: bool) -> t
             errors.add(("direct_invoke_module",), f"module {module!r} not found; it must be importable "
                                                   "(installed or on PYTHONPATH)")
     if isinstance(data.get("profiled_ops"), dict) and not errors.items:
-        extra_ops.update(profiled_specs(data["profiled_ops"]))
+        extra_ops.update(profiled_specs(data["profiled_ops"], data.get("repredict") is True))
     return extra_ops, deferred
 
 
@@ -223,7 +223,7 @@ def _config(data: dict[str, Any], threads: list[config.ThreadConfig], path: Path
         direct_invoke_module=data.get("direct_invoke_module"), events=tuple(data.get("events") or ()),
         shared_streams=tuple(data.get("streams") or ()),
         task_queue_thread=str(data.get("task_queue_thread", "task_queue")),
-        fast_path=bool(data.get("fast_path", True)),
+        fast_path=bool(data.get("fast_path", True)), share_tensors=data.get("share_tensors") is True,
         outputs=config.OutputsConfig(dir=out.get("dir"), trace=bool(out.get("trace", True)), csv=bool(out.get("csv", True)),
                                 timestamps=bool(out.get("timestamps", True)), summary=bool(out.get("summary", True)),
                                 records=bool(out.get("records", True)),

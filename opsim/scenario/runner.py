@@ -8,7 +8,6 @@ in constant memory and still get every summary figure.
 from __future__ import annotations
 
 import os
-import sys
 import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -19,6 +18,8 @@ from opsim.outputs import OutputDir, make_dir
 from opsim.scenario.config import OpStep, ScenarioConfig
 from opsim.scenario.limits import Limits, MAX_HORIZON_US
 from opsim.scenario.loader import load_scenario, profiler_format
+from opsim.scenario.progress_bars import progress_bar as _progress_bar, writing_bar as _writing_bar
+from opsim.scenario.warmup import warmup_barrier
 import yaml
 from opsim.acl.dtypes import DataType
 from opsim.acl.status import AclnnStatus
@@ -83,8 +84,9 @@ class _Run:
     """The state of one scenario run shared by its threads (error list, counters, call tagging)."""
 
     def __init__(self, config: ScenarioConfig, progress: Callable[[int], None] | None, calibration: Any = None,
-                 dump_dir: str | None = None, cluster: Any = None, slowdown: float = 1.0):
-        """`cluster`: the job this run is the next rank of (its clock, groups, links), None: a single rank."""
+                 dump_dir: str | None = None, cluster: Any = None, slowdown: float = 1.0, warmup: Any = None):
+        """`cluster`: the job this run is the next rank of (its clock, groups, links), None: a single rank;
+        `warmup`: the job's WarmupBarrier when a rank's thread warms up (opsim.scenario.warmup)."""
         # lazy: keeps ijson, sqlite3, decimal out of importing opsim.scenario.runner
         from opsim.runtime.simulation import Simulation
         # lazy: keeps opsim.trace out of importing opsim.scenario.runner
@@ -123,6 +125,9 @@ class _Run:
         # lazy: keeps opsim.fastpath, opsim.kernels, opsim.opdev and more out of importing opsim.scenario.runner
         from opsim.scenario.workload import ThreadWorkload
         self.pta_queue = config.uses_pta() and task_queue_setting(config.env)[1]
+        self.warmup_barrier = warmup if cluster is not None else warmup_barrier(config, env)  # None: no warm-up
+        if self.warmup_barrier is not None:
+            self.warmup_barrier.join(self.sim.recorder, len(config.threads))
         self.workloads = [ThreadWorkload(self, th, i) for i, th in enumerate(config.threads)]
         for wl in self.workloads:
             self.sim.add_thread(wl.program, wl.cfg.name)
@@ -337,49 +342,6 @@ def _run_op(*args: Any) -> Generator:
     return run_op(*args)
 
 
-def _progress_bar(total: int, enabled: bool) -> tuple[Callable[[int], None] | None, Callable[[], None]]:
-    """A tqdm bar on stderr that appears after one second, only on a terminal."""
-    if not enabled or total <= 0 or not sys.stderr.isatty():
-        return None, lambda: None
-    try:
-        from tqdm import tqdm  # lazy: an optional dependency, looked for where it is used
-    except ImportError:
-        return None, lambda: None
-    bar = tqdm(total=total, unit="call", delay=1.0, file=sys.stderr, dynamic_ncols=True, leave=False)
-    last = [0]
-
-    def update(n: int) -> None:
-        bar.update(n - last[0])
-        last[0] = n
-
-    return update, bar.close
-
-
-def _writing_bar(config: ScenarioConfig, profiler: str, enabled: bool) -> Callable[[str | None], None]:
-    """A second tqdm bar while the outputs are written: one step per writer (called with the writer's name as
-    it starts, None at the end). Only on a terminal, like the simulating bar."""
-    c = config.outputs
-    n = 1 + (config.trace and c.trace) + 2 * (config.trace and c.csv) + (bool(profiler) and config.trace) \
-        + bool(c.records)
-    if not enabled or not sys.stderr.isatty():
-        return lambda name: None
-    try:
-        from tqdm import tqdm  # lazy: an optional dependency, looked for where it is used
-    except ImportError:
-        return lambda name: None
-    bar = tqdm(total=n, unit="file", delay=1.0, file=sys.stderr, dynamic_ncols=True, leave=False, desc="writing")
-
-    def stage(name: str | None) -> None:
-        if name is None:
-            bar.close()
-            return
-        if bar.n or bar.desc != "writing":
-            bar.update(1)
-        bar.set_description(f"writing {name}")
-
-    return stage
-
-
 def _note_write_time(summary: dict[str, Any], seconds: float, staged: OutputDir, write_summary: bool) -> None:
     """The wall time spent writing every output goes in the summary (`wall.write_seconds`, machine time like
     `wall_seconds`, which is simulating alone); summary.json, written before the records, is written again."""
@@ -480,10 +442,11 @@ def _start(config: ScenarioConfig, progress: Callable[[int], None] | None, calib
     cluster = Cluster(config.cluster, fast_path=config.fast_path, source=str(config.source or config.name),
                       calibrated_links=getattr(cal, "links", None), horizon_us=MAX_HORIZON_US)
     ranks = []
+    warmup = warmup_barrier(config, cluster.env)  # one profiler start for the job: after every rank's warm-up
     for r in range(config.cluster.size):
         own = replace(config, threads=config.rank_threads(r), cluster=None, ranks=())
         ranks.append(_Run(own, progress, calibration, dump_dir and os.path.join(dump_dir, f"rank{r}"),
-                          cluster=cluster, slowdown=config.rank_config(r).slowdown))
+                          cluster=cluster, slowdown=config.rank_config(r).slowdown, warmup=warmup))
     return ranks[0], ranks
 
 

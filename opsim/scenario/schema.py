@@ -129,6 +129,17 @@ def _step_schemas() -> dict[str, Any]:
     return steps
 
 
+def _thread_schema() -> dict[str, Any]:
+    """One entry of `threads` (or of a rank's): its program and the warm-up run before it (unprofiled)."""
+    return _obj({
+        "name": NAME,
+        "streams": {"type": "array", "items": NAME, "minItems": 1, "uniqueItems": True},
+        "cache_mode": {"enum": list(CACHE_MODES)},
+        "program": {"$ref": "#/$defs/program"},
+        "warmup": {"$ref": "#/$defs/program"},
+    }, ("name", "program"))
+
+
 def build_schema() -> dict[str, Any]:
     """The scenario schema (a fresh dict)."""
     steps = _step_schemas()
@@ -137,14 +148,8 @@ def build_schema() -> dict[str, Any]:
         "anyOf": [{"required": [k]} for k in STEP_KEYS],
         "allOf": [{"if": {"required": [k]}, "then": {"$ref": f"#/$defs/step_{k}"}} for k in STEP_KEYS],
     }
-    thread = _obj({
-        "name": NAME,
-        "streams": {"type": "array", "items": NAME, "minItems": 1, "uniqueItems": True},
-        "cache_mode": {"enum": list(CACHE_MODES)},
-        "program": {"$ref": "#/$defs/program"},
-    }, ("name", "program"))
     defs: dict[str, Any] = {"program": {"type": "array", "items": {"$ref": "#/$defs/step"}}, "step": step,
-                            "thread": thread}
+                            "thread": _thread_schema()}
     defs.update({f"step_{k}": v for k, v in steps.items()})
     return {
         "$schema": "https://json-schema.org/draft/2020-12/schema",
@@ -164,6 +169,8 @@ def build_schema() -> dict[str, Any]:
             "numerics": {"type": "boolean"},
             "trace": {"type": "boolean"},
             "fast_path": {"type": "boolean"},
+            "repredict": {"type": "boolean"},
+            "share_tensors": {"type": "boolean"},
             "memory_strategy": {"enum": list(STRATEGIES)},
             "epoch_us": {"type": "integer", "minimum": 0, "maximum": MAX_EPOCH_US},
             "on_error": {"enum": ["stop", "continue"]},

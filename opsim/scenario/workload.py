@@ -95,7 +95,12 @@ class ThreadWorkload:
         self.loop: LoopState | None = None
         """The top loop being run in batches (opsim.scenario.batch), if any."""
         self.thread: Any = None
+        self._shared_args: dict[tuple, dict[int, tuple]] = {}
+        self.queued = run.queues_for(cfg)
+        """Whether its event steps and replayed tasks go through torch_npu's task queue (asked once: it walks the
+        whole program)."""
         self._program = [self._compile(s, top=True) for s in cfg.program]
+        self._warmup = [self._compile(s) for s in cfg.warmup]
 
     # --- tensors ------------------------------------------------------------------------------------------
     def make_tensor(self, shape: tuple[int, ...], dtype: Any, role: str) -> Any:
@@ -122,6 +127,21 @@ class ThreadWorkload:
                     values = rng.integers(-8, 8, n).astype(dt.numpy_dtype)
                 t.write(values)
         return t
+
+    def _warm_up(self, th: Any, barrier: Any) -> Generator:
+        """The warm-up steps, a device sync, then the wait for every other thread's (opsim.scenario.warmup); a
+        thread stopped by a failed warm-up call still arrives, so the others go on."""
+        warmed = bool(self._warmup)
+        try:
+            for fn in self._warmup:
+                yield from fn(th)
+            if warmed:
+                yield from self._sync_device(th)
+        except StopThread:
+            self.stopped = True
+        yield from barrier.arrive(warmed)
+        if self.stopped:
+            raise StopThread()
 
     def free_all(self) -> Generator:
         """aclrtFree of every tensor this thread placed (after its streams drained)."""
@@ -155,7 +175,7 @@ class ThreadWorkload:
         if isinstance(step, EventStep):
             stream = self.streams[step.stream]
             event = self.run.events[step.event]
-            if self.run.queues_for(self.cfg):  # torch_npu queues event records and waits behind the calls
+            if self.queued:  # torch_npu queues event records and waits behind the calls
                 return lambda th: self.run.queue_event(th, event, stream, step.record)
             return lambda th: self._event(th, event, stream, step.record)
         if isinstance(step, SleepStep):
@@ -163,7 +183,7 @@ class ThreadWorkload:
         if isinstance(step, (TaskStep, TasksStep)):
             tasks = [(self.streams[t.stream], self.run.events[t.event] if isinstance(t, EventStep) else None, t)
                      for t in (step.tasks if isinstance(step, TasksStep) else (step,))]
-            if self.run.queues_for(self.cfg):  # queued behind the calls, as torch_npu queues HCCL and copies
+            if self.queued:  # queued behind the calls, as torch_npu queues HCCL and copies
                 first = tasks[0][2]
                 name = getattr(first, "name", None) or ("record_event" if first.record else "wait_event")
                 return lambda th: self.run.queue_tasks(th, name, lambda: _launch_tasks(tasks))
@@ -219,7 +239,8 @@ class ThreadWorkload:
         api = spec.api
         stream = self.streams[step.stream]
         n_shapes, n_dtypes = len(step.shape_sets), len(step.dtypes)
-        cache: dict[int, tuple] = {}
+        cache = self._args_cache(step)
+        described: set[int] = set()  # this step's variants told to the runner (the args may be another step's)
         pick = self.chooser.pick
         runner = self.run
         pta = (step.cache_mode or self.cfg.cache_mode) == "pta"
@@ -228,14 +249,16 @@ class ThreadWorkload:
 
         def args_of(variant: int) -> tuple:
             args = cache.get(variant)
-            if args is None:
+            if args is None or variant not in described:
                 shapes = step.shape_sets[variant // n_dtypes]
                 dtype = step.dtypes[variant % n_dtypes]
-                ins = [self.make_tensor(s, dtype, "input") for s in shapes]
+                ins = [self.make_tensor(s, dtype, "input") for s in shapes] if args is None else None
                 out_shapes = spec.infer(list(shapes), step.attrs)
                 out_dtype = spec.output_dtype(dtype, step.attrs)
-                made = spec.build(self._factory(out_dtype), ins, _parse_dtype(dtype), step.attrs, out_shapes)
-                args = cache[variant] = made
+                if args is None:
+                    made = spec.build(self._factory(out_dtype), ins, _parse_dtype(dtype), step.attrs, out_shapes)
+                    args = cache[variant] = made
+                described.add(variant)
                 runner.describe_variant(step, variant, shapes, dtype, out_shapes, out_dtype)
             return args
 
@@ -267,6 +290,15 @@ class ThreadWorkload:
 
         return OpPlan(step, op_step, op_call, gws, run_fn, api, stream, variants, cache)
 
+    def _args_cache(self, step: OpStep) -> dict[int, tuple]:
+        """The step's argument tuples by variant: its own, or with `share_tensors` the ones every op step of
+        this thread with the same op, shapes, dtypes and attributes uses (a training loop's steps reuse their
+        buffers: an imported profile's steps then hold one step's tensors, not one set per step)."""
+        if not self.run.config.share_tensors:
+            return {}
+        key = (step.op, step.shape_sets, step.dtypes, repr(sorted(step.attrs.items())))
+        return self._shared_args.setdefault(key, {})
+
     def _factory(self, out_dtype: Any) -> Callable[[Any, Any, str], Any]:
         def make(shape: Any, dtype: Any, role: str) -> Any:
             return self.make_tensor(tuple(shape), dtype if dtype is not None else out_dtype, role)
@@ -276,7 +308,10 @@ class ThreadWorkload:
     def program(self, th: Any) -> Generator:
         """The SimPy program of this thread: the compiled steps, then drain its streams and free its tensors."""
         self.thread = th
+        barrier = self.run.warmup_barrier
         try:
+            if barrier is not None:
+                yield from self._warm_up(th, barrier)
             for fn in self._program:
                 yield from fn(th)
         except StopThread:

@@ -19,6 +19,7 @@ from opsim.trace.ascend_tasks import DeviceTasks, device_columns, device_tasks, 
 from opsim.trace.ascend_tasks import step_rows as task_step_rows
 from opsim.trace.ascend_pmu import kernel_pmu
 from opsim.trace import step_breakdown
+from opsim.trace.profiler_window import since, window_start
 from opsim.trace.timefmt import to_ns_array
 
 _TENSOR_FIELDS = ("input_shapes", "input_data_types", "input_formats", "output_shapes", "output_data_types",
@@ -187,9 +188,7 @@ def build_profile(sim: Any, *, epoch_us: int = DEFAULT_EPOCH_US, device: int | N
     soc = sim.soc
     epoch_ns = int(epoch_us) * 1000
     dev_id = int(device if device is not None else getattr(sim.device, "device_id", 0))
-    host = host_columns(rec, epoch_ns)
-    dev = device_columns(rec)
-    inst = rec.records("instant")
+    host, dev, inst, t0 = _window(rec, epoch_ns)
     tids = _thread_ids(sim, _thread_names(host, inst))
     calls, op_calls = _op_calls(host, tids)
     steps, by_thread, timeline = _profile_steps(sim, host, dev, inst, epoch_ns, tids, step_thread)
@@ -215,7 +214,7 @@ def build_profile(sim: Any, *, epoch_us: int = DEFAULT_EPOCH_US, device: int | N
     real = tasks.end_ns > tasks.start_ns
     busy = tasks.is_busy() & real
     comm = tasks.is_communication() & real
-    memory_events, op_memory = memory_profile(rec, dev_id, epoch_ns, host, calls, op_calls)
+    memory_events, op_memory = memory_profile(rec, dev_id, epoch_ns, host, calls, op_calls, since_us=t0)
     _kernel_pmus(tasks, getattr(sim, "cost", None), float(soc.clock_mhz))
     return AscendProfile(
         epoch_us=int(epoch_us), device_id=dev_id, soc_name=soc.name, aicore_count=int(soc.aicore_count),
@@ -226,6 +225,15 @@ def build_profile(sim: Any, *, epoch_us: int = DEFAULT_EPOCH_US, device: int | N
         busy=merged(tasks.start_ns[busy], tasks.end_ns[busy]), comm=merged(tasks.start_ns[comm], tasks.end_ns[comm]),
         memory_events=memory_events, op_memory=op_memory, session_ns=_session(host, tasks, steps, epoch_ns))
 
+
+
+def _window(rec: Any, epoch_ns: int) -> tuple[Any, tuple[dict, list], dict, float | None]:
+    """The host spans, device tasks and instants the profiler saw, and when it started: after a warm-up only
+    what began at or after the profiler's start (opsim.trace.profiler_window); otherwise everything."""
+    inst = rec.records("instant")
+    t0 = window_start(inst)
+    cols, values = device_columns(rec)
+    return host_columns(rec, epoch_ns, since_us=t0), (since(cols, "start", t0), values), since(inst, "time", t0), t0
 
 @dataclass(slots=True)
 class _PmuKey:
@@ -256,7 +264,7 @@ def step_rows_of(sim: Any, *, step_thread: str | None = None, epoch_us: int = DE
     ``step_breakdown`` sums."""
     rec = sim.recorder
     epoch_ns = int(epoch_us) * 1000
-    host, dev, inst = host_columns(rec, epoch_ns), device_columns(rec), rec.records("instant")
+    host, dev, inst, _ = _window(rec, epoch_ns)
     tids = _thread_ids(sim, _thread_names(host, inst))
     _, op_calls = _op_calls(host, tids)
     _, _, timeline = _profile_steps(sim, host, dev, inst, epoch_ns, tids, step_thread)

@@ -53,9 +53,10 @@ class HostColumns:
         return [self.values[c] for c in codes[np.argsort(first, kind="stable")].tolist()]
 
 
-def host_columns(rec: Any, epoch_ns: int) -> HostColumns:
+def host_columns(rec: Any, epoch_ns: int, since_us: float | None = None) -> HostColumns:
     """The host records as `HostColumns` (codes and arrays straight from the recorder's chunks when it keeps
-    them; from `records` lists otherwise). Times are rounded as `to_ns` rounds them."""
+    them; from `records` lists otherwise). Times are rounded as `to_ns` rounds them. With `since_us` (the
+    profiler's start after a warm-up, opsim.trace.profiler_window) only the spans that began then or later."""
     if getattr(rec, "coded", None) is not None and getattr(rec, "numeric", None) is not None:
         thread, values = rec.coded("host", "thread")
         phase, _ = rec.coded("host", "phase")
@@ -82,11 +83,17 @@ def host_columns(rec: Any, epoch_ns: int) -> HostColumns:
         cols = host
     start = np.asarray(cols["start"], dtype=np.float64)
     end = start + np.asarray(cols["dur"], dtype=np.float64)
+    corr = np.asarray(cols["corr"], dtype=np.int64)
+    thread, phase, op = np.asarray(thread), np.asarray(phase), np.asarray(op)
+    if since_us is not None:
+        keep = np.flatnonzero(start >= since_us)
+        if len(keep) < len(start):
+            start, end, corr = start[keep], end[keep], corr[keep]
+            thread, phase, op = thread[keep], phase[keep], op[keep]
     start_ns = to_ns_array(start) + epoch_ns
     end_ns = to_ns_array(end) + epoch_ns
     del start, end
-    return HostColumns(np.asarray(thread), np.asarray(phase), np.asarray(op), list(values),  # codes: 2 bytes a row
-                       np.asarray(cols["corr"], dtype=np.int64), start_ns, end_ns)
+    return HostColumns(thread, phase, op, list(values), corr, start_ns, end_ns)  # codes: 2 bytes a row
 
 
 def call_apis(rec: Any) -> dict[int, str]:

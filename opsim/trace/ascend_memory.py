@@ -70,8 +70,10 @@ class OpMemory:
 
 
 def memory_profile(rec: Any, device_id: int, epoch_ns: int, host: Any, calls: dict[int, OpCall],
-                   op_calls: list[OpCall]) -> tuple[list[MemoryEvent], list[OpMemory]]:
-    """The device's memory events in time order with running totals, and each allocation's lifetime."""
+                   op_calls: list[OpCall], since_us: float | None = None) -> tuple[list[MemoryEvent], list[OpMemory]]:
+    """The device's memory events in time order with running totals, and each allocation's lifetime; with
+    `since_us` (the profiler's start after a warm-up) only those from then on, the totals still counting the
+    memory held when it started."""
     mem = rec.records("memory")
     keep = [i for i, (d, k) in enumerate(zip(mem["device"], mem["kind"]))
             if d == device_id and k in ("alloc", "free")]
@@ -89,6 +91,8 @@ def memory_profile(rec: Any, device_id: int, epoch_ns: int, host: Any, calls: di
         i = keep[j]
         kind, address, size, t = mem["kind"][i], int(mem["address"][i]), int(mem["size"][i]), ns[j]
         total += size if kind == "alloc" else -size
+        if since_us is not None and mem["time"][i] < since_us:
+            continue
         events.append(MemoryEvent(t, kind, address, size, total))
         if kind == "alloc":
             waiting = workspace.get(t)

@@ -246,6 +246,7 @@ def test_summary_only_run_warns_about_outputs_it_cannot_write():
 
 def test_progress_bar_only_on_a_terminal(monkeypatch):
     import io
+    import sys
 
     from opsim.scenario import runner
 
@@ -253,11 +254,11 @@ def test_progress_bar_only_on_a_terminal(monkeypatch):
         def isatty(self):
             return True
 
-    monkeypatch.setattr(runner.sys, "stderr", io.StringIO())
+    monkeypatch.setattr(sys, "stderr", io.StringIO())
     update, close = runner._progress_bar(100, True)
     assert update is None
     tty = Tty()
-    monkeypatch.setattr(runner.sys, "stderr", tty)
+    monkeypatch.setattr(sys, "stderr", tty)
     update, close = runner._progress_bar(100, True)
     update(50)
     update(100)
