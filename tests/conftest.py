@@ -8,7 +8,7 @@ from hypothesis import settings
 
 # Every run of the test command replays the same examples, so a red build is always reproducible and a fresh
 # machine sees what CI saw. `OPSIM_HYPOTHESIS=explore` draws new examples (as benchmarks/fuzz_*.py do at scale).
-settings.register_profile("replay", derandomize=True, print_blob=True)
+settings.register_profile("replay", derandomize=True, print_blob=True, deadline=None)  # no flaky deadline on a loaded machine
 settings.register_profile("explore", print_blob=True)
 settings.load_profile(os.environ.get("OPSIM_HYPOTHESIS", "replay"))
 
