@@ -9,11 +9,12 @@ elementwise, reductions and norms, data movement, MemSet, AI CPU, other (DSA, un
     per_core = waves / block_dim                        (share of the work the busiest core does)
     compute  = flops x per_core / (rate per core-cycle x clock x compute_eff)
     memory   = nbytes / min(HBM bandwidth x hbm_eff, cores used x core_bw)
-    duration = overhead + max(compute, memory)
+    launch   = overhead + block_us x block_dim + mix_us (MIX_AIC / MIX_AIV kernels)
+    duration = launch + max(compute, memory)
 
 Rate per core-cycle: cube 16^3 multiply-adds (2 flops each) for 16-bit dtypes, twice that for 8-bit, a
 quarter for 32-bit (assumed: fp32 runs as several 16-bit passes); vector 256 bytes per cycle / element size
-(assumed: 128 fp16 lanes). The four efficiency numbers per family (``FamilyParams``) are fitted on real
+(assumed: 128 fp16 lanes). The efficiency numbers per family (``FamilyParams``) are fitted on real
 profiles pooled (``opsim.calibration.family_fit``); SoC numbers come from the preset, so the same parameters
 predict another SoC. Op types with enough evidence carry a factor over their family (``OpTypeFactor``),
 applied only near the sizes it was measured on. This module is pure Python: predictions are a few float
@@ -83,6 +84,15 @@ class FamilyParams:
     log_p90: float = 0.3
     """10th and 90th percentile of log(real / predicted) on the fitted kernels (the interval)."""
     bytes_range: tuple[float, float] | None = None
+    block_us: float = 0.0
+    """launch cost per block of the kernel (the task scheduler hands blocks to cores one by one)."""
+    mix_us: float = 0.0
+    """extra launch cost of a mixed (MIX_AIC / MIX_AIV) kernel, which starts cube and vector cores together."""
+
+    def launch_us(self, core: str, block_dim: int) -> float:
+        """Fixed cost of one kernel of this family: overhead, per-block dispatch and the mixed-core start."""
+        extra = self.mix_us if core in ("MIX_AIC", "MIX_AIV") else 0.0
+        return self.overhead_us + self.block_us * (block_dim if block_dim > 0 else 1) + extra
 
 
 @dataclass(frozen=True)
@@ -94,9 +104,14 @@ class OpTypeFactor:
     log_p10: float = -0.2
     log_p90: float = 0.2
     bytes_range: tuple[float, float] = (0.0, 0.0)
+    itemsizes: tuple[float, ...] = ()
+    """element sizes of the kernels it was measured on (empty: any); a factor measured on fp32 kernels does
+    not answer for bf16 ones (another regime of the same op type: cube passes, bandwidth per element)."""
 
-    def covers(self, nbytes: float) -> bool:
+    def covers(self, nbytes: float, itemsize: float | None = None) -> bool:
         lo, hi = self.bytes_range
+        if itemsize is not None and self.itemsizes and itemsize not in self.itemsizes:
+            return False
         return lo / FACTOR_RANGE - 65536.0 <= nbytes <= hi * FACTOR_RANGE + 65536.0
 
 
@@ -134,7 +149,7 @@ def physical_time(p: FamilyParams, family: str, core: str, flops: float, nbytes:
     bw = soc.hbm_bandwidth_gbps * 1e3 * p.hbm_eff  # type: ignore[attr-defined]
     core_bw = used * p.core_bw
     memory = nbytes / (bw if bw < core_bw else core_bw)
-    return p.overhead_us + (compute if compute > memory else memory)
+    return p.launch_us(core, bd) + (compute if compute > memory else memory)
 
 
 __all__ = ["CUBE_DTYPE_FACTOR", "FAMILIES", "FamilyModel", "FamilyParams", "OpTypeFactor", "cores_for",
