@@ -20,7 +20,7 @@ sys.path.insert(0, str(ROOT))
 
 from opsim.calibration import read_profiles, socs_of, work_samples  # noqa: E402
 from opsim.calibration.family_fit import fit_family_model  # noqa: E402
-from opsim.device.family import FamilyParams, family_of  # noqa: E402
+from opsim.device.family import family_of  # noqa: E402
 from opsim.device.fitted_io import family_to_dict  # noqa: E402
 
 REAL = Path("tests/data/real")
@@ -62,10 +62,8 @@ def build() -> dict:
     for fam, p in list(model.families.items()):
         r = residuals.get(fam)
         if r and len(r) >= 10:
-            model.families[fam] = FamilyParams(p.overhead_us, p.compute_eff, p.hbm_eff, p.core_bw, n=p.n,
-                                               log_p10=min(float(np.percentile(r, 10)), 0.0),
-                                               log_p90=max(float(np.percentile(r, 90)), 0.0),
-                                               bytes_range=p.bytes_range)
+            model.families[fam] = dataclasses.replace(p, log_p10=min(float(np.percentile(r, 10)), 0.0),
+                                                      log_p90=max(float(np.percentile(r, 90)), 0.0))
     sources = [{"file": f, "soc": s} for f, s in sorted(socs.items())]
     return {"sources": sources, "family": family_to_dict(model)}
 

@@ -58,7 +58,8 @@ def _params(x: np.ndarray, n: int = 0, launch: tuple[float, float] = (0.0, 0.0))
 
 
 def _log_ratios(p: FamilyParams, samples: list[WorkSample]) -> np.ndarray:
-    pred = np.array([physical_time(p, s.family, s.core, s.flops, s.nbytes, s.block_dim, s.itemsize, s.soc)
+    pred = np.array([physical_time(p, s.family, s.core, s.flops, s.nbytes, s.block_dim, s.itemsize, s.soc,
+                                   s.op_type)
                      for s in samples])
     real = np.array([s.duration_us for s in samples])
     return np.log(pred / real)
@@ -76,13 +77,17 @@ def _loss(x: np.ndarray, samples: list[WorkSample], weights: np.ndarray | None =
     return value
 
 
+#: op types weigh 1 / n ** WEIGHT_POWER per kernel (0.5: between one vote per kernel and one per op type).
+WEIGHT_POWER = 0.5
+
+
 def op_type_weights(samples: list[WorkSample]) -> np.ndarray:
     """1 / sqrt(kernels of the op type): a frequent op type (a step's 100 TransData) does not set a family's
     parameters alone, so the family answers for an unseen op type as for a typical one of its kind."""
     counts: dict[str, int] = {}
     for s in samples:
         counts[s.op_type] = counts.get(s.op_type, 0) + 1
-    return np.array([1.0 / math.sqrt(counts[s.op_type]) for s in samples])
+    return np.array([1.0 / counts[s.op_type] ** WEIGHT_POWER for s in samples])
 
 
 def nelder_mead(f: Any, x0: np.ndarray, steps: int = 400, step: float = 0.7) -> np.ndarray:

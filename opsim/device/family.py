@@ -13,7 +13,8 @@ elementwise, reductions and norms, data movement, MemSet, AI CPU, other (DSA, un
     duration = launch + max(compute, memory)
 
 Rate per core-cycle: cube 16^3 multiply-adds (2 flops each) for 16-bit dtypes, twice that for 8-bit, a
-quarter for 32-bit (assumed: fp32 runs as several 16-bit passes); vector 256 bytes per cycle / element size
+quarter for 32-bit (assumed: fp32 runs as several 16-bit passes), half for fp32 convolutions (HF32,
+``cube_rate_factor``); vector 256 bytes per cycle / element size
 (assumed: 128 fp16 lanes). The efficiency numbers per family (``FamilyParams``) are fitted on real
 profiles pooled (``opsim.calibration.family_fit``); SoC numbers come from the preset, so the same parameters
 predict another SoC. Op types with enough evidence carry a factor over their family (``OpTypeFactor``),
@@ -64,6 +65,18 @@ def family_of(op_type: str, core: str) -> str:
 
 #: cube multiply-adds per core-cycle relative to the 16^3 fractal of 16-bit dtypes (element size -> factor).
 CUBE_DTYPE_FACTOR = {1: 2.0, 2: 1.0, 4: 0.25}
+#: fp32 convolutions run as HF32 by default (torch_npu's ``torch_npu.npu.conv.allow_hf32`` defaults to True,
+#: ``npu.matmul.allow_hf32`` to False): assumed at half the 16-bit rate. Evidence: the public AlexNet fp32
+#: profile's Conv2DBackpropFilter kernels reach 137 TFLOP/s on a 910B2, 1.55x a quarter-rate peak.
+HF32_FACTOR = 0.5
+
+
+def cube_rate_factor(op_type: str, itemsize: float) -> float:
+    """The cube's rate for a kernel relative to 16-bit dtypes (``CUBE_DTYPE_FACTOR``; HF32 convolutions)."""
+    size = int(itemsize) if itemsize in (1, 2, 4) else 2
+    if size == 4 and op_type.startswith(("Conv", "Deconvolution")):
+        return HF32_FACTOR
+    return CUBE_DTYPE_FACTOR[size]
 #: bytes the vector unit of one core processes per cycle (assumed: 128 fp16 lanes).
 VECTOR_BYTES_PER_CYCLE = 256.0
 #: op-type factors answer within this factor of the byte range they were measured on (beyond: the family).
@@ -133,7 +146,7 @@ def cores_for(family: str, core: str, soc: object) -> int:
 
 
 def physical_time(p: FamilyParams, family: str, core: str, flops: float, nbytes: float, block_dim: int,
-                  itemsize: float, soc: object) -> float:
+                  itemsize: float, soc: object, op_type: str = "") -> float:
     """Duration (us) of one kernel under family parameters ``p`` on ``soc`` (see the module docstring)."""
     n = cores_for(family, core, soc)
     bd = block_dim if block_dim > 0 else 1
@@ -142,7 +155,7 @@ def physical_time(p: FamilyParams, family: str, core: str, flops: float, nbytes:
     clock = soc.clock_mhz  # type: ignore[attr-defined]  # cycles per microsecond
     size = int(itemsize) if itemsize in (1, 2, 4) else 2
     if family == "cube":
-        rate = 2.0 * 4096.0 * CUBE_DTYPE_FACTOR[size] * clock
+        rate = 2.0 * 4096.0 * cube_rate_factor(op_type, size) * clock
     else:
         rate = VECTOR_BYTES_PER_CYCLE / size * clock
     compute = flops * per_core / (rate * p.compute_eff)
@@ -152,5 +165,5 @@ def physical_time(p: FamilyParams, family: str, core: str, flops: float, nbytes:
     return p.launch_us(core, bd) + (compute if compute > memory else memory)
 
 
-__all__ = ["CUBE_DTYPE_FACTOR", "FAMILIES", "FamilyModel", "FamilyParams", "OpTypeFactor", "cores_for",
+__all__ = ["CUBE_DTYPE_FACTOR", "FAMILIES", "HF32_FACTOR", "cube_rate_factor", "FamilyModel", "FamilyParams", "OpTypeFactor", "cores_for",
            "family_of", "physical_time"]

@@ -79,7 +79,7 @@ def predict(cost: object, op_type: str, core: str, flops: float, nbytes: float, 
         us = cost.kernel_time(flops, nbytes, block_dim if block_dim > 0 else 1, kind)  # type: ignore[attr-defined]
         s = math.log(ROOFLINE_SPREAD)
         return _band(us, -s, s, "roofline", "roofline")
-    base = physical_time(params, family, core, flops, nbytes, block_dim, itemsize, soc)
+    base = physical_time(params, family, core, flops, nbytes, block_dim, itemsize, soc, op_type)
     for fam_model, source in ((cal.family if cal is not None else None, "calibration"), (builtin, "built-in fits")):
         if fam_model is None:
             continue
