@@ -121,3 +121,23 @@ def test_a_workload_held_out_is_predicted_from_the_others():
     assert errors[len(errors) // 2] < 0.35
     assert all(p.level != "roofline" or p.record.core == "AI_CPU" for p in preds)  # MemSet: the pooled fit
     assert dataclasses.is_dataclass(preds[0].record)
+
+
+def test_held_out_bands_come_from_the_held_in_workloads_own_leave_one_out():
+    from opsim.calibration.validate import held_out_table, out_of_sample_bands, render_held_out, with_bands
+    groups, socs = {}, {}
+    for name, path in (("training", TRAINING), ("alexnet", ALEXNET)):
+        recs, _t, sources = read_profiles([path])
+        groups[name] = recs
+        socs.update(socs_of(sources))
+    bands = out_of_sample_bands(groups, socs)
+    assert {"vector", "move"} <= set(bands)
+    assert all(lo <= 0.0 <= hi for lo, hi in bands.values())
+    model = fit_family_model(work_samples(groups["training"], socs), op_types=False)
+    narrow = model.families["vector"]
+    widened = with_bands(model, bands).families["vector"]
+    assert (widened.log_p10, widened.log_p90) == bands["vector"]
+    assert widened.log_p90 - widened.log_p10 > narrow.log_p90 - narrow.log_p10  # another workload: wider
+    rows = held_out_table(leave_one_out(groups, socs, bands=False))
+    assert all(0.0 <= r.in_band <= 1.0 for r in rows)
+    assert "in p10-p90" in render_held_out(rows)
