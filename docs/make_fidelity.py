@@ -171,11 +171,18 @@ def device_section() -> str:
     for name, p in m.families.items():
         out.append(f"| {name} | {_num(p.overhead_us)} | {_num(p.compute_eff)} | {_num(p.hbm_eff)} | "
                    f"{_num(p.core_bw)} | {p.n} | {math.exp(p.log_p10):.2f}-{math.exp(p.log_p90):.2f} |")
+    launch = {(p.block_us, p.mix_us) for p in m.families.values()}
+    if len(launch) == 1:
+        block, mix = launch.pop()
+        out += ["", f"Launch terms every family shares (fitted on the pooled vector-like kernels): {_num(block)} us "
+                    f"per block of the kernel, {_num(mix)} us more for a mixed-core (MIX_AIC / MIX_AIV) kernel."]
     out += ["", "Op-type factors over the family (real / family prediction, median; used within 8x of the byte "
-            "range they saw):", "", "| op type | family | factor | n | p10-p90 | bytes range |", "|---|---|---|---|---|---|"]
+            "range they saw and only for the element sizes they saw):", "",
+            "| op type | family | factor | n | p10-p90 | bytes range | element sizes |", "|---|---|---|---|---|---|---|"]
     for (op, fam), f in m.op_types.items():
+        sizes = ", ".join(f"{v:g}" for v in f.itemsizes) or "any"
         out.append(f"| {op} | {fam} | {f.factor:.3g} | {f.n} | {math.exp(f.log_p10):.2f}-{math.exp(f.log_p90):.2f} | "
-                   f"{f.bytes_range[0]:.3g}-{f.bytes_range[1]:.3g} |")
+                   f"{f.bytes_range[0]:.3g}-{f.bytes_range[1]:.3g} | {sizes} |")
     out += ["", "Host timings of the ACLNN APIs in `tests/data/real/trace_view_910b_mnist.json` (medians in us; "
             "phase 1 on torch_npu executor-cache misses only):", "",
             "| API | phase 1 | phase 2 (all) | phase 2 miss | phase 2 hit | calls |", "|---|---|---|---|---|---|"]
