@@ -141,3 +141,19 @@ def test_held_out_bands_come_from_the_held_in_workloads_own_leave_one_out():
     rows = held_out_table(leave_one_out(groups, socs, bands=False))
     assert all(0.0 <= r.in_band <= 1.0 for r in rows)
     assert "in p10-p90" in render_held_out(rows)
+
+
+def test_band_refits_are_bounded_by_the_fold_count(monkeypatch):
+    import opsim.calibration.validate as v
+    calls = []
+    real_fit = v.fit_held_in
+
+    def counting(records, socs, **kw):
+        calls.append(len(records))
+        return real_fit(records, socs, **kw)
+
+    monkeypatch.setattr(v, "fit_held_in", counting)
+    recs, _t, sources = read_profiles([MATMUL])
+    groups = {f"copy {i}": recs for i in range(6)}  # six profiles: at most 3 refits for the bands
+    v.out_of_sample_bands(groups, socs_of(sources))
+    assert len(calls) == v.MAX_BAND_FOLDS
