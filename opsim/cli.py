@@ -75,6 +75,8 @@ def build_parser() -> argparse.ArgumentParser:
     val = sub.add_parser("validate", help="check a scenario or a sweep file without running it")
     val.add_argument("scenario")
     val.add_argument("--set", metavar="KEY=VALUE", action="append", default=[], dest="overrides")
+    val.add_argument("--all-errors", action="store_true",
+                     help="list every problem found (by default the first, and how many more)")
     _add_budgets(val)
 
     _add_sweep_parser(sub)
@@ -182,8 +184,16 @@ def _overrides(items: Sequence[str]) -> dict:
     return dict(parse_override(s) for s in items)
 
 
-def _print_error(err: BaseException, stream: TextIO) -> None:
+def _print_error(err: BaseException, stream: TextIO, all_errors: bool = False) -> None:
+    """One line (two when a file had several problems: the first, then how to list them all)."""
     from opsim.errors import printable_message  # lazy: each subcommand loads only what it runs
+    entries = getattr(err, "entries", ())
+    if len(entries) > 1 and not all_errors:
+        label = printable_message(err.label)
+        stream.write(f"opsim: error: {printable_message(entries[0])}\n"
+                     f"opsim: {len(entries) - 1} more error(s) in {label}; `opsim validate --all-errors {label}` "
+                     "lists them all\n")
+        return
     text = printable_message(str(err).strip() or type(err).__name__)  # escaped and cut: it may echo user input
     stream.write(f"opsim: error: {text}\n")
 
@@ -371,7 +381,7 @@ def _main(argv: Sequence[str] | None, out: TextIO, err: TextIO) -> int:
         with stop_signals_unwind():  # SIGINT, SIGTERM and SIGHUP unwind alike: no partial outputs left
             return _dispatch(parser, args, out, err)
     except OpsimError as exc:
-        _print_error(exc, err)
+        _print_error(exc, err, all_errors=getattr(args, "all_errors", False))
         return EXIT_BAD_INPUT
     except BrokenPipeError:
         return EXIT_OK

@@ -29,7 +29,15 @@ class OutputPathError(InvalidArgumentError):
 
 
 class ScenarioError(OpsimError):
-    """A scenario file is invalid: the message names the file, the line, the field and what is allowed."""
+    """A scenario file is invalid: the message names the file, the line, the field and what is allowed.
+
+    When several problems were found, `entries` holds each "file:line: field: message" in line order and
+    `label` the file, so the CLI can show the first in one line and say how to list the rest."""
+
+    def __init__(self, message: str, entries: tuple[str, ...] = (), label: str = "") -> None:
+        super().__init__(message)
+        self.entries = entries
+        self.label = label
 
 
 class ProfileFormatError(InvalidArgumentError):

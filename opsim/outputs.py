@@ -29,6 +29,7 @@ import re
 import secrets
 import shutil
 import signal
+import stat
 import sys
 import threading
 from pathlib import Path
@@ -45,20 +46,34 @@ _FORMAT = "opsim-outputs"
 
 
 def output_dir_problem(path: str | os.PathLike) -> str | None:
-    """Why `path` cannot be an output directory (a file is in the way, a parent is not writable), or None."""
-    p = Path(path)
-    if p.exists() and not p.is_dir():
-        return f"{p} exists and is not a directory; give a directory (it is created if missing)"
+    """Why `path` cannot be an output directory (a NUL byte or an over-long name, a file in the way, a parent
+    that is not writable or cannot be looked at), or None."""
+    problem = path_problem(path)
+    if problem:
+        return f"{shown_path(path)}: {problem}"
+    try:
+        return _dir_problem(Path(path))
+    except OSError as exc:  # a loop of links, a parent without search permission, ...
+        return f"{shown_path(path)} cannot be used ({exc.strerror or exc}); choose another directory"
+
+
+def _dir_problem(p: Path) -> str | None:
+    """The nearest existing ancestor decides (stat follows links, so a loop of links raises here, as the
+    directory's creation would)."""
     probe = p
-    while not probe.exists():
-        if probe.parent == probe:
+    while True:
+        try:
+            mode = os.stat(probe).st_mode
             break
-        probe = probe.parent
-    if probe.exists() and not probe.is_dir():
-        return f"{p} cannot be created: {probe} is a file"
-    target = p if p.exists() else probe
-    if not os.access(target, os.W_OK | os.X_OK):
-        return f"{p} is not writable (no write permission on {target}); choose another directory"
+        except (FileNotFoundError, NotADirectoryError):
+            if probe.parent == probe:
+                return None
+            probe = probe.parent
+    if not stat.S_ISDIR(mode):
+        return (f"{p} exists and is not a directory; give a directory (it is created if missing)" if probe == p
+                else f"{p} cannot be created: {probe} is a file")
+    if not os.access(probe, os.W_OK | os.X_OK):
+        return f"{p} is not writable (no write permission on {probe}); choose another directory"
     return None
 
 

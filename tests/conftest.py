@@ -6,10 +6,11 @@ import os
 import pytest
 from hypothesis import settings
 
-# CI replays the same examples on every run (a red build is always reproducible); local runs explore.
-settings.register_profile("ci", derandomize=True, print_blob=True)
-if os.environ.get("CI"):
-    settings.load_profile("ci")
+# Every run of the test command replays the same examples, so a red build is always reproducible and a fresh
+# machine sees what CI saw. `OPSIM_HYPOTHESIS=explore` draws new examples (as benchmarks/fuzz_*.py do at scale).
+settings.register_profile("replay", derandomize=True, print_blob=True)
+settings.register_profile("explore", print_blob=True)
+settings.load_profile(os.environ.get("OPSIM_HYPOTHESIS", "replay"))
 
 from opsim.acl import DataType, Tensor
 from opsim.opdev.op_types import OpTypeDict

@@ -16,6 +16,7 @@ from opsim.scenario import config
 from opsim.scenario.limits import MAX_HORIZON_US, Limits
 from opsim.acl.dtypes import DataType
 from opsim.outputs import output_dir_problem
+from opsim.safe_io import path_problem
 
 Add = Callable[[tuple, str], None]
 
@@ -97,7 +98,14 @@ def _check_streams(data: Mapping[str, Any], threads: list[config.ThreadConfig], 
 
 def _check_paths(data: Mapping[str, Any], add: Add) -> None:
     dump_dir = (data.get("dump") or {}).get("dir")
-    if isinstance(dump_dir, str) and not os.path.isabs(dump_dir):
+    problem = path_problem(dump_dir) if isinstance(dump_dir, str) else None
+    if problem:
+        add(("dump", "dir"), problem)
+    elif isinstance(dump_dir, str) and os.path.isabs(dump_dir):
+        problem = output_dir_problem(dump_dir)
+        if problem:
+            add(("dump", "dir"), problem)
+    elif isinstance(dump_dir, str):
         norm = os.path.normpath(dump_dir)
         if norm == ".." or norm.startswith(".." + os.sep) or norm == ".":
             add(("dump", "dir"), f"{dump_dir!r} leaves the output directory; a relative dump.dir names a "

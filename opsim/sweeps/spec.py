@@ -20,6 +20,7 @@ from opsim.errors import ScenarioError, shown
 from opsim.safe_io import path_problem
 from opsim.trace.recorder import COLUMNS
 from opsim.yamlio.limits import LimitError, non_string_keys
+from opsim.yamlio.messages import _Errors
 
 SWEEP_KEY = "sweep"
 DEFAULT_FIGURES = (
@@ -140,33 +141,6 @@ class Sweep:
         return hashlib.sha256(text.encode("utf-8")).hexdigest()[:32]
 
 
-class _Errors:
-    """Collects "file:line: field: message" entries and raises one `ScenarioError` with all of them."""
-
-    def __init__(self, label: str, lines: Mapping[tuple, int]):
-        self.label, self.lines, self.items = label, lines, []
-        self._entries: set[str] = set()  # a repeated entry found at once (thousands of points may repeat one)
-
-    def add(self, path: Iterable[Any], message: str) -> None:
-        from opsim.scenario.messages import format_path  # lazy: keeps numpy, SimPy out of importing opsim.sweeps.spec
-        path = tuple(path)
-        probe = path
-        while probe and probe not in self.lines:
-            probe = probe[:-1]
-        line = self.lines.get(probe)
-        entry = shown(f"{self.label}{f':{line}' if line else ''}: {format_path(path)}: {message}", 1000, quote=False)
-        if entry not in self._entries:
-            self._entries.add(entry)
-            self.items.append(entry)
-
-    def raise_if_any(self) -> None:
-        if self.items:
-            n = len(self.items)
-            if n == 1:
-                raise ScenarioError(self.items[0])
-            raise ScenarioError(f"{self.label}: {n} errors in the sweep file:\n  " + "\n  ".join(self.items))
-
-
 def is_sweep(data: Any) -> bool:
     """True for sweep-file data (a mapping with a top-level `sweep` key)."""
     return isinstance(data, Mapping) and SWEEP_KEY in data
@@ -202,7 +176,7 @@ def load_sweep(source: str | Path | Mapping[str, Any], *, check_points: bool = T
         base_dir = Path(path).parent
         from opsim.yamlio.files import read_text_file  # lazy: keeps PyYAML out of importing opsim.sweeps.spec
         text = read_text_file(path, "a sweep .yaml file", "sweep")  # bounded, as read_source read it
-    errors = _Errors(label, lines)
+    errors = _Errors(label, lines, what="sweep file")
     if not isinstance(data, dict):
         raise ScenarioError(f"{label}:1: a sweep file is a mapping with `sweep`, `scenario` and the parameters")
     if SWEEP_KEY not in data and "threads" in data:
@@ -297,7 +271,7 @@ def one_parameter(scenario: Any, param: str, values: list[Any], *, overrides: Ma
                            "grid": {param: list(values)}, "figures": list(figures)})
     sweep = Sweep(name="what_if", scenario=scenario, label=getattr(scenario, "__name__", "<callable>"),
                   overrides=dict(overrides or {}), figures=tuple(figures))
-    errors = _Errors("what_if", {})
+    errors = _Errors("what_if", {}, what="sweep file")
     build_axes(sweep, {"grid": {param: list(values)}}, errors)
     errors.raise_if_any()
     return sweep

@@ -25,10 +25,13 @@ def format_path(path: Iterable[Any]) -> str:
 
 
 class _Errors:
-    """Collects "file:line: path: message" entries."""
+    """Collects "file:line: path: message" entries and raises one `ScenarioError` with all of them, in line order
+    (`what` names the kind of file in the heading: "scenario", "sweep file", ...)."""
 
-    def __init__(self, label: str, lines: Mapping[Path_, int], overridden: set[Path_]):
+    def __init__(self, label: str, lines: Mapping[Path_, int], overridden: set[Path_] = frozenset(),
+                 what: str = "scenario"):
         self.label = label
+        self.what = what
         self.lines = lines
         self.overridden = overridden
         self.items: list[tuple[int, str]] = []
@@ -60,8 +63,10 @@ class _Errors:
 
     def raise_if_any(self) -> None:
         if self.items:
-            entries = [e for _, e in sorted(self.items, key=lambda x: x[0])]
-            more = len(entries) - MAX_ERRORS
-            entries = entries[:MAX_ERRORS] + ([f"... and {more} more"] if more > 0 else [])
-            head = f"{self.label}: {len(self.items)} error{'s' if len(self.items) > 1 else ''} in the scenario"
-            raise ScenarioError(head + ":\n  " + "\n  ".join(entries) if len(entries) > 1 else entries[0])
+            ordered = tuple(e for _, e in sorted(self.items, key=lambda x: x[0]))
+            if len(ordered) == 1:
+                raise ScenarioError(ordered[0])
+            more = len(ordered) - MAX_ERRORS
+            shown_ = list(ordered[:MAX_ERRORS]) + ([f"... and {more} more"] if more > 0 else [])
+            head = f"{self.label}: {len(ordered)} errors in the {self.what}"
+            raise ScenarioError(head + ":\n  " + "\n  ".join(shown_), entries=ordered, label=self.label)

@@ -79,6 +79,19 @@ def test_bad_scenarios_give_one_message_and_exit_2(tmp_path, case, command):
     assert not (tmp_path / "o").exists()
 
 
+@pytest.mark.parametrize("command", ["validate", "run"])
+def test_several_problems_print_the_first_and_how_to_list_all_in_two_lines(tmp_path, command):
+    path = tmp_path / "bad.yaml"
+    path.write_text(QUICKSTART_TEXT.replace("op: Matmul", "op: MatMool", 1).replace("seed: 7", "seed: -7", 1))
+    code, out, err = cli(command, path, "--out", tmp_path / "o") if command == "run" else cli(command, path)
+    lines = err.splitlines()
+    assert code == EXIT_BAD_INPUT and out == "" and len(lines) == 2
+    assert lines[0].startswith(f"opsim: error: {path}:") and "seed: -7 is out of range" in lines[0]
+    assert lines[1] == f"opsim: 1 more error(s) in {path}; `opsim validate --all-errors {path}` lists them all"
+    code, _, err = cli("validate", "--all-errors", path)
+    assert code == EXIT_BAD_INPUT and "2 errors in the scenario" in err and "unknown op 'MatMool'" in err
+
+
 def test_missing_file_and_bad_usage(tmp_path):
     code, out, err = cli("run", tmp_path / "nope.yaml")
     assert code == EXIT_BAD_INPUT and "scenario file not found" in err and "Traceback" not in err

@@ -3,6 +3,8 @@ numerics budgets, where dumps go, and `validate` never importing user code."""
 from __future__ import annotations
 
 import io
+import json
+import os
 import sys
 
 import numpy as np
@@ -269,3 +271,35 @@ def test_scenario_loader_modules_stay_small():
     for name in ("loader", "source", "overrides", "messages", "builder", "limits", "../yamlio/reader",
                  "../yamlio/files", "../yamlio/limits", "../yamlio/messages"):
         assert len((folder / f"{name}.py").read_text(encoding="utf-8").splitlines()) < 500, name
+
+
+@pytest.mark.parametrize("name, message", [
+    ("a" * 300, "above the file system's limit"),
+    ("out\0put", "NUL byte"),
+    ("loop/inside", "cannot be used"),
+])
+def test_an_outputs_dir_no_file_system_can_hold_is_refused_by_validate_and_load(tmp_path, monkeypatch, name,
+                                                                                  message):
+    monkeypatch.chdir(tmp_path)
+    os.symlink("loop", tmp_path / "loop")  # a link to itself: looking inside it fails with ELOOP
+    for check in (validate, load_scenario):
+        with pytest.raises(ScenarioError, match=f"outputs.dir: .*{message}"):
+            check(small(outputs={"dir": name}))
+
+
+def test_a_dump_dir_no_file_system_can_hold_is_refused_before_the_run(tmp_path):
+    with pytest.raises(ScenarioError, match="dump.dir: a name in the path is 300 bytes long"):
+        validate(small(numerics=True, dump={"op_dump": True, "dir": "a" * 300}))
+    (tmp_path / "file").write_text("x")
+    with pytest.raises(ScenarioError, match="dump.dir: .* is a file"):
+        validate(small(numerics=True, dump={"op_dump": True, "dir": str(tmp_path / "file" / "d")}))
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self"), reason="needs /proc, where no directory can be made")
+def test_an_absolute_dump_dir_that_cannot_be_made_fails_in_one_line_before_the_run(tmp_path, capsys):
+    path = tmp_path / "s.yaml"
+    path.write_text(json.dumps(small(numerics=True, dump={"op_dump": True, "dir": "/proc/opsim-dumps"})))
+    assert main(["run", str(path), "--out", str(tmp_path / "o"), "--no-progress", "--quiet"]) == EXIT_BAD_INPUT
+    err = capsys.readouterr().err
+    assert err.startswith("opsim: error: dump.dir /proc/opsim-dumps: cannot be created") and len(err.splitlines()) == 1
+    assert not (tmp_path / "o").exists() or not any((tmp_path / "o").iterdir())
