@@ -57,6 +57,15 @@ def output_dir_problem(path: str | os.PathLike) -> str | None:
         return f"{shown_path(path)} cannot be used ({exc.strerror or exc}); choose another directory"
 
 
+def make_dir(path: str, field: str) -> None:
+    """Create the directory `path` (and its parents) or raise `OutputPathError` naming the `field` it came from."""
+    try:
+        os.makedirs(path, exist_ok=True)
+    except OSError as exc:
+        raise OutputPathError(f"{field} {shown_path(path)}: cannot be created ({exc.strerror or exc}); choose "
+                              "another directory") from None
+
+
 def _dir_problem(p: Path) -> str | None:
     """The nearest existing ancestor decides (stat follows links, so a loop of links raises here, as the
     directory's creation would)."""
@@ -559,5 +568,5 @@ _LIVE: dict = {}
 """The staged outputs not yet committed or discarded (see stop_signals_unwind); held strongly, since a signal
 may cut the constructor short after its staging directory exists, leaving no other reference."""
 
-__all__ = ["output_file_problem", "stop_signals_unwind", "Terminated", "STOP_SIGNALS", "OutputDir", "atomic_file", "atomic_path", "atomic_text_file", "write_text_atomic", "record_output", "read_manifest", "owned_entries", "entry_digest", "output_dir_problem", "signals_deferred",
+__all__ = ["output_file_problem", "stop_signals_unwind", "Terminated", "STOP_SIGNALS", "OutputDir", "atomic_file", "atomic_path", "atomic_text_file", "write_text_atomic", "record_output", "read_manifest", "owned_entries", "entry_digest", "output_dir_problem", "make_dir", "signals_deferred",
            "MANIFEST"]

@@ -42,16 +42,29 @@ class CollectiveSpec(NamedTuple):
 
 
 class CollectiveCall:
-    """One rank's issue of a collective: the COLLECTIVE task's `event`, told when its stream reaches it."""
+    """A rank's collective step (one per program step, issued on every pass through it)."""
 
     __slots__ = ("cluster", "rank", "group", "spec")
 
     def __init__(self, cluster: "Cluster", rank: int, group: CommGroup, spec: CollectiveSpec) -> None:
         self.cluster, self.rank, self.group, self.spec = cluster, rank, group, spec
 
+    def issue(self, thread: str, launch_us: float) -> "Issue":
+        """One issue of the step by host thread `thread`, whose launch takes `launch_us` of host time."""
+        return Issue(self, thread, launch_us)
+
+
+class Issue(NamedTuple):
+    """One issue of a collective: the COLLECTIVE task's `event`, told when its stream reaches it."""
+
+    call: CollectiveCall
+    thread: str
+    launch_us: float
+    """The host time of the launch (it ends when the task is queued: `task.queued`)."""
+
     def arrive(self, stream: Any, task: Any) -> None:
         """The rank's stream reached the collective (Stream._advance)."""
-        self.cluster.rendezvous.arrive(self, stream, task)
+        self.call.cluster.rendezvous.arrive(self, stream, task)
 
 
 class _Member(NamedTuple):
@@ -59,6 +72,7 @@ class _Member(NamedTuple):
     stream: Any
     task: Any
     ready: float
+    issue: Issue
 
 
 class Gathering:
@@ -85,7 +99,8 @@ class Rendezvous:
         self.reached: dict[tuple[str, int], int] = {}
         """(group, rank) -> collectives of the group the rank's streams have reached."""
 
-    def arrive(self, call: CollectiveCall, stream: Any, task: Any) -> None:
+    def arrive(self, issue: Issue, stream: Any, task: Any) -> None:
+        call = issue.call
         group, rank = call.group, call.rank
         index = self.reached.get((group.name, rank), 0)
         self.reached[(group.name, rank)] = index + 1
@@ -96,7 +111,7 @@ class Rendezvous:
         else:
             _check_match(gathering, call, self.cluster.source)
         task.op_name = group.task_name(call.spec.type_name, index)
-        gathering.members[rank] = _Member(call, stream, task, task.start + call.spec.idle_us)
+        gathering.members[rank] = _Member(call, stream, task, task.start + call.spec.idle_us, issue)
         if len(gathering.members) == len(group.ranks):
             del self.open[key]
             self.cluster.complete(gathering)
@@ -143,7 +158,8 @@ def member_record(gathering: Gathering, rank: int, *, end: float, last_ready: fl
         name=task.op_name, op_type=spec.type_name, group_hash=group.group_hash, nbytes=spec.nbytes,
         dtype=spec.dtype, algorithm=algorithm, transport=transport, stream_id=m.stream.stream_id,
         start_us=task.start, ready_us=m.ready, end_us=end, wait_us=last_ready - m.ready, transit_us=transit,
-        idle_us=spec.idle_us, links=links)
+        idle_us=spec.idle_us, links=links, thread=m.issue.thread, launch_us=task.queued - m.issue.launch_us,
+        queued_us=task.queued)
 
 
-__all__ = ["CollectiveSpec", "CollectiveCall", "Gathering", "Rendezvous", "member_record"]
+__all__ = ["CollectiveSpec", "CollectiveCall", "Issue", "Gathering", "Rendezvous", "member_record"]

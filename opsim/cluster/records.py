@@ -38,6 +38,12 @@ class CollectiveRecord(NamedTuple):
     idle_us: float
     links: tuple[tuple[int, int, str, int, float], ...]
     """(src rank, dst rank, transport, bytes, time_us) of what this rank sent."""
+    thread: str = ""
+    """The host thread that launched it (its CANN_API launch row's thread)."""
+    launch_us: float = 0.0
+    """The host thread began launching it (the HCCL launch on the host, before the task is queued)."""
+    queued_us: float = 0.0
+    """The launch ended: the task entered its stream's queue (launch_us + the launch's host time)."""
 
 
 RECORD_FIELDS: tuple[str, ...] = tuple(CollectiveRecord.__annotations__)

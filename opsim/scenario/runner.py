@@ -15,9 +15,7 @@ from pathlib import Path
 from typing import Any, Callable, Generator, Mapping, Sequence
 
 from opsim.opdev.settings import SimulationSettings
-from opsim.errors import OutputPathError
-from opsim.outputs import OutputDir
-from opsim.safe_io import shown_path
+from opsim.outputs import OutputDir, make_dir
 from opsim.scenario.config import OpStep, ScenarioConfig
 from opsim.scenario.limits import Limits, MAX_HORIZON_US
 from opsim.scenario.loader import load_scenario, profiler_format
@@ -519,11 +517,7 @@ def _dump_dir(config: ScenarioConfig, staged: OutputDir | None, target: Path) ->
     an absolute one as given."""
     d = config.dump.dir
     if d and os.path.isabs(d) and config.numerics:  # made now: a directory that cannot be made fails before the run
-        try:
-            os.makedirs(d, exist_ok=True)
-        except OSError as exc:
-            raise OutputPathError(f"dump.dir {shown_path(d)}: cannot be created ({exc.strerror or exc}); choose "
-                                  "another directory") from None
+        make_dir(d, "dump.dir")
     if not d or os.path.isabs(d):
         return d
     if staged is None:

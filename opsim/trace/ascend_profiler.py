@@ -158,7 +158,8 @@ def write_profiler_output(sim: Any, out_dir: str, *, name: str, epoch_us: int = 
     step_trace_time reports. ``stream_ids`` maps opsim stream ids to the ids written (streams not in it keep
     theirs; `profile_stream_ids` gives a replay its profile's ids); ``kernel_types`` maps recorded kernel names
     to op types (`profiled_kernel_types`). ``collectives`` (a rank's `CollectiveRecord` list, given for every
-    rank of a job, possibly empty) adds communication.json and communication_matrix.json. The same simulation
+    rank of a job, possibly empty) adds communication.json and communication_matrix.json, and in the db layout
+    COMMUNICATION_OP, the collectives' launches and analysis.db's CommAnalyzer* tables (ascend_comm_db.py). The same simulation
     and arguments always give byte-identical files.
     """
     if not isinstance(name, str) or not _NAME_RE.match(name):
@@ -194,10 +195,12 @@ def write_profiler_output(sim: Any, out_dir: str, *, name: str, epoch_us: int = 
         _write(os.path.join(out, "op_statistic.csv"), csv_text(OP_STATISTIC_HEADER, op_statistic_rows(p)))
         _write(os.path.join(out, "step_trace_time.csv"), csv_text(STEP_TRACE_TIME_HEADER, step_trace_rows(p)))
         _write_memory_csvs(p, out)
-    if collectives is not None and text:
-        _write_communication(p, out, collectives)
+    comm = communication_contents(p, collectives) if collectives is not None else None
+    if comm is not None and text:
+        _write(os.path.join(out, "communication.json"), dumps(comm[0]))
+        _write(os.path.join(out, "communication_matrix.json"), dumps(comm[1]))
     if db:
-        write_profiler_db(p, out, rank=rank)
+        write_profiler_db(p, out, rank=rank, collectives=collectives, comm=comm)
     return root
 
 
@@ -213,8 +216,8 @@ def collective_step_finder(p: AscendProfile) -> StepOf:
     return step_of
 
 
-def _write_communication(p: AscendProfile, out: str, collectives: Sequence[Any]) -> None:
-    """communication.json and communication_matrix.json of one rank of a job."""
+def communication_contents(p: AscendProfile, collectives: Sequence[Any]) -> tuple[dict, dict]:
+    """The contents of communication.json and communication_matrix.json of one rank of a job (the db layout's
+    analysis.db holds the same figures)."""
     step_of = collective_step_finder(p)
-    _write(os.path.join(out, "communication.json"), dumps(communication_data(collectives, step_of, p.epoch_us)))
-    _write(os.path.join(out, "communication_matrix.json"), dumps(communication_matrix_data(collectives, step_of)))
+    return communication_data(collectives, step_of, p.epoch_us), communication_matrix_data(collectives, step_of)

@@ -11,9 +11,11 @@ from __future__ import annotations
 import operator
 import os
 import sqlite3
-from typing import Callable, Iterable
+from typing import Any, Callable, Iterable, Sequence
 
 import numpy as np
+from opsim.trace.ascend_comm_db import (ANALYSIS_COMM_TABLES, analysis_comm_rows, communication_db_rows,
+                                       communication_ops)
 from opsim.trace.ascend_db_schema import ENUM_API_TYPE, ENUM_TABLES, META_DATA, PROFILER_DB_TABLES
 from opsim.trace.ascend_memory import memory_db_rows
 from opsim.trace.ascend_model import FILE_MODE, MODEL_ID_NONE, AscendProfile
@@ -102,18 +104,20 @@ def _write_db(path: str, fill: Callable[[sqlite3.Connection], None]) -> None:
     os.chmod(path, FILE_MODE)
 
 
-def profiler_db_rows(p: AscendProfile, rank: int) -> dict[str, list[tuple]]:
-    """The rows of every profiler DB table (STRING_IDS last: it collects the strings the others use); tables
-    of what opsim does not model (communication, HBM bandwidth, LLC, ...) stay empty."""
+def profiler_db_rows(p: AscendProfile, rank: int, collectives: Sequence[Any] | None = None
+                     ) -> dict[str, list[tuple]]:
+    """The rows of every profiler DB table (STRING_IDS last: it collects the strings the others use); a job's
+    rank also gets its `collectives` (COMMUNICATION_OP and their launches, ascend_comm_db.py). Tables of what
+    opsim does not model (communication sub-tasks, HBM bandwidth, LLC, ...) stay empty."""
     sid = _Strings()
     rows: dict[str, list[tuple]] = {t: [] for t in PROFILER_DB_TABLES}
     for table, values in ENUM_TABLES.items():
         rows[table] = sorted(values.items())
     corr_ids = {c.corr for c in p.op_calls}
-    _task_rows(p, rows, sid, corr_ids)
-    rows["CANN_API"] = with_depth(
-        [(a.start_ns, a.end_ns, _API_TYPE_ID["acl" if a.kind == "acl" else "node"], a.tid,
-          a.corr if a.corr in corr_ids else None, sid[a.name]) for a in p.api_spans], track=3)
+    comm = communication_ops(p, collectives) if collectives else []
+    _task_rows(p, rows, sid, corr_ids, {op.task: op.conn for op in comm})
+    cann = [(a.start_ns, a.end_ns, _API_TYPE_ID["acl" if a.kind == "acl" else "node"], a.tid,
+             a.corr if a.corr in corr_ids else None, sid[a.name]) for a in p.api_spans]
     op_type = _API_TYPE_ID["op"]
     api = [(w.start_ns, w.end_ns, w.tid, None, sid[f"ProfilerStep#{w.step}"], -1, 0, None, None, None, op_type)
            for w in p.steps]
@@ -129,19 +133,26 @@ def profiler_db_rows(p: AscendProfile, rank: int) -> dict[str, list[tuple]]:
     rows["RANK_DEVICE_MAP"] = [(rank, p.device_id)]
     _session_rows(p, rows)
     rows.update(memory_db_rows(p, sid))
+    if comm:  # a job's rank: its strings come after the others', so the tables a single rank has keep their ids
+        rows["COMMUNICATION_OP"], launches = communication_db_rows(p, comm, sid)
+        cann.extend(launches)
+        cann.sort(key=lambda r: (r[0], -r[1], r[3]))  # stable: a launch's AscendCL span encloses its Node span
+    rows["CANN_API"] = with_depth(cann, track=3)
     rows["STRING_IDS"] = [(i, text) for text, i in sid.ids.items()]
     return rows
 
 
-def _task_rows(p: AscendProfile, rows: dict[str, list[tuple]], sid: _Strings, corr_ids: set[int]) -> None:
-    """TASK (every shown task, nesting depth on its stream), COMPUTE_TASK_INFO and TASK_PMU_INFO (kernels)."""
+def _task_rows(p: AscendProfile, rows: dict[str, list[tuple]], sid: _Strings, corr_ids: set[int],
+               comm_conn: dict[int, int] | None = None) -> None:
+    """TASK (every shown task, nesting depth on its stream), COMPUTE_TASK_INFO and TASK_PMU_INFO (kernels);
+    `comm_conn` gives a collective's task its op's connectionId."""
     task = []
     compute = rows["COMPUTE_TASK_INFO"]
     pmu_info = rows["TASK_PMU_INFO"]
     pmu_cells: dict[int, list] = {}  # by id of the (shared, frozen) split: its names' ids and values
     tensor_ids: dict[int, tuple] = {}  # by id of the tensor description: its six ids
     for gid, t in enumerate(p.tasks):
-        conn_id = t.corr if t.corr in corr_ids else None
+        conn_id = t.corr if t.corr in corr_ids else comm_conn.get(gid) if comm_conn else None
         tt = t.task_type
         task.append((t.start_ns, t.end_ns, t.device, conn_id, gid, 0, sid[RTS_TASK_TYPE.get(tt, tt)],
                      CONTEXT_ID_NONE, t.stream, t.task_id, MODEL_ID_NONE))
@@ -226,18 +237,25 @@ def analysis_db_rows(p: AscendProfile) -> list[tuple]:
              (r.comm_not_overlapped - r.bubble) / 1000, r.preparing / 1000) for r in p.step_rows]
 
 
-def write_profiler_db(p: AscendProfile, out_dir: str, *, rank: int = 0) -> tuple[str, str]:
-    """Write ``ascend_pytorch_profiler_<rank>.db`` and ``analysis.db`` into ``out_dir`` (ASCEND_PROFILER_OUTPUT)."""
+def write_profiler_db(p: AscendProfile, out_dir: str, *, rank: int = 0, collectives: Sequence[Any] | None = None,
+                      comm: tuple[dict, dict] | None = None) -> tuple[str, str]:
+    """Write ``ascend_pytorch_profiler_<rank>.db`` and ``analysis.db`` into ``out_dir`` (ASCEND_PROFILER_OUTPUT).
+    A job's rank gives its `collectives` (CollectiveRecords) and `comm`, the contents of its communication.json
+    and communication_matrix.json, which analysis.db's CommAnalyzer* tables hold."""
     db_path = os.path.join(out_dir, f"ascend_pytorch_profiler_{rank}.db")
 
     def profiler_db(conn: sqlite3.Connection) -> None:
         _create(conn, PROFILER_DB_TABLES)
-        for table, rows in profiler_db_rows(p, rank).items():
+        for table, rows in profiler_db_rows(p, rank, collectives).items():
             _insert(conn, table, len(PROFILER_DB_TABLES[table]), rows)
 
     def analysis_db(conn: sqlite3.Connection) -> None:
         _create(conn, ANALYSIS_DB_TABLES)
         _insert(conn, "StepTraceTime", len(ANALYSIS_DB_TABLES["StepTraceTime"]), analysis_db_rows(p))
+        if comm is not None:
+            _create(conn, ANALYSIS_COMM_TABLES)
+            for table, rows in analysis_comm_rows(*comm).items():
+                _insert(conn, table, len(ANALYSIS_COMM_TABLES[table]), rows)
 
     _write_db(db_path, profiler_db)
     analysis_path = os.path.join(out_dir, "analysis.db")

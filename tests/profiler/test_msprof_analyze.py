@@ -356,3 +356,37 @@ def test_advisor_names_the_slow_rank_of_a_job(job_output, tmp_path):
         if rank != SLOW_RANK:
             assert [c * 1.5 for c in values] == pytest.approx(compute[SLOW_RANK], rel=1e-4)
     assert any(f"Rank{SLOW_RANK}" in name for name in problems)  # it compares the slow rank's kernels to a fast one
+
+
+@pytest.mark.slow
+def test_slow_rank_and_all_on_the_db_layout_name_the_slowed_rank(tmp_path):
+    """msprof-analyze's slow_rank recipe reads each rank's COMMUNICATION_OP (joined to its launch in CANN_API)
+    and votes, per allreduce, for the rank whose communication was abnormally short (Dixon's test): the rank
+    the others waited for. Ranks 1 and 2 are 1% and 2% slower so that the fast ranks' times differ (the test
+    needs more than three distinct times), rank 3 1.5x."""
+    from opsim.scenario.runner import run_scenario
+    from opsim.trace.timefmt import to_ns
+
+    from .test_comm_db import job
+    out = tmp_path / "out"
+    res = run_scenario(job(), out_dir=out, profiler_output="db")
+    run_tool(["cluster", "-d", str(out), "-m", "slow_rank", "--export_type", "text"], cwd=tmp_path)
+    result = out / "cluster_analysis_output" / "SlowRankAnalysis"
+    with open(result / "rank_stats.csv", newline="") as f:
+        assert [(r["rankId"], r["slowAffectCount"]) for r in csv.DictReader(f)] == [("3", "1")]
+    with open(result / "slow_op_stats.csv", newline="") as f:
+        (op,) = csv.DictReader(f)
+    first = min(res.ranks[3].rank.collectives, key=lambda c: c.start_us)
+    assert (op["SlowRank"], op["OpName"], op["GroupName"], int(op["Count"])) == ("3", first.name, "world", 4)
+    assert int(op["Timestamp"]) == EPOCH_NS + to_ns(first.start_us)  # the slow rank's start of the op
+    # -m all on the same folder: the communication tables come from each rank's analysis.db
+    run_tool(["cluster", "-d", str(out), "-m", "all"], cwd=tmp_path)
+    db = sqlite3.connect(out / "cluster_analysis_output" / "cluster_analysis.db")
+    assert db.execute("SELECT type, rank_set FROM CommunicationGroupMapping").fetchall() == [
+        ("collective", "(0,1,2,3)")]
+    waits = dict(db.execute("SELECT rank_id, sum(wait_time) FROM ClusterCommunicationTime "
+                            "WHERE hccl_op_name NOT LIKE 'Total%' GROUP BY rank_id"))
+    assert sorted(waits) == [0, 1, 2, 3] and waits[3] == 0
+    for rank, run in enumerate(res.ranks):
+        # msprof-analyze rounds each op's figure to 1e-6 ms
+        assert waits[rank] * 1000 == pytest.approx(sum(c.wait_us for c in run.rank.collectives), abs=5e-3)
