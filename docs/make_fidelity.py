@@ -67,14 +67,18 @@ def generalisation_section() -> list[str]:
            "predicted by a model fitted on the other workloads only (family parameters, op-type factors, "
            "signatures and op-type lines; nothing built in), on its own SoC (its PMU clock and block dims). "
            "Targets per held-out workload: median |error| <= 20%, >= 60% within 25%, summed device time within "
-           "10%. Rows per op family follow each workload's row.",
+           "10%. Rows per op family follow each workload's row. The last column is the share of kernels whose "
+           "real time lies in the predicted p10-p90 band (the family bands come from the held-in workloads' "
+           "own leave-one-out residuals; an honest band holds about 80%).",
            "",
-           "| held-out workload | family | n | median \\|err\\| | within 25% | summed device time | targets |",
-           "|---|---|---|---|---|---|---|"]
+           "| held-out workload | family | n | median \\|err\\| | within 25% | summed device time | targets "
+           "| in p10-p90 band |",
+           "|---|---|---|---|---|---|---|---|"]
     for r in lopo:
         verdict = "" if r["met"] is None else ("met" if r["met"] else "not met")
         out.append(f"| {r['workload']} | {r['family']} | {r['n']} | {_pct(r['median_error'])} | "
-                   f"{100 * r['within_25']:.0f}% | {100 * r['sum_error']:+.1f}% | {verdict} |")
+                   f"{100 * r['within_25']:.0f}% | {100 * r['sum_error']:+.1f}% | {verdict} | "
+                   f"{100 * r['in_band']:.0f}% |")
     out += ["", "A model fitted on one workload alone (one SoC) predicting another SoC's workload "
             "(target: median <= 30%):", "",
             "| fitted on | predicts | n | median \\|err\\| | within 25% | summed device time | target |",
@@ -167,11 +171,18 @@ def device_section() -> str:
     for name, p in m.families.items():
         out.append(f"| {name} | {_num(p.overhead_us)} | {_num(p.compute_eff)} | {_num(p.hbm_eff)} | "
                    f"{_num(p.core_bw)} | {p.n} | {math.exp(p.log_p10):.2f}-{math.exp(p.log_p90):.2f} |")
+    launch = {(p.block_us, p.mix_us) for p in m.families.values()}
+    if len(launch) == 1:
+        block, mix = launch.pop()
+        out += ["", f"Launch terms every family shares (fitted on the pooled vector-like kernels): {_num(block)} us "
+                    f"per block of the kernel, {_num(mix)} us more for a mixed-core (MIX_AIC / MIX_AIV) kernel."]
     out += ["", "Op-type factors over the family (real / family prediction, median; used within 8x of the byte "
-            "range they saw):", "", "| op type | family | factor | n | p10-p90 | bytes range |", "|---|---|---|---|---|---|"]
+            "range they saw and only for the element sizes they saw):", "",
+            "| op type | family | factor | n | p10-p90 | bytes range | element sizes |", "|---|---|---|---|---|---|---|"]
     for (op, fam), f in m.op_types.items():
+        sizes = ", ".join(f"{v:g}" for v in f.itemsizes) or "any"
         out.append(f"| {op} | {fam} | {f.factor:.3g} | {f.n} | {math.exp(f.log_p10):.2f}-{math.exp(f.log_p90):.2f} | "
-                   f"{f.bytes_range[0]:.3g}-{f.bytes_range[1]:.3g} |")
+                   f"{f.bytes_range[0]:.3g}-{f.bytes_range[1]:.3g} | {sizes} |")
     out += ["", "Host timings of the ACLNN APIs in `tests/data/real/trace_view_910b_mnist.json` (medians in us; "
             "phase 1 on torch_npu executor-cache misses only):", "",
             "| API | phase 1 | phase 2 (all) | phase 2 miss | phase 2 hit | calls |", "|---|---|---|---|---|---|"]

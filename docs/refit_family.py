@@ -13,14 +13,11 @@ import dataclasses
 import sys
 from pathlib import Path
 
-import numpy as np
-
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from opsim.calibration import read_profiles, socs_of, work_samples  # noqa: E402
 from opsim.calibration.family_fit import fit_family_model  # noqa: E402
-from opsim.device.family import FamilyParams, family_of  # noqa: E402
 from opsim.device.fitted_io import family_to_dict  # noqa: E402
 
 REAL = Path("tests/data/real")
@@ -48,24 +45,11 @@ def load() -> tuple[dict, dict]:
 
 
 def build() -> dict:
-    from opsim.calibration.validate import leave_one_out
+    from opsim.calibration.validate import out_of_sample_bands, with_bands
     groups, socs = load()
     records = [r for rs in groups.values() for r in rs]
     model = fit_family_model(work_samples(records, socs))
-    residuals: dict[str, list[float]] = {}
-    for preds in leave_one_out(groups, socs, signatures=False).values():
-        for p in preds:
-            if p.level == "roofline":  # the family was absent from the other workloads: no evidence
-                continue
-            residuals.setdefault(family_of(p.record.op_type, p.record.core), []).append(
-                float(np.log(p.real_us / p.predicted_us)))
-    for fam, p in list(model.families.items()):
-        r = residuals.get(fam)
-        if r and len(r) >= 10:
-            model.families[fam] = FamilyParams(p.overhead_us, p.compute_eff, p.hbm_eff, p.core_bw, n=p.n,
-                                               log_p10=min(float(np.percentile(r, 10)), 0.0),
-                                               log_p90=max(float(np.percentile(r, 90)), 0.0),
-                                               bytes_range=p.bytes_range)
+    with_bands(model, out_of_sample_bands(groups, socs))
     sources = [{"file": f, "soc": s} for f, s in sorted(socs.items())]
     return {"sources": sources, "family": family_to_dict(model)}
 

@@ -21,16 +21,40 @@ def _elements(shape: tuple[int, ...]) -> int:
     return math.prod(max(d, 0) for d in shape)
 
 
+def _matmul_k(input_shapes: tuple[tuple[int, ...], ...], output_shapes: tuple[tuple[int, ...], ...]
+              ) -> tuple[float, float]:
+    """(K, elements of A and B beyond what K needs) for [b,]M,K x [b,]K,N -> [b,]M,N, either operand possibly
+    transposed. K is what each operand holds per row of the output (|A| / (batch(A) x M), |B| / (batch(B) x
+    N)); when a profile's shapes disagree the smaller one is taken (the larger would put the kernel above the
+    cube's peak) and the rest of the larger operand is not read. For outputs of fewer than two dims: the
+    geometric mean sqrt(|A| x |B| / |C| / batch(B)), nothing in excess."""
+    a, b, c = _elements(input_shapes[0]), _elements(input_shapes[1]), _elements(output_shapes[0])
+    out, sa, sb = output_shapes[0], input_shapes[0], input_shapes[1]
+    batch_b = _elements(sb[:-2]) if len(sb) > 2 else 1
+    if len(out) >= 2 and out[-1] > 0 and out[-2] > 0:
+        batch_a = _elements(sa[:-2]) if len(sa) > 2 else 1
+        ka, kb = a / max(batch_a * out[-2], 1), b / max(batch_b * out[-1], 1)
+        if ka > 0 and kb > 0:
+            k = min(ka, kb)
+            return k, (ka - k) * batch_a * out[-2] + (kb - k) * batch_b * out[-1]
+    return math.sqrt(a * b / c / max(batch_b, 1)), 0.0
+
+
 def matmul_flops(input_shapes: tuple[tuple[int, ...], ...], output_shapes: tuple[tuple[int, ...], ...]) -> float:
-    """2*M*N*K with K = sqrt(|A| x |B| / |C| / batch(B)): exact for [b,]M,K x [b,]K,N -> [b,]M,N."""
+    """2*M*N*K (K as ``_matmul_k`` finds it)."""
     if len(input_shapes) < 2 or not output_shapes:
         return 0.0
-    a, b, c = _elements(input_shapes[0]), _elements(input_shapes[1]), _elements(output_shapes[0])
+    c = _elements(output_shapes[0])
     if c == 0:
         return 0.0
-    batch_b = _elements(input_shapes[1][:-2]) if len(input_shapes[1]) > 2 else 1
-    k = math.sqrt(a * b / c / max(batch_b, 1))
-    return 2.0 * c * k
+    return 2.0 * c * _matmul_k(input_shapes, output_shapes)[0]
+
+
+def matmul_unread_bytes(rec: KernelRecord, itemsize: float) -> float:
+    """Bytes of the operands a matrix multiply does not read (0 when the shapes agree; see ``_matmul_k``)."""
+    if len(rec.input_shapes) < 2 or not rec.output_shapes or _elements(rec.output_shapes[0]) == 0:
+        return 0.0
+    return _matmul_k(rec.input_shapes, rec.output_shapes)[1] * itemsize
 
 
 def record_flops(rec: KernelRecord) -> float:
@@ -90,16 +114,23 @@ def _attention_flops(rec: KernelRecord) -> float:
     return 2.5 * f if "Grad" in rec.op_type else f
 
 
+def _is_float(dtype: str) -> bool:
+    d = dtype.lower()
+    return not (d.startswith(("int", "uint", "bool", "dt_int", "dt_uint", "dt_bool")) or d in ("undefined", ""))
+
+
 def record_itemsize(rec: KernelRecord) -> float:
-    """Element size of the kernel's largest tensor (the dtype the work runs in)."""
+    """Element size of the kernel's largest tensor (the dtype the work runs in); for the cube family the
+    largest floating-point input (a bool mask or int index tensor sets no cube rate)."""
     best, size = -1, 2.0
     shapes = tuple(rec.input_shapes) + tuple(rec.output_shapes)
     dtypes = tuple(rec.input_dtypes) + tuple(rec.output_dtypes)
     if len(rec.input_dtypes) == 1 and len(rec.input_shapes) > 1:
         dtypes = rec.input_dtypes * len(rec.input_shapes) + tuple(rec.output_dtypes)
+    floats_only = family_of(rec.op_type, rec.core) == "cube" and any(_is_float(d) for d in dtypes)
     for s, d in zip(shapes, dtypes):
         e = _elements(s)
-        if e > best:
+        if e > best and (not floats_only or _is_float(d)):
             try:
                 v = dtype_itemsize(d)
             except Exception:  # an unknown name: keep the 16-bit default
@@ -119,6 +150,8 @@ def record_work(rec: KernelRecord) -> tuple[str, float, float, int, float]:
             flops = _attention_flops(rec)
         else:
             flops = matmul_flops(rec.input_shapes, rec.output_shapes)
+            size = record_itemsize(rec)
+            return fam, flops, float(rec.bytes_moved) - matmul_unread_bytes(rec, size), rec.block_dim, size
     else:
         flops = float(max(rec.input_elements, rec.output_elements))
     return fam, flops, float(rec.bytes_moved), rec.block_dim, record_itemsize(rec)

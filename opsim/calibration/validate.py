@@ -6,6 +6,7 @@ the whole run; each fold is predicted by a calibration fitted on the other k-1 f
 """
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
@@ -116,15 +117,20 @@ def fit_held_in(records: list[KernelRecord], socs: dict[str, str], *, signatures
 
 
 def leave_one_out(groups: dict[str, list[KernelRecord]], socs: dict[str, str], *,
-                  signatures: bool = True) -> dict[str, list[Prediction]]:
+                  signatures: bool = True, bands: bool = True) -> dict[str, list[Prediction]]:
     """Leave-one-profile-out: each group (a profile, or every profile of one workload) predicted by a model
-    fitted on the other groups only (family parameters included), on the held-out group's own SoC."""
+    fitted on the other groups only (family parameters included), on the held-out group's own SoC. With
+    ``bands`` and two or more groups left to fit on, the family intervals come from the held-in groups' own
+    leave-one-out residuals (``out_of_sample_bands``), so the band is an out-of-sample spread."""
     out: dict[str, list[Prediction]] = {}
     for name, held in groups.items():
-        train = [r for g, rs in groups.items() if g != name for r in rs]
+        rest = {g: rs for g, rs in groups.items() if g != name}
+        train = [r for rs in rest.values() for r in rs]
         if not train:
             continue
         fitted = fit_held_in(train, socs, signatures=signatures)
+        if bands and len(rest) >= 2:
+            fitted.family = with_bands(fitted.family, out_of_sample_bands(rest, socs))
         by_soc: dict[str, list[KernelRecord]] = {}
         for r in held:
             by_soc.setdefault(socs.get(r.source, "Ascend910B2"), []).append(r)
@@ -136,10 +142,46 @@ def leave_one_out(groups: dict[str, list[KernelRecord]], socs: dict[str, str], *
     return out
 
 
+#: a family needs this many held-out residuals for an out-of-sample band (else it keeps its fit's own).
+MIN_BAND_RESIDUALS = 10
+#: at most this many refits per band estimate (more groups are dealt into this many folds), so a
+#: leave-one-profile-out over G profiles costs O(G) fits, not O(G^2).
+MAX_BAND_FOLDS = 3
+
+
+def out_of_sample_bands(groups: dict[str, list[KernelRecord]], socs: dict[str, str]
+                        ) -> dict[str, tuple[float, float]]:
+    """Per family, the p10 and p90 of log(real / predicted) of a leave-one-group-out over ``groups`` (no
+    signatures; roofline answers left out), widened to include 0 (the band always holds the prediction)."""
+    if len(groups) > MAX_BAND_FOLDS:  # bounded cost: groups dealt round-robin into MAX_BAND_FOLDS folds
+        folds: dict[str, list[KernelRecord]] = {}
+        for i, rs in enumerate(groups.values()):
+            folds.setdefault(f"fold {i % MAX_BAND_FOLDS}", []).extend(rs)
+        groups = folds
+    residuals: dict[str, list[float]] = {}
+    for preds in leave_one_out(groups, socs, signatures=False, bands=False).values():
+        for p in preds:
+            if p.level == "roofline":  # the family was absent from the other groups: no evidence
+                continue
+            residuals.setdefault(family_of(p.record.op_type, p.record.core), []).append(
+                float(np.log(p.real_us / p.predicted_us)))
+    return {fam: (min(float(np.percentile(r, 10)), 0.0), max(float(np.percentile(r, 90)), 0.0))
+            for fam, r in residuals.items() if len(r) >= MIN_BAND_RESIDUALS}
+
+
+def with_bands(model: Any, bands: dict[str, tuple[float, float]]) -> Any:
+    """``model`` (a FamilyModel) with the family intervals ``bands`` gives (others unchanged)."""
+    for fam, (lo, hi) in bands.items():
+        if fam in model.families:
+            model.families[fam] = dataclasses.replace(model.families[fam], log_p10=lo, log_p90=hi)
+    return model
+
+
 @dataclass(frozen=True)
 class HeldOutRow:
-    """Errors of one held-out profile (and op family, '' for all): median |error|, share within 25%, and
-    the error of the summed device time."""
+    """Errors of one held-out profile (and op family, '' for all): median |error|, share within 25%, the
+    error of the summed device time, and the share of kernels whose real time lies in the predicted
+    p10-p90 band (80% when the band is honest)."""
 
     profile: str
     family: str
@@ -147,6 +189,7 @@ class HeldOutRow:
     median_error: float
     within_25: float
     sum_error: float
+    in_band: float = 0.0
 
 
 def held_out_table(results: dict[str, list[Prediction]]) -> list[HeldOutRow]:
@@ -161,16 +204,17 @@ def held_out_table(results: dict[str, list[Prediction]]) -> list[HeldOutRow]:
                 continue
             e = np.array([p.rel_error for p in ps])
             real = sum(p.real_us for p in ps)
+            band = float(np.mean([p.low_us <= p.real_us <= p.high_us for p in ps]))
             rows.append(HeldOutRow(name, fam, len(ps), float(np.median(e)), float(np.mean(e <= 0.25)),
-                                   sum(p.predicted_us for p in ps) / real - 1.0 if real > 0 else 0.0))
+                                   sum(p.predicted_us for p in ps) / real - 1.0 if real > 0 else 0.0, band))
     return rows
 
 
 def render_held_out(rows: list[HeldOutRow], markdown: bool = False) -> str:
     """A text (or markdown) table of ``held_out_table`` rows."""
-    head = ("held-out profile", "family", "n", "median |err|", "within 25%", "summed time err")
+    head = ("held-out profile", "family", "n", "median |err|", "within 25%", "summed time err", "in p10-p90")
     body = [(r.profile, r.family, str(r.n), f"{100 * r.median_error:.1f}%", f"{100 * r.within_25:.0f}%",
-             f"{100 * r.sum_error:+.1f}%") for r in rows]
+             f"{100 * r.sum_error:+.1f}%", f"{100 * r.in_band:.0f}%") for r in rows]
     return _render(head, body, markdown)
 
 

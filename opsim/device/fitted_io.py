@@ -59,6 +59,8 @@ def _measured_dict(m: Measured) -> dict:
 
 _FAMILY_NUMBERS = ("overhead_us", "compute_eff", "hbm_eff", "core_bw", "log_p10", "log_p90")
 _FACTOR_NUMBERS = ("factor", "log_p10", "log_p90")
+#: optional launch terms of a family (absent: 0, as in files written before they existed).
+_LAUNCH_NUMBERS = ("block_us", "mix_us")
 
 
 def family_to_dict(m: FamilyModel) -> dict:
@@ -67,11 +69,16 @@ def family_to_dict(m: FamilyModel) -> dict:
     for name, p in m.families.items():
         d: dict[str, Any] = {k: _num(getattr(p, k)) for k in _FAMILY_NUMBERS}
         d["n"] = p.n
+        for k in _LAUNCH_NUMBERS:
+            if getattr(p, k):
+                d[k] = _num(getattr(p, k))
         if p.bytes_range is not None:
             d["bytes_range"] = [_num(v) for v in p.bytes_range]
         fams[name] = d
     ops = {f"{op}@{fam}": {**{k: _num(getattr(f, k)) for k in _FACTOR_NUMBERS}, "n": f.n,
-                           "bytes_range": [_num(v) for v in f.bytes_range]} for (op, fam), f in m.op_types.items()}
+                           "bytes_range": [_num(v) for v in f.bytes_range],
+                           **({"itemsizes": [_num(v) for v in f.itemsizes]} if f.itemsizes else {})}
+           for (op, fam), f in m.op_types.items()}
     return {"n": m.n, "families": fams, "op_types": ops}
 
 
@@ -90,6 +97,7 @@ def family_from_dict(data: Any, file: str, where: str = "family") -> FamilyModel
         nums = {k: r.number(d, k, w) if not k.startswith("log") else _signed(r, d, k, w) for k in _FAMILY_NUMBERS}
         if nums["compute_eff"] <= 0 or nums["hbm_eff"] <= 0 or nums["core_bw"] <= 0:
             raise r.fail(w, "compute_eff, hbm_eff and core_bw must be > 0")
+        nums.update({k: r.number(d, k, w, default=0.0) for k in _LAUNCH_NUMBERS})
         m.families[str(name)] = FamilyParams(**nums, n=int(r.number(d, "n", w, default=0, integer=True)),
                                              bytes_range=r.range(d, "bytes_range", w))
     for key, d in r.mapping(data.get("op_types"), f"{where}.op_types").items():
@@ -103,8 +111,21 @@ def family_from_dict(data: Any, file: str, where: str = "family") -> FamilyModel
             raise r.fail(f"{w}.factor", "must be > 0")
         m.op_types[(op, fam)] = OpTypeFactor(factor=factor, n=int(r.number(d, "n", w, default=0, integer=True)),
                                              log_p10=_signed(r, d, "log_p10", w), log_p90=_signed(r, d, "log_p90", w),
-                                             bytes_range=r.range(d, "bytes_range", w) or (0.0, 0.0))
+                                             bytes_range=r.range(d, "bytes_range", w) or (0.0, 0.0),
+                                             itemsizes=_itemsizes(r, d, w))
     return m
+
+
+def _itemsizes(r: "_Reader", d: dict, where: str) -> tuple[float, ...]:
+    """An op-type factor's element sizes: absent (any), or a short list of sizes in bytes (0 < size <= 16)."""
+    v = d.get("itemsizes")
+    if v is None:
+        return ()
+    if (not isinstance(v, list) or not 0 < len(v) <= 16
+            or any(isinstance(x, bool) or not isinstance(x, (int, float)) or not 0 < x <= 16 for x in v)):
+        raise r.fail(f"{where}.itemsizes", f"must be a list of 1 to 16 element sizes in bytes (0 < size <= 16), "
+                                           f"got {str(v)[:80]!r}")
+    return tuple(float(x) for x in v)
 
 
 def _signed(r: "_Reader", d: dict, key: str, where: str) -> float:

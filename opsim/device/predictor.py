@@ -6,7 +6,7 @@ Most specific evidence first; each level answers only where it has evidence:
 2. the calibration's **op type** line, only within the sizes it was fitted on (never extrapolated) and only
    on the SoC it was measured on (absolute times do not carry to other hardware);
 3. an **op type** factor over the family model: the calibration's, else the built-in one, near the sizes it
-   saw (``OpTypeFactor.covers``); factors are relative to the SoC-parameterised family model, so they carry
+   saw and in the element sizes it saw (``OpTypeFactor.covers``); factors are relative to the SoC-parameterised family model, so they carry
    to another SoC;
 4. the **family** model (``opsim.device.family``) with the built-in parameters fitted on all public profiles;
 5. the **roofline** (``CostModel.kernel_time``) for kernels no family parameters cover.
@@ -79,12 +79,12 @@ def predict(cost: object, op_type: str, core: str, flops: float, nbytes: float, 
         us = cost.kernel_time(flops, nbytes, block_dim if block_dim > 0 else 1, kind)  # type: ignore[attr-defined]
         s = math.log(ROOFLINE_SPREAD)
         return _band(us, -s, s, "roofline", "roofline")
-    base = physical_time(params, family, core, flops, nbytes, block_dim, itemsize, soc)
+    base = physical_time(params, family, core, flops, nbytes, block_dim, itemsize, soc, op_type)
     for fam_model, source in ((cal.family if cal is not None else None, "calibration"), (builtin, "built-in fits")):
         if fam_model is None:
             continue
         factor = fam_model.op_types.get((op_type, family))
-        if factor is not None and factor.covers(nbytes):
+        if factor is not None and factor.covers(nbytes, itemsize):
             return _band(base * factor.factor, factor.log_p10, factor.log_p90, "op type", source)
     return _band(base, params.log_p10, params.log_p90, "family", "family model",
                  OUTSIDE_WIDEN if _outside(params, nbytes) else 1.0)
