@@ -167,16 +167,23 @@ def write_import(result: ImportResult, out: str | Path) -> ImportResult:
               "sleeps are the recorded host gaps.\n")
     if result.replay is not None:
         return _write_replay(result, out, header)
+    from opsim.yamlio.limits import MAX_FILE_BYTES  # lazy: as above
     _validate_before_writing(result.scenario, out)
-    out.parent.mkdir(parents=True, exist_ok=True)
+    calibration_path = out.with_name(out.stem + CALIBRATION_SUFFIX)
     if result.calibration is not None:
-        result.calibration_path = result.calibration.save(out.with_name(out.stem + CALIBRATION_SUFFIX))
         items = list(result.scenario.items())
         at = next(i for i, (k, _) in enumerate(items) if k == "profiled_ops")
-        items.insert(at, ("calibration", result.calibration_path.name))
+        items.insert(at, ("calibration", calibration_path.name))
         result.scenario = dict(items)
-    text = yaml.safe_dump(result.scenario, sort_keys=False, width=120, default_flow_style=None)
-    write_text_atomic(out, header + text)
+    text = header + yaml.safe_dump(result.scenario, sort_keys=False, width=120, default_flow_style=None)
+    if len(text.encode("utf-8")) > MAX_FILE_BYTES:  # opsim run could not read it: nothing is written
+        raise ProfileFormatError(f"{out}: the replay is {len(text.encode('utf-8')) / (1 << 20):.1f} MiB of scenario "
+                                 f"YAML, above the {MAX_FILE_BYTES >> 20} MiB opsim run reads (docs/scenarios.md, "
+                                 "Limits); nothing was written: import a profile of fewer steps")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    if result.calibration is not None:
+        result.calibration_path = result.calibration.save(calibration_path)
+    write_text_atomic(out, text)
     result.scenario_path = out
     result.report_path = result.report.write(out.with_name(out.stem + REPORT_SUFFIX))
     return result

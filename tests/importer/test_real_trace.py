@@ -62,6 +62,18 @@ def test_the_imported_scenario_validates(imported, tmp_path):
     assert out.report_path.exists()
 
 
+def test_a_replay_opsim_run_could_not_read_is_refused_and_nothing_is_written(imported, tmp_path, monkeypatch):
+    """A scenario above the file limit `opsim run` reads (a long profile) is never written."""
+    import opsim.yamlio.limits as limits
+    from opsim.errors import ProfileFormatError
+    from opsim.importer import write_import
+    monkeypatch.setattr(limits, "MAX_FILE_BYTES", 4 << 10)
+    with pytest.raises(ProfileFormatError, match=r"mnist.yaml: the replay is 0\.\d MiB of scenario YAML, above the "
+                                                 r"0 MiB opsim run reads.*nothing was written"):
+        write_import(imported, tmp_path / "mnist.yaml")
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_replay_makes_the_same_aclnn_calls_per_api_phase_and_thread(replay):
     assert replay["count_mismatches"] == {}
     assert replay["calls_real"] == replay["calls_replay"] == 171
