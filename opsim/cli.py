@@ -137,11 +137,32 @@ def _add_budgets(p: argparse.ArgumentParser) -> None:
                         f"(default {DEFAULT_MAX_CALLS:_})")
     p.add_argument("--max-numerics-mib", type=_positive_int, default=DEFAULT_NUMERICS_BYTES >> 20, metavar="MIB",
                    help=f"host memory numerics: true may use for tensor data (default {DEFAULT_NUMERICS_BYTES >> 20})")
+    _add_file_budget(p)
+
+
+def _add_file_budget(p: argparse.ArgumentParser) -> None:
+    from opsim.yamlio.limits import MAX_FILE_BYTES  # lazy: each subcommand loads only what it runs
+    p.add_argument("--max-file-mib", type=_file_mib, default=MAX_FILE_BYTES >> 20, metavar="MIB",
+                   help=f"largest scenario file read or written, e.g. a long imported replay (default "
+                        f"{MAX_FILE_BYTES >> 20}, at most {MAX_FILE_MIB})")
+
+
+MAX_FILE_MIB = 1024
+"""The largest --max-file-mib: a scenario file is read whole, and its data held in memory."""
+
+
+def _file_mib(text: str) -> int:
+    import argparse  # lazy: loaded with the parser (see _parser_class)
+    value = _positive_int(text)
+    if value > MAX_FILE_MIB:
+        raise argparse.ArgumentTypeError(f"at most {MAX_FILE_MIB} (MiB)")
+    return value
 
 
 def _limits(args: argparse.Namespace):
     from opsim.scenario.limits import Limits  # lazy: each subcommand loads only what it runs
-    return Limits(max_calls=args.max_calls, numerics_bytes=args.max_numerics_mib << 20)
+    return Limits(max_calls=args.max_calls, numerics_bytes=args.max_numerics_mib << 20,
+                  file_bytes=args.max_file_mib << 20)
 
 
 def _add_import_parser(sub: Any) -> None:
@@ -154,6 +175,7 @@ def _add_import_parser(sub: Any) -> None:
                                      "of rank folders")
     imp.add_argument("-o", "--output", metavar="SCENARIO", required=True, help="the scenario YAML to write")
     imp.add_argument("--name", help="the scenario's name (default: from the profile)")
+    _add_file_budget(imp)
 
 
 def cmd_import(args: argparse.Namespace, out: TextIO) -> int:
@@ -162,12 +184,13 @@ def cmd_import(args: argparse.Namespace, out: TextIO) -> int:
     from opsim.importer import import_job, import_profile, import_ranks, write_import
     from opsim.importer.job import is_job_folder  # lazy: each subcommand loads only what it runs
     from opsim.ingest.locate import rank_dirs  # lazy: each subcommand loads only what it runs
+    budget = args.max_file_mib << 20
     if is_job_folder(args.profile):  # the rank folders of a job: one multi-rank scenario
-        results = [write_import(import_job(args.profile, name=args.name, progress=True), args.output)]
+        results = [write_import(import_job(args.profile, name=args.name, progress=True), args.output, budget)]
     elif rank_dirs(args.profile):  # rank folders without collectives: each imported on its own
-        results = import_ranks(args.profile, args.output, name=args.name, progress=True)
+        results = import_ranks(args.profile, args.output, name=args.name, progress=True, max_bytes=budget)
     else:
-        results = [write_import(import_profile(args.profile, name=args.name, progress=True), args.output)]
+        results = [write_import(import_profile(args.profile, name=args.name, progress=True), args.output, budget)]
     for result in results:
         for line in result.report.summary_lines():
             out.write(line + "\n")

@@ -17,6 +17,7 @@ import re
 import sys
 from opsim.errors import ProfileFormatError, ScenarioError
 from opsim.outputs import write_text_atomic
+from opsim.yamlio.limits import MAX_FILE_BYTES
 
 REPORT_SUFFIX = ".import-report.json"
 """The report is written next to the scenario: `scenario.yaml` -> `scenario.import-report.json`."""
@@ -158,17 +159,18 @@ def _default_name(path: Path) -> str:
     return cleaned if cleaned[0].isalpha() or cleaned[0] == "_" else "p_" + cleaned
 
 
-def write_import(result: ImportResult, out: str | Path) -> ImportResult:
-    """Write the scenario YAML, its import report and (with a kernel table) its calibration next to it."""
+def write_import(result: ImportResult, out: str | Path, max_bytes: int = MAX_FILE_BYTES) -> ImportResult:
+    """Write the scenario YAML, its import report and (with a kernel table) its calibration next to it; a
+    scenario above `max_bytes` (the file budget `opsim run` reads, --max-file-mib) is refused, nothing written."""
     import yaml  # lazy: keeps PyYAML out of importing opsim.importer
     out = Path(out)
+    budget = f" --max-file-mib {max_bytes >> 20}" if max_bytes != MAX_FILE_BYTES else ""
     header = ("# Imported by `opsim import` from a real profile. Replay: opsim run " + out.name +
-              " --profiler-output\n# Profiled ops (profiled_ops) carry the recorded launch lists and host times; "
-              "sleeps are the recorded host gaps.\n")
+              f" --profiler-output{budget}\n# Profiled ops (profiled_ops) carry the recorded launch lists and host "
+              "times; sleeps are the recorded host gaps.\n")
     if result.replay is not None:
-        return _write_replay(result, out, header)
-    from opsim.yamlio.limits import MAX_FILE_BYTES  # lazy: as above
-    _validate_before_writing(result.scenario, out)
+        return _write_replay(result, out, header, max_bytes)
+    _validate_before_writing(result.scenario, out, max_bytes)
     calibration_path = out.with_name(out.stem + CALIBRATION_SUFFIX)
     if result.calibration is not None:
         items = list(result.scenario.items())
@@ -176,10 +178,9 @@ def write_import(result: ImportResult, out: str | Path) -> ImportResult:
         items.insert(at, ("calibration", calibration_path.name))
         result.scenario = dict(items)
     text = header + yaml.safe_dump(result.scenario, sort_keys=False, width=120, default_flow_style=None)
-    if len(text.encode("utf-8")) > MAX_FILE_BYTES:  # opsim run could not read it: nothing is written
-        raise ProfileFormatError(f"{out}: the replay is {len(text.encode('utf-8')) / (1 << 20):.1f} MiB of scenario "
-                                 f"YAML, above the {MAX_FILE_BYTES >> 20} MiB opsim run reads (docs/scenarios.md, "
-                                 "Limits); nothing was written: import a profile of fewer steps")
+    size = len(text.encode("utf-8"))
+    if size > max_bytes:  # opsim run could not read it: nothing is written
+        raise ProfileFormatError(f"{out}: {too_long(size, max_bytes)}")
     out.parent.mkdir(parents=True, exist_ok=True)
     if result.calibration is not None:
         result.calibration_path = result.calibration.save(calibration_path)
@@ -189,15 +190,22 @@ def write_import(result: ImportResult, out: str | Path) -> ImportResult:
     return result
 
 
-def _write_replay(result: ImportResult, out: Path, header: str) -> ImportResult:
+def too_long(size: int, max_bytes: int) -> str:
+    """Why a replay of `size` bytes is not written, and the two ways out."""
+    need = -(-size // (1 << 20))
+    return (f"the replay is {size / (1 << 20):.1f} MiB of scenario YAML, above the {max_bytes >> 20} MiB file "
+            f"budget (docs/scenarios.md, Limits); nothing was written: import and run it with --max-file-mib "
+            f"{need}, or import a profile of fewer steps")
+
+
+def _write_replay(result: ImportResult, out: Path, header: str, max_bytes: int) -> ImportResult:
     """A kernels-only replay written step by step (bounded memory); each distinct step is validated as it is
-    first written, and a text above the scenario file limit is refused: nothing is written then."""
+    first written, and a text above the file budget is refused: nothing is written then."""
     from opsim.outputs import atomic_text_file  # lazy: keeps the output machinery out of importing opsim.importer
-    from opsim.yamlio.limits import MAX_FILE_BYTES  # lazy: as above
     try:
         with atomic_text_file(out) as fh:
-            result.replay.write(fh, header, limit=MAX_FILE_BYTES,
-                                check=lambda scenario: _validate_before_writing(scenario, out))
+            result.replay.write(fh, header, limit=max_bytes,
+                                check=lambda scenario: _validate_before_writing(scenario, out, max_bytes))
     except ProfileFormatError as exc:
         text = str(exc)
         raise ProfileFormatError(text if text.startswith(str(out)) else f"{out}: {text}") from None
@@ -206,12 +214,14 @@ def _write_replay(result: ImportResult, out: Path, header: str) -> ImportResult:
     return result
 
 
-def _validate_before_writing(scenario: dict, out: Path) -> None:
+def _validate_before_writing(scenario: dict, out: Path, max_bytes: int = MAX_FILE_BYTES) -> None:
     """The scenario `opsim validate` would accept, or nothing is written: a profile can hold names opsim cannot
     replay (a thread named like the task-queue thread, API names with control characters or path parts)."""
-    from opsim.scenario.loader import validate  # lazy: keeps numpy, SimPy, PyYAML out of importing opsim.importer
+    from opsim.scenario.limits import Limits  # lazy: keeps numpy, SimPy, PyYAML out of importing opsim.importer
+    from opsim.scenario.loader import validate  # lazy: as above
     try:
-        validate({k: v for k, v in scenario.items() if k != "calibration"}, environ={})
+        validate({k: v for k, v in scenario.items() if k != "calibration"}, environ={},
+                 limits=Limits(file_bytes=max_bytes))
     except ScenarioError as exc:
         raise ProfileFormatError(f"{out}: the scenario imported from this profile would not validate, so nothing "
                                  f"was written: {exc}") from None
@@ -228,7 +238,7 @@ def import_job(path: str | Path, *, name: str | None = None, progress: bool = Fa
 
 
 def import_ranks(path: str | Path, out: str | Path, *, name: str | None = None,
-                 progress: bool = False) -> list[ImportResult]:
+                 progress: bool = False, max_bytes: int = MAX_FILE_BYTES) -> list[ImportResult]:
     """A folder of several `*_ascend_pt` (one per rank): each rank imported on its own and written next to
     `out` as `<out stem>_<rank dir><suffix>` (ranks are not yet replayed together)."""
     # lazy: keeps numpy, ijson, sqlite3, decimal out of importing opsim.importer
@@ -237,7 +247,7 @@ def import_ranks(path: str | Path, out: str | Path, *, name: str | None = None,
     results = []
     for d in rank_dirs(path):
         res = import_profile(d, name=f"{name}_{d.name}" if name else None, progress=progress)
-        results.append(write_import(res, out.with_name(f"{out.stem}_{d.name}{out.suffix}")))
+        results.append(write_import(res, out.with_name(f"{out.stem}_{d.name}{out.suffix}"), max_bytes))
     return results
 
 

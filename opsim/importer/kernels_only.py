@@ -205,7 +205,8 @@ class KernelReplay:
             if written > limit:
                 raise ProfileFormatError(
                     f"the replay of {self.count} kernel rows is more than {limit >> 20} MiB of scenario YAML, "
-                    f"above what opsim run reads (docs/scenarios.md, Limits); import a shorter profile")
+                    f"above the file budget (docs/scenarios.md, Limits); nothing was written: import and run it "
+                    f"with a larger --max-file-mib, or import a shorter profile")
             out.write(piece)
         check(self.with_body(pending + [{"sleep": sleeps}]))
         out.write(tail)

@@ -24,10 +24,13 @@ DEFAULT_NUMERICS_BYTES = 2 << 30
 
 @dataclass(frozen=True)
 class Limits:
-    """The budgets a caller may change (the CLI's --max-calls and --max-numerics-mib)."""
+    """The budgets a caller may change (the CLI's --max-calls, --max-numerics-mib and --max-file-mib)."""
 
     max_calls: int = DEFAULT_MAX_CALLS
     numerics_bytes: int = DEFAULT_NUMERICS_BYTES
+    file_bytes: int | None = None
+    """The largest scenario file read (the CLI's --max-file-mib; a long imported replay may need more); None:
+    the YAML limit, opsim.yamlio.limits.MAX_FILE_BYTES."""
 
 
 __all__ = ["Limits", "MAX_HORIZON_US", "MAX_EPOCH_US", "INT64_MAX", "DEFAULT_MAX_CALLS", "DEFAULT_NUMERICS_BYTES"]

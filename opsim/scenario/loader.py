@@ -27,7 +27,7 @@ from opsim.scenario.overrides import apply_overrides, parse_key, parse_override
 from opsim.scenario.schema import DEFAULT_EPOCH_US, PROFILER_FORMATS
 from opsim.scenario.source import read_source
 from opsim.yamlio.files import read_yaml
-from opsim.yamlio.limits import non_finite, non_string_keys
+from opsim.yamlio.limits import MAX_FILE_BYTES, non_finite, non_string_keys
 import importlib.util
 import sys
 from opsim.ops.profiled import profiled_specs
@@ -80,7 +80,7 @@ def load_scenario(source: str | Path | Mapping[str, Any], overrides: Mapping[str
     numerics budgets (defaults: `opsim.scenario.limits`). With `import_modules=False` (validation)
     `direct_invoke_module` is only looked up, never imported, and the ops it may define are checked when a run
     imports it."""
-    data, lines, label, path = read_source(source)
+    data, lines, label, path = read_source(source, (limits or Limits()).file_bytes or MAX_FILE_BYTES)
     if not isinstance(data, dict):
         raise ScenarioError(f"{label}:1: the scenario must be a mapping of fields (name, threads, ...), got "
                             f"{_describe(data)}")

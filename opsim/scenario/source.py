@@ -8,15 +8,17 @@ from typing import Any, Mapping
 from opsim.errors import ScenarioError
 from opsim.safe_io import shown_path
 from opsim.yamlio.files import read_text_file, read_yaml
-from opsim.yamlio.limits import LimitError, check_data
+from opsim.yamlio.limits import MAX_FILE_BYTES, LimitError, check_data, nodes_for
 from opsim.yamlio.messages import Path_
 
 
-def read_source(source: str | Path | Mapping[str, Any]) -> tuple[Any, Mapping[Path_, int], str, Path | None]:
-    """(data, lines, label, path) of a scenario file or an in-memory dict."""
+def read_source(source: str | Path | Mapping[str, Any], max_bytes: int = MAX_FILE_BYTES
+                ) -> tuple[Any, Mapping[Path_, int], str, Path | None]:
+    """(data, lines, label, path) of a scenario file or an in-memory dict (`max_bytes`: the file budget, which
+    also bounds the values a dict may hold, see opsim.yamlio.limits.nodes_for)."""
     if isinstance(source, Mapping):
         try:
-            check_data(source)
+            check_data(source, nodes_for(max_bytes))
         except LimitError as exc:
             raise ScenarioError(f"<scenario>: {exc}") from None
         return _plain(source), {}, "<scenario>", None
@@ -24,8 +26,8 @@ def read_source(source: str | Path | Mapping[str, Any]) -> tuple[Any, Mapping[Pa
         raise ScenarioError(f"a scenario is a YAML file path or a dict, got {type(source).__name__}")
     path = Path(source)
     label = shown_path(source)
-    text = read_text_file(source, "a scenario .yaml file", "scenario")
-    data, lines = read_yaml(text, label)
+    text = read_text_file(source, "a scenario .yaml file", "scenario", max_bytes=max_bytes)
+    data, lines = read_yaml(text, label, max_bytes)
     return data, lines, label, path
 
 

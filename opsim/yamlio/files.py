@@ -34,14 +34,14 @@ def _problem(problem: Problem, label: str) -> tuple[int, str]:
                           "(each field once)")
 
 
-def read_yaml(text: str, label: str) -> tuple[Any, Mapping[Path_, int]]:
+def read_yaml(text: str, label: str, max_bytes: int = MAX_FILE_BYTES) -> tuple[Any, Mapping[Path_, int]]:
     """Parse scenario text: (data, field path -> line). Raises ScenarioError on syntax errors and bad tags.
 
     One pass over libyaml's events checks the limits and builds the data and the line map
     (opsim.yamlio.reader); PyYAML composes and constructs only what that pass leaves to it (composer
     errors, merge keys, explicit tags other than the core scalar ones)."""
     try:
-        doc = read_document(text)  # bounded before anything is built (see opsim.yamlio.limits)
+        doc = read_document(text, max_bytes)  # bounded before anything is built (see opsim.yamlio.limits)
     except LimitError as exc:
         raise ScenarioError(f"{label}{f':{exc.line}' if exc.line else ''}: {exc}") from None
     except yaml.YAMLError as exc:
@@ -119,7 +119,7 @@ def _env_pairs(node: yaml.Node) -> list[tuple[str, str]]:
 
 
 def read_text_file(source: str | os.PathLike, what: str, kind: str, error: type[OpsimError] = ScenarioError,
-                   missing: str = "") -> str:
+                   missing: str = "", max_bytes: int = MAX_FILE_BYTES) -> str:
     """The UTF-8 text of a YAML file the user named: the path checked first (NUL, length), only a regular file
     read, at most MAX_FILE_BYTES (opsim.safe_io). `kind` names the file in messages ("scenario", "sweep");
     `missing` is the message for a file that does not exist."""
@@ -132,7 +132,12 @@ def read_text_file(source: str | os.PathLike, what: str, kind: str, error: type[
                                                "scenarios/)"))
     if os.path.isdir(source):
         raise error(f"{label}: is a directory; give the path of {what}")
-    raw = read_bounded(source, MAX_FILE_BYTES, what, error)
+    try:
+        raw = read_bounded(source, max_bytes, what, error)
+    except error as exc:
+        if kind == "scenario" and "larger than the limit" in str(exc):  # the one budget a user may raise
+            raise error(f"{exc}; a longer scenario (an imported replay) runs with --max-file-mib") from None
+        raise
     try:
         return raw.decode("utf-8")
     except UnicodeDecodeError as exc:

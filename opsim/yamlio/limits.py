@@ -43,9 +43,15 @@ class LimitError(ValueError):
 
 # ---- Python data (--set values, dict sources) -----------------------------------------------------------
 
-def check_data(value: Any) -> None:
+def nodes_for(file_bytes: int, per_file: int = MAX_NODES) -> int:
+    """The values a file of `file_bytes` may expand to: `per_file` (MAX_NODES) for each MAX_FILE_BYTES (a file
+    budget raised with `--max-file-mib` raises it in proportion; the default is MAX_NODES)."""
+    return per_file * max(1, -(-int(file_bytes) // MAX_FILE_BYTES))
+
+
+def check_data(value: Any, max_nodes: int = MAX_NODES) -> None:
     """Raise LimitError when `value` (lists, dicts, scalars) nests too deep, contains itself or expands to
-    more than MAX_NODES values; shared sub-objects are counted once per reference, without expanding them."""
+    more than `max_nodes` values; shared sub-objects are counted once per reference, without expanding them."""
     memo: dict[int, int] = {}
     onpath: set[int] = set()
     # Iterative post-order walk: (object, depth, children visited?)
@@ -59,8 +65,8 @@ def check_data(value: Any) -> None:
         if done:
             onpath.discard(key)
             total = 1 + sum(memo.get(id(c), 1) for c in children)
-            if total > MAX_NODES:
-                raise LimitError(f"more than {MAX_NODES} values once shared parts are expanded, above the limit")
+            if total > max_nodes:
+                raise LimitError(f"more than {max_nodes} values once shared parts are expanded, above the limit")
             memo[key] = total
             continue
         if key in memo:
@@ -153,4 +159,4 @@ def _walk_non_finite(data: Any) -> bool:
 
 
 __all__ = ["LimitError", "check_data", "non_finite", "non_string_keys", "MAX_FILE_BYTES", "MAX_DEPTH", "MAX_ALIASES",
-           "MAX_NODES", "MAX_NUMBER_CHARS"]
+           "MAX_NODES", "MAX_NUMBER_CHARS", "nodes_for"]

@@ -36,7 +36,8 @@ from yaml.nodes import ScalarNode
 from opsim.errors import shown
 from opsim.yamlio.aliases import Anchored, expand_log, expand_problems
 from opsim.yamlio.document import LineMap, Problem, YamlDocument
-from opsim.yamlio.limits import MAX_ALIASES, MAX_DEPTH, MAX_FILE_BYTES, MAX_NODES, MAX_NUMBER_CHARS, LimitError
+from opsim.yamlio.limits import MAX_ALIASES, MAX_DEPTH, MAX_FILE_BYTES, MAX_NODES, MAX_NUMBER_CHARS, LimitError, \
+    nodes_for
 
 LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 """libyaml's parser when PyYAML was built with it (about 10x faster), else PyYAML's own: both give the same
@@ -55,15 +56,15 @@ _SEQ, _MAP, _INT = _YAML + "seq", _YAML + "map", _YAML + "int"
 _OK, _PYYAML, _REFUSED = 0, 1, 2
 
 
-def read_document(text: str) -> YamlDocument:
-    """Read YAML text in one pass. Raises LimitError (the bounds of opsim.yamlio.limits) and yaml.YAMLError
-    (a syntax error, as libyaml words it) at the first event that breaks one, exactly as a check of the event
-    stream before composition would."""
-    if len(text) > MAX_FILE_BYTES:
-        raise LimitError(f"{len(text)} characters, above the limit of {MAX_FILE_BYTES} ({MAX_FILE_BYTES >> 20} MiB)")
+def read_document(text: str, max_bytes: int = MAX_FILE_BYTES) -> YamlDocument:
+    """Read YAML text in one pass. Raises LimitError (the bounds of opsim.yamlio.limits; `max_bytes` the file
+    budget, which also scales the values it may expand to) and yaml.YAMLError (a syntax error, as libyaml words
+    it) at the first event that breaks one, exactly as a check of the event stream before composition would."""
+    if len(text) > max_bytes:
+        raise LimitError(f"{len(text)} characters, above the limit of {max_bytes} ({max_bytes >> 20} MiB)")
     loader = LOADER(text)
     try:
-        return _Pass(loader).read()
+        return _Pass(loader, nodes_for(max_bytes, MAX_NODES)).read()
     finally:
         loader.dispose()
 
@@ -122,8 +123,9 @@ class _Pass:
     scalars) are read by `_head` and noted by `_node`; a collection's anchor and tag by `_opened` and `_closed`.
     Nesting is bounded by MAX_DEPTH, so is the recursion."""
 
-    def __init__(self, loader: Any):
+    def __init__(self, loader: Any, max_nodes: int):
         self.get_event = loader.get_event
+        self.max_nodes = max_nodes
         self.make = _scalar_maker(loader)
         self.plain: dict[str, tuple] = {}  # plain untagged scalars by text: (object, tag, state)
         self.other: dict[tuple, tuple] = {}  # the rest by (text, implicit, tag)
@@ -206,8 +208,8 @@ class _Pass:
             return self._alias(ev, line, count)
         obj, tag, state = self._scalar(ev)
         count += 1
-        if count > MAX_NODES:
-            raise LimitError(_too_many(), line)
+        if count > self.max_nodes:
+            raise LimitError(_too_many(self.max_nodes), line)
         anchor = ev.anchor
         if anchor is not None and (anchor in self.anchors or anchor in self.open_anchors):
             self.built = False  # a duplicate anchor: PyYAML's composer decides
@@ -224,8 +226,8 @@ class _Pass:
                              "(a self-referencing value has no end); remove the alias", line)
         if name in self.sizes:
             count += self.sizes[name]
-            if count > MAX_NODES:
-                raise LimitError(_too_many(), line)
+            if count > self.max_nodes:
+                raise LimitError(_too_many(self.max_nodes), line)
         target = self.anchors.get(name)
         if target is None:  # undefined: PyYAML's composer reports it with its position
             self.built = False
@@ -313,8 +315,8 @@ class _Pass:
                 obj, tag, state = self._scalar(ev) if hit is None else hit
                 line = ev.start_mark.line + 1
                 n += 1
-                if n > MAX_NODES:
-                    raise LimitError(_too_many(), line)
+                if n > self.max_nodes:
+                    raise LimitError(_too_many(self.max_nodes), line)
                 item_lines.append(line)
                 cont.append(obj)
                 if state != _OK:
@@ -338,8 +340,8 @@ class _Pass:
         if opened is not None and start.anchor is not None:
             self._closed(start, cont, path, opened, n, depth)
         count += n
-        if count > MAX_NODES:
-            raise LimitError(_too_many(), ev.start_mark.line + 1)
+        if count > self.max_nodes:
+            raise LimitError(_too_many(self.max_nodes), ev.start_mark.line + 1)
         return cont, count
 
     def _mapping(self, start: Any, line: int, node_path: tuple | None, hidden: int | None, depth: int,
@@ -364,8 +366,8 @@ class _Pass:
                 ckey, tag, state = self._scalar(ev) if hit is None else hit
                 line = ev.start_mark.line + 1
                 n += 1
-                if n > MAX_NODES:
-                    raise LimitError(_too_many(), line)
+                if n > self.max_nodes:
+                    raise LimitError(_too_many(self.max_nodes), line)
                 if state != _OK or tag not in _CORE_SCALARS:
                     self.built = False
                 rkey = ev.value
@@ -385,8 +387,8 @@ class _Pass:
                 obj, tag, state = self._scalar(ev) if hit is None else hit
                 line = ev.start_mark.line + 1
                 n += 1
-                if n > MAX_NODES:
-                    raise LimitError(_too_many(), line)
+                if n > self.max_nodes:
+                    raise LimitError(_too_many(self.max_nodes), line)
                 cont[ckey] = obj
                 if env and tag in AS_WRITTEN:
                     self.env_pairs.append((rkey, ev.value))
@@ -398,8 +400,8 @@ class _Pass:
         if opened is not None and start.anchor is not None:
             self._closed(start, cont, path, opened, n, depth)
         count += n
-        if count > MAX_NODES:
-            raise LimitError(_too_many(), ev.start_mark.line + 1)
+        if count > self.max_nodes:
+            raise LimitError(_too_many(self.max_nodes), ev.start_mark.line + 1)
         return cont, count
 
     def _key(self, ev: Any, cls: type, path: tuple, seen: set, depth: int, sup: int | None, count: int) -> tuple:
@@ -455,8 +457,8 @@ class _Pass:
         return count
 
 
-def _too_many() -> str:
-    return (f"more than {MAX_NODES} values once aliases are expanded, above the limit (an alias expanding to copies "
+def _too_many(max_nodes: int) -> str:
+    return (f"more than {max_nodes} values once aliases are expanded, above the limit (an alias expanding to copies "
             "of copies?); write the values out or make the scenario smaller")
 
 

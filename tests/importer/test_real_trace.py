@@ -1,6 +1,7 @@
 """opsim import on the real torch_npu trace (tests/data/real/trace_view_910b_mnist.json) and its replay."""
 from __future__ import annotations
 
+import dataclasses
 import glob
 import json
 import subprocess
@@ -14,6 +15,7 @@ from opsim.importer import import_profile
 from opsim.importer.compare import DEVICE_TOLERANCE, HOST_TOLERANCE
 from opsim.importer.replay import replay_and_compare
 from opsim.ingest import read_trace_view
+from opsim.errors import ScenarioError
 from opsim.scenario.loader import load_scenario
 
 REAL = Path(__file__).resolve().parents[1] / "data" / "real" / "trace_view_910b_mnist.json"
@@ -62,16 +64,31 @@ def test_the_imported_scenario_validates(imported, tmp_path):
     assert out.report_path.exists()
 
 
-def test_a_replay_opsim_run_could_not_read_is_refused_and_nothing_is_written(imported, tmp_path, monkeypatch):
-    """A scenario above the file limit `opsim run` reads (a long profile) is never written."""
-    import opsim.yamlio.limits as limits
+def test_a_replay_above_the_file_budget_is_refused_and_nothing_is_written(imported, tmp_path, capsys):
+    """A scenario above the file budget `opsim run` reads (a long profile) is never written; with the budget
+    raised (--max-file-mib) on import and run, it is written, validated and run."""
+    import yaml
+    from opsim.cli import main
     from opsim.errors import ProfileFormatError
     from opsim.importer import write_import
-    monkeypatch.setattr(limits, "MAX_FILE_BYTES", 4 << 10)
-    with pytest.raises(ProfileFormatError, match=r"mnist.yaml: the replay is 0\.\d MiB of scenario YAML, above the "
-                                                 r"0 MiB opsim run reads.*nothing was written"):
+    from opsim.scenario.limits import Limits
+    imported = dataclasses.replace(imported, scenario={**imported.scenario, "description": "x" * (5 << 20)})  # a long replay's size, in one field
+    with pytest.raises(ProfileFormatError, match=r"mnist.yaml: the replay is 5\.0 MiB of scenario YAML, above the 4 "
+                                                 r"MiB file budget.*nothing was written: import and run it with "
+                                                 r"--max-file-mib 6, or import"):
         write_import(imported, tmp_path / "mnist.yaml")
     assert list(tmp_path.iterdir()) == []
+    out = write_import(imported, tmp_path / "mnist.yaml", max_bytes=6 << 20)
+    assert out.scenario_path.read_text().startswith("# Imported by `opsim import` from a real profile. Replay: "
+                                                    "opsim run mnist.yaml --profiler-output --max-file-mib 6\n")
+    with pytest.raises(ScenarioError, match="larger than the limit of 4 MiB.*runs with --max-file-mib"):
+        load_scenario(out.scenario_path)
+    assert load_scenario(out.scenario_path, limits=Limits(file_bytes=6 << 20)).name
+    assert main(["validate", str(out.scenario_path)]) == 2
+    assert "--max-file-mib" in capsys.readouterr().err
+    assert main(["validate", str(out.scenario_path), "--max-file-mib", "6"]) == 0
+    assert main(["validate", str(out.scenario_path), "--max-file-mib", "1025"]) == 2
+    assert yaml.safe_load(out.scenario_path.read_text())["description"] == "x" * (5 << 20)
 
 
 def test_replay_makes_the_same_aclnn_calls_per_api_phase_and_thread(replay):
