@@ -2,9 +2,13 @@
 from __future__ import annotations
 
 import os
+import sys
+from pathlib import Path
 
 import pytest
 from hypothesis import settings
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # db_helpers, shared by tests/ingest and tests/importer
 
 # Every run of the test command replays the same examples, so a red build is always reproducible and a fresh
 # machine sees what CI saw. `OPSIM_HYPOTHESIS=explore` draws new examples (as benchmarks/fuzz_*.py do at scale).

@@ -11,6 +11,7 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
+from db_helpers import copy_db, run_sql
 
 from opsim.cli import EXIT_BAD_INPUT, main
 from opsim.importer import import_profile
@@ -98,20 +99,6 @@ def test_cli_calibrates_the_db_through_the_kernel_rows(tmp_path):
 
 # ---- damage: exit 2, one line, naming the file and the table or field ----
 
-def _copy(tmp_path: Path) -> Path:
-    p = tmp_path / "ascend_pytorch_profiler_0.db"
-    shutil.copy(DB, p)
-    return p
-
-
-def _sql(p: Path, *statements: str) -> Path:
-    con = sqlite3.connect(p)
-    for s in statements:
-        con.execute(s)
-    con.commit()
-    con.close()
-    return p
-
 
 def _refused(tmp_path: Path, p: Path, *needles: str) -> str:
     err = io.StringIO()
@@ -147,13 +134,13 @@ def test_fifo_in_place_of_the_db(tmp_path):
 
 @pytest.mark.parametrize("table", ["CANN_API", "TASK", "STRING_IDS"])
 def test_missing_table(tmp_path, table):
-    _refused(tmp_path, _sql(_copy(tmp_path), f"DROP TABLE {table}"), f"table {table}: missing")
+    _refused(tmp_path, run_sql(copy_db(DB, tmp_path), f"DROP TABLE {table}"), f"table {table}: missing")
 
 
 @pytest.mark.parametrize("table, column", [("TASK", "streamId"), ("CANN_API", "globalTid"),
                                            ("PYTORCH_API", "type"), ("COMMUNICATION_OP", "startNs")])
 def test_missing_column(tmp_path, table, column):
-    _refused(tmp_path, _sql(_copy(tmp_path), f"ALTER TABLE {table} DROP COLUMN {column}"),
+    _refused(tmp_path, run_sql(copy_db(DB, tmp_path), f"ALTER TABLE {table} DROP COLUMN {column}"),
              f"table {table}, column '{column}': missing")
 
 
@@ -175,30 +162,30 @@ def _third_row(p: Path, table: str) -> int:
     ("COMMUNICATION_OP", "count", "'many'", "not an integer"),
 ])
 def test_wrong_types_and_huge_values(tmp_path, table, column, value, what):
-    p = _copy(tmp_path)
+    p = copy_db(DB, tmp_path)
     r = _third_row(p, table)
-    _sql(p, f"UPDATE {table} SET {column} = {value} WHERE rowid = {r}")
+    run_sql(p, f"UPDATE {table} SET {column} = {value} WHERE rowid = {r}")
     _refused(tmp_path, p, str(p), f"table {table}, row {r}, column '{column}': {what}")
 
 
 def test_negative_thread_id(tmp_path):
-    p = _copy(tmp_path)
+    p = copy_db(DB, tmp_path)
     r = _third_row(p, "CANN_API")
-    _sql(p, f"UPDATE CANN_API SET globalTid = -5 WHERE rowid = {r}")
+    run_sql(p, f"UPDATE CANN_API SET globalTid = -5 WHERE rowid = {r}")
     _refused(tmp_path, p, f"table CANN_API, row {r}, column 'globalTid': not a thread id")
 
 
 def test_nul_in_a_name(tmp_path):
-    p = _copy(tmp_path)
+    p = copy_db(DB, tmp_path)
     r = _third_row(p, "CANN_API")
-    _sql(p, "UPDATE STRING_IDS SET value = 'aclnn' || char(0) || 'Add' "
+    run_sql(p, "UPDATE STRING_IDS SET value = 'aclnn' || char(0) || 'Add' "
             f"WHERE id = (SELECT name FROM CANN_API WHERE rowid = {r})")
     _refused(tmp_path, p, "table CANN_API, row ", "column 'name': a name with a NUL byte")
 
 
 def test_no_host_calls(tmp_path):
     """A db without AscendCL calls (profiler level 0) is refused naming what to profile."""
-    p = _sql(_copy(tmp_path), "DELETE FROM CANN_API")
+    p = run_sql(copy_db(DB, tmp_path), "DELETE FROM CANN_API")
     _refused(tmp_path, p, "no ACLNN or aclop call found", "Level1")
 
 
@@ -222,7 +209,7 @@ def test_any_damaged_cell_imports_or_is_refused_as_bad_input(tmp_path_factory):
     @settings(max_examples=15, deadline=None, suppress_health_check=list(HealthCheck))
     @given(cell=st.sampled_from(_CELLS), value=values, row=st.integers(0, 30))
     def check(cell, value, row):
-        p = _copy(tmp_path_factory.mktemp("cell"))
+        p = copy_db(DB, tmp_path_factory.mktemp("cell"))
         table, column = cell
         con = sqlite3.connect(p)
         r = con.execute(f"SELECT rowid FROM {table} ORDER BY rowid LIMIT 1 OFFSET ?", (row,)).fetchone()
@@ -281,7 +268,7 @@ def test_a_damaged_analysis_db_stops_a_job_import_in_one_line(tmp_path, statemen
         d.mkdir(parents=True)
         shutil.copy(DB, d / f"ascend_pytorch_profiler_{r}.db")
         shutil.copy(ANALYSIS, d / "analysis.db")
-    _sql(tmp_path / "job" / "rank1_ascend_pt" / "ASCEND_PROFILER_OUTPUT" / "analysis.db", statement)
+    run_sql(tmp_path / "job" / "rank1_ascend_pt" / "ASCEND_PROFILER_OUTPUT" / "analysis.db", statement)
     _refused(tmp_path, tmp_path / "job", "rank1_ascend_pt", "analysis.db", needle)
 
 

@@ -2,11 +2,11 @@
 and every kind of damage refused naming the file, the table, the row and the column."""
 from __future__ import annotations
 
-import shutil
 import sqlite3
 from pathlib import Path
 
 import pytest
+from db_helpers import copy_db, run_sql
 
 from opsim.cli import EXIT_BAD_INPUT, main
 from opsim.errors import ProfileFormatError
@@ -15,21 +15,6 @@ from opsim.ingest import iter_db_api_events, iter_db_kernels, read_kernels
 REAL = Path(__file__).resolve().parents[1] / "data" / "real"
 DB = REAL / "ascend_pytorch_profiler_alexnet_rank0_excerpt.db"
 SHARED = Path(__file__).resolve().parents[3] / "shared" / "real-profiles" / "alexnet-910b"
-
-
-def _copy(tmp_path: Path) -> Path:
-    p = tmp_path / "ascend_pytorch_profiler_0.db"
-    shutil.copy(DB, p)
-    return p
-
-
-def _sql(p: Path, *statements: str) -> Path:
-    con = sqlite3.connect(p)
-    for s in statements:
-        con.execute(s)
-    con.commit()
-    con.close()
-    return p
 
 
 def test_real_excerpt_kernels():
@@ -116,14 +101,14 @@ def test_dev_zero_fifo_directory_and_nul_path(tmp_path):
 
 @pytest.mark.parametrize("table", ["TASK", "COMPUTE_TASK_INFO", "STRING_IDS"])
 def test_missing_table(tmp_path, table):
-    p = _sql(_copy(tmp_path), f"DROP TABLE {table}")
+    p = run_sql(copy_db(DB, tmp_path), f"DROP TABLE {table}")
     _refused(p, f"table {table}: missing")
 
 
 @pytest.mark.parametrize("table, column", [("TASK", "startNs"), ("COMPUTE_TASK_INFO", "opType"),
                                            ("STRING_IDS", "value"), ("CANN_API", "name")])
 def test_missing_column(tmp_path, table, column):
-    p = _sql(_copy(tmp_path), f"ALTER TABLE {table} DROP COLUMN {column}")
+    p = run_sql(copy_db(DB, tmp_path), f"ALTER TABLE {table} DROP COLUMN {column}")
     _refused(p, f"table {table}, column '{column}': missing")
 
 
@@ -137,29 +122,29 @@ def test_missing_column(tmp_path, table, column):
     ("COMPUTE_TASK_INFO", "waitNs", "'nan'", "not a finite integer"),
 ])
 def test_wrong_types_name_table_row_and_column(tmp_path, table, column, value, what):
-    p = _sql(_copy(tmp_path), f"UPDATE {table} SET {column} = {value} WHERE rowid = 5")
+    p = run_sql(copy_db(DB, tmp_path), f"UPDATE {table} SET {column} = {value} WHERE rowid = 5")
     msg = _refused(p, f"table {table}, row 5, column '{column}': {what}")
     assert str(p) in msg
 
 
 def test_bad_shape_string_names_the_column(tmp_path):
-    p = _sql(_copy(tmp_path), "UPDATE STRING_IDS SET value = '\"3,x\"' WHERE id = "
+    p = run_sql(copy_db(DB, tmp_path), "UPDATE STRING_IDS SET value = '\"3,x\"' WHERE id = "
                               "(SELECT inputShapes FROM COMPUTE_TASK_INFO WHERE globalTaskId = 3)")
     _refused(p, r"table COMPUTE_TASK_INFO, row \d+, column 'inputShapes'")
 
 
 def test_blob_string_and_backwards_api_call(tmp_path):
-    p = _sql(_copy(tmp_path), "UPDATE STRING_IDS SET value = x'ff00' WHERE id = "
+    p = run_sql(copy_db(DB, tmp_path), "UPDATE STRING_IDS SET value = x'ff00' WHERE id = "
                               "(SELECT opType FROM COMPUTE_TASK_INFO WHERE globalTaskId = 3)")
     _refused(p, r"table STRING_IDS, row \d+, column 'value': not text")
     (tmp_path / "q").mkdir()
-    q = _sql(_copy(tmp_path / "q"), "UPDATE CANN_API SET endNs = startNs - 1 WHERE rowid = 3")
+    q = run_sql(copy_db(DB, tmp_path / "q"), "UPDATE CANN_API SET endNs = startNs - 1 WHERE rowid = 3")
     with pytest.raises(ProfileFormatError, match=r"table CANN_API, row 3, column 'endNs': ends before it starts"):
         list(iter_db_api_events(q))
 
 
 def test_nulls_are_missing_values_not_errors(tmp_path):
-    p = _sql(_copy(tmp_path), "UPDATE TASK SET endNs = NULL, streamId = NULL WHERE rowid = 5",
+    p = run_sql(copy_db(DB, tmp_path), "UPDATE TASK SET endNs = NULL, streamId = NULL WHERE rowid = 5",
              "UPDATE COMPUTE_TASK_INFO SET blockDim = NULL, waitNs = NULL",
              "UPDATE COMPUTE_TASK_INFO SET opType = NULL WHERE globalTaskId = 6",
              "UPDATE COMPUTE_TASK_INFO SET inputShapes = NULL, outputShapes = NULL WHERE globalTaskId = 7",
@@ -175,13 +160,13 @@ def test_nulls_are_missing_values_not_errors(tmp_path):
 
 
 def test_string_id_not_in_string_ids_is_a_missing_string(tmp_path):
-    p = _sql(_copy(tmp_path), "UPDATE COMPUTE_TASK_INFO SET taskType = 999999 WHERE globalTaskId = 3")
+    p = run_sql(copy_db(DB, tmp_path), "UPDATE COMPUTE_TASK_INFO SET taskType = 999999 WHERE globalTaskId = 3")
     skipped: dict[str, int] = {}
     assert len(list(iter_db_kernels(p, skipped))) == 34 and skipped == {"no op type or accelerator core": 1}
 
 
 def test_level0_db_without_tensor_columns(tmp_path):
-    p = _sql(_copy(tmp_path), *(f"ALTER TABLE COMPUTE_TASK_INFO DROP COLUMN {c}" for c in
+    p = run_sql(copy_db(DB, tmp_path), *(f"ALTER TABLE COMPUTE_TASK_INFO DROP COLUMN {c}" for c in
                                 ("inputShapes", "inputDataTypes", "outputShapes", "outputDataTypes")))
     rows = list(iter_db_kernels(p))
     assert len(rows) == 35 and all(r.input_shapes == () and r.input_dtypes == () for r in rows)
@@ -189,7 +174,7 @@ def test_level0_db_without_tensor_columns(tmp_path):
 
 def test_cli_calibrate_refuses_a_bad_db_in_one_line(tmp_path):
     import io
-    bad = _sql(_copy(tmp_path), "UPDATE TASK SET startNs = 'soon' WHERE rowid = 5")
+    bad = run_sql(copy_db(DB, tmp_path), "UPDATE TASK SET startNs = 'soon' WHERE rowid = 5")
     out, err = io.StringIO(), io.StringIO()
     code = main(["calibrate", str(bad), "-o", str(tmp_path / "c.yaml")], stdout=out, stderr=err)
     assert code == EXIT_BAD_INPUT and err.getvalue().count("\n") == 1
