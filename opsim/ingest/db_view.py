@@ -127,11 +127,10 @@ def _pytorch(c: _Ctx) -> None:
            f"WHERE p.type = {queue:d} OR (p.type = {op:d} AND s.value LIKE 'ProfilerStep#%')")
     hosts = set()
     for rowid, start, end, gtid, typ, name, cid, name_id in _rows(p, c.con, "PYTORCH_API", sql):
-        _int(p, "PYTORCH_API", rowid, "name", name_id)
-        text = c.name("PYTORCH_API", rowid, "name", name)
-        ts, te = _int(p, "PYTORCH_API", rowid, "startNs", start), _int(p, "PYTORCH_API", rowid, "endNs", end)
-        if not text or ts is None or te is None:
+        span = _named_span(c, "PYTORCH_API", rowid, name_id, name, start, end)
+        if span is None:
             continue
+        text, ts, te = span
         pid, tid = _split_tid(p, "PYTORCH_API", rowid, gtid)
         args: dict = {}
         if typ == queue:
@@ -144,6 +143,15 @@ def _pytorch(c: _Ctx) -> None:
             c.thread_names[(pid, tid)] = f"Thread {tid}"
     if queued:
         _framework_flows(c, op)
+
+
+def _named_span(c: _Ctx, table: str, rowid: int, name_id: Any, name: Any, start: Any,
+                end: Any) -> tuple[str, int, int] | None:
+    """A host row's (name, startNs, endNs), each checked; None for a row without a name or a time."""
+    _int(c.path, table, rowid, "name", name_id)
+    text = c.name(table, rowid, "name", name)
+    ts, te = _int(c.path, table, rowid, "startNs", start), _int(c.path, table, rowid, "endNs", end)
+    return (text, ts, te) if text and ts is not None and te is not None else None
 
 
 def _framework_flows(c: _Ctx, op: int) -> None:
@@ -179,11 +187,10 @@ def _cann(c: _Ctx) -> None:
     sql = ("SELECT a.rowid, a.startNs, a.endNs, a.type, a.globalTid, a.connectionId, a.name, s.value FROM CANN_API a "
            f"LEFT JOIN STRING_IDS s ON s.id = a.name WHERE a.type = {c.types.get('acl', 20000):d}")
     for rowid, start, end, typ, gtid, cid, name_id, name in _rows(p, c.con, "CANN_API", sql):
-        _int(p, "CANN_API", rowid, "name", name_id)
-        text = c.name("CANN_API", rowid, "name", name)
-        ts, te = _int(p, "CANN_API", rowid, "startNs", start), _int(p, "CANN_API", rowid, "endNs", end)
-        if not text or ts is None or te is None:
+        span = _named_span(c, "CANN_API", rowid, name_id, name, start, end)
+        if span is None:
             continue
+        text, ts, te = span
         _pid, tid = _split_tid(p, "CANN_API", rowid, gtid)
         conn = _int(p, "CANN_API", rowid, "connectionId", cid)
         t = _int(p, "CANN_API", rowid, "type", typ)
