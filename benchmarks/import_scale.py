@@ -106,13 +106,17 @@ def write_kernel_rows(rows: int, out: Path, source: Path = KERNELS) -> Path:
     return out
 
 
-_IMPORT = """
+_CLOCKS = """
 import io, json, resource, sys, time
-from opsim.cli import main
 def cpu():
     ru = resource.getrusage(resource.RUSAGE_SELF)
     return ru.ru_utime + ru.ru_stime
 t, c = time.perf_counter(), cpu()
+"""
+"""The start of every measured script: a fresh process's clocks, read again after its one import."""
+
+_IMPORT = _CLOCKS + """
+from opsim.cli import main
 err = io.StringIO()
 code = main(["import", sys.argv[1], "-o", sys.argv[2]], stdout=io.StringIO(), stderr=err)
 wall, c = time.perf_counter() - t, cpu() - c
@@ -121,12 +125,17 @@ print(json.dumps({"wall_s": wall, "cpu_s": c, "peak_mib": hwm / 1024, "exit": co
 """
 
 
+def _fresh(script: str, *args: Path) -> dict:
+    """`script` (printing one JSON line last) run in a fresh process with opsim from this checkout."""
+    env = {"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"}
+    res = subprocess.run([sys.executable, "-c", script, *map(str, args)], capture_output=True, text=True, env=env,
+                         check=True)
+    return json.loads(res.stdout.strip().splitlines()[-1])
+
+
 def measure_kernels(table: Path, scenario: Path) -> dict:
     """`opsim import table -o scenario` in a fresh process: wall and CPU seconds, peak RSS (MiB), exit code."""
-    env = {"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"}
-    res = subprocess.run([sys.executable, "-c", _IMPORT, str(table), str(scenario)], capture_output=True,
-                         text=True, env=env, check=True)
-    return json.loads(res.stdout.strip().splitlines()[-1])
+    return _fresh(_IMPORT, table, scenario)
 
 
 def kernels_main(sizes: list[int], keep: Path | None) -> int:
@@ -193,13 +202,8 @@ def write_db_copies(copies: int, out: Path, source: Path = DB_SOURCE) -> Path:
     return out
 
 
-_MEASURE = """
-import json, resource, sys, time
+_MEASURE = _CLOCKS + """
 from opsim.importer import import_profile
-def cpu():
-    ru = resource.getrusage(resource.RUSAGE_SELF)
-    return ru.ru_utime + ru.ru_stime
-t, c = time.perf_counter(), cpu()
 r = import_profile(sys.argv[1])
 wall, c = time.perf_counter() - t, cpu() - c
 print(json.dumps({"wall_s": wall, "cpu_s": c, "peak_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
@@ -209,10 +213,7 @@ print(json.dumps({"wall_s": wall, "cpu_s": c, "peak_mib": resource.getrusage(res
 
 def measure(path: Path) -> dict:
     """Import `path` in a fresh process: wall seconds, peak RSS (MiB) and the calls imported."""
-    env = {"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"}
-    res = subprocess.run([sys.executable, "-c", _MEASURE, str(path)], capture_output=True, text=True, env=env,
-                         check=True)
-    return json.loads(res.stdout.strip().splitlines()[-1])
+    return _fresh(_MEASURE, path)
 
 
 def main(argv: list[str] | None = None) -> int:
