@@ -73,20 +73,3 @@ def test_a_damaged_rank_exits_2_naming_its_file(tmp_path):
     text = err.getvalue().strip()
     assert code == 2 and "rank0_ascend_pt/ASCEND_PROFILER_OUTPUT/trace_view.json: not valid JSON" in text
     assert len(text.splitlines()) == 1
-
-
-def test_sqlite_export_is_imported_from_its_tables(tmp_path):
-    """`opsim import` of the SQLite export reads its host and device tables (opsim.ingest.db_view), not a kernel
-    table alone: the directory and the file both give a scenario (tests/importer/test_db_import.py has more)."""
-    import io
-    import shutil
-
-    from opsim.cli import main
-    src = Path(__file__).resolve().parents[1] / "data" / "real" / "ascend_pytorch_profiler_alexnet_rank0_excerpt.db"
-    d = tmp_path / "rank0_ascend_pt" / "ASCEND_PROFILER_OUTPUT"
-    d.mkdir(parents=True)
-    shutil.copy(src, d / "ascend_pytorch_profiler_0.db")
-    for n, target in enumerate((d.parent, d / "ascend_pytorch_profiler_0.db")):
-        out = io.StringIO()
-        code = main(["import", str(target), "-o", str(tmp_path / f"s{n}.yaml")], stdout=out, stderr=io.StringIO())
-        assert code == 0 and "imported 10 calls" in out.getvalue(), out.getvalue()
