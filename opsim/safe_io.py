@@ -93,8 +93,9 @@ def open_regular(path: str | os.PathLike, what: str, error: type[OpsimError] = I
 
 
 def read_bounded(path: str | os.PathLike, limit: int, what: str,
-                 error: type[OpsimError] = InvalidArgumentError) -> bytes:
-    """The bytes of the regular file `path`, refused with `error` when longer than `limit` bytes."""
+                 error: type[OpsimError] = InvalidArgumentError, raise_limit: str = "") -> bytes:
+    """The bytes of the regular file `path`, refused with `error` when longer than `limit` bytes (`raise_limit`:
+    how the user may raise it, said in that message)."""
     with open_regular(path, what, error) as fh:
         try:  # in chunks: read(limit + 1) would allocate the whole limit even for a small file
             parts, size = [], 0
@@ -106,7 +107,8 @@ def read_bounded(path: str | os.PathLike, limit: int, what: str,
             raise error(f"{shown_path(path)}: cannot be read ({exc.strerror or exc}); give the path of "
                         f"{what}") from None
     if len(data) > limit:
-        raise error(f"{shown_path(path)}: larger than the limit of {_size(limit)} for {what}")
+        raise error(f"{shown_path(path)}: larger than the limit of {_size(limit)} for {what}"
+                    + (f"; {raise_limit}" if raise_limit else ""))
     return data
 
 

@@ -132,12 +132,8 @@ def read_text_file(source: str | os.PathLike, what: str, kind: str, error: type[
                                                "scenarios/)"))
     if os.path.isdir(source):
         raise error(f"{label}: is a directory; give the path of {what}")
-    try:
-        raw = read_bounded(source, max_bytes, what, error)
-    except error as exc:
-        if kind == "scenario" and "larger than the limit" in str(exc):  # the one budget a user may raise
-            raise error(f"{exc}; a longer scenario (an imported replay) runs with --max-file-mib") from None
-        raise
+    raw = read_bounded(source, max_bytes, what, error, raise_limit="a longer scenario (an imported replay) runs "
+                       "with --max-file-mib" if kind == "scenario" else "")
     try:
         return raw.decode("utf-8")
     except UnicodeDecodeError as exc:
