@@ -180,7 +180,7 @@ def write_import(result: ImportResult, out: str | Path, max_bytes: int = MAX_FIL
     text = header + yaml.safe_dump(result.scenario, sort_keys=False, width=120, default_flow_style=None)
     size = len(text.encode("utf-8"))
     if size > max_bytes:  # opsim run could not read it: nothing is written
-        raise ProfileFormatError(f"{out}: {too_long(size, max_bytes)}")
+        raise ProfileFormatError(f"{out}: {_too_long(size, max_bytes)}")
     out.parent.mkdir(parents=True, exist_ok=True)
     if result.calibration is not None:
         result.calibration_path = result.calibration.save(calibration_path)
@@ -190,7 +190,7 @@ def write_import(result: ImportResult, out: str | Path, max_bytes: int = MAX_FIL
     return result
 
 
-def too_long(size: int, max_bytes: int) -> str:
+def _too_long(size: int, max_bytes: int) -> str:
     """Why a replay of `size` bytes is not written, and the two ways out."""
     need = -(-size // (1 << 20))
     return (f"the replay is {size / (1 << 20):.1f} MiB of scenario YAML, above the {max_bytes >> 20} MiB file "
