@@ -6,11 +6,11 @@ import io
 import json
 import os
 import re
-import time
 from pathlib import Path
 
 import pytest
 
+from cpu_clock import cpu_seconds  # bounds in CPU seconds: a loaded machine stretches wall time
 from opsim.calibration import Calibration, calibrate
 from opsim.calibration.comm_fit import fit_files, links_from_yaml
 from opsim.calibration.comm_read import read_communication, read_matrix
@@ -187,9 +187,9 @@ def test_many_ops_read_in_linear_time(tmp_path):
                                               "Size Distribution": {f"{1 + i % 50}.0": [2, 0.02 + (i % 50) * 0.11]}}}}
            for i in range(4000)}
     p = _comm(tmp_path, json.dumps({"step1": {"collective": ops}}))
-    start = time.perf_counter()
+    start = cpu_seconds()
     fit = fit_files([p])["HCCS"]
-    assert time.perf_counter() - start < 10.0
+    assert cpu_seconds() - start < 10.0
     assert fit.messages == 8000 and fit.bandwidth_gbps == pytest.approx(1 / 0.055 * 1e-3 * 1e3, rel=0.05)
 
 

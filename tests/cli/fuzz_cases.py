@@ -1,7 +1,8 @@
 """Hostile inputs generated from a seed, over every surface a user reaches: scenario files, sweep files, `--set`,
 import, calibrate, predict, calibration YAMLs, report, load_result and stop signals. Each case runs in this
 process; its outcome must be an exit code of 0, 1 or 2 (or a `Result` / `OpsimError` from load_result), within
-10 s, with no traceback and bounded memory.
+10 s of CPU (and 60 s of wall time, for a case blocked without spending any), with no traceback and bounded
+memory.
 
 Used by tests/cli/test_fuzz_surfaces.py (a few hundred cases per CI run) and benchmarks/fuzz_campaign.py (a
 campaign of 10,000 and more, with the counts recorded).
@@ -30,6 +31,10 @@ TRACE = ROOT / "tests" / "data" / "formats" / "trace_view_queue_two_threads.json
 SURFACES = ("scenario", "sweep", "set", "import", "calibrate", "predict", "calibration", "report", "load_result",
             "paths", "signal")
 HANG_SECONDS = 10.0
+"""CPU seconds a case may spend (ITIMER_PROF). A loop that does not end spends them whatever the load, while the
+wall time of a 0.5 s case on a shared 2-core CI machine stretches past any small bound."""
+BLOCKED_SECONDS = 60.0
+"""Wall seconds a case may take (ITIMER_REAL): one blocked without spending CPU (a FIFO opened for reading)."""
 BLOWUP_BYTES = 1 << 30
 
 # Values a hostile user writes: YAML text (scenario, sweep, --set, calibration) ...
@@ -98,6 +103,8 @@ class Fixtures:
             assert code == 0, err
         import numba  # noqa: F401 - imported whole before any case: a signal case must not cut an import short
         import numba.core.config  # noqa: F401
+        from opsim.api import load_result  # its summary imports pandas: once here, not inside a timed case
+        _ = load_result(self.run_dir).summary
         self.calibration = root / "cal.yaml"
         if not self.calibration.exists():
             code, err = _cli(["calibrate", KERNELS, "-o", self.calibration])
@@ -283,10 +290,16 @@ def _signal_case(rng: random.Random, work: Path) -> tuple[str, Callable[[], str 
                 timer.start()  # inside: a signal may land before start() returns
                 code, err = _cli(["run", QUICK, "--out", out, "--quiet", "--no-progress"])
                 time.sleep(delay + 0.05)  # a late signal lands here, inside this case
+                # On a loaded machine the timer can wake later still: once join() returns it has sent its
+                # signal (handled in join's own frames, so here) or never will; a SIGINT after this case ended
+                # would stop the whole test run.
+                timer.cancel()
+                timer.join()
             except KeyboardInterrupt:  # delivered after the command returned
                 code, err = 0, ""
         finally:
             timer.cancel()
+            timer.join()
             if previous is not None:
                 signal.signal(sig, previous)
         left = list(out.glob(".opsim-staging-*")) if out.exists() else []
@@ -297,26 +310,31 @@ def _signal_case(rng: random.Random, work: Path) -> tuple[str, Callable[[], str 
 
 
 def run_case(label: str, surface: str, run: Callable[[], str | None]) -> Outcome:
-    """Run one case under a hang alarm, measuring its time and its growth of the peak RSS."""
-    def alarm(_signum: int, _frame: Any) -> None:
-        raise _Hang()
+    """Run one case under hang alarms (HANG_SECONDS of CPU, BLOCKED_SECONDS of wall time), measuring its wall
+    time and its growth of the peak RSS."""
+    def alarm(signum: int, _frame: Any) -> None:
+        raise _Hang(f"past {HANG_SECONDS} s of CPU" if signum == signal.SIGPROF else
+                    f"past {BLOCKED_SECONDS} s of wall time")
 
-    previous = signal.signal(signal.SIGALRM, alarm)
+    previous = {sig: signal.signal(sig, alarm) for sig in (signal.SIGPROF, signal.SIGALRM)}
     rss0 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
     t0 = time.perf_counter()
-    signal.setitimer(signal.ITIMER_REAL, HANG_SECONDS)
+    signal.setitimer(signal.ITIMER_PROF, HANG_SECONDS)
+    signal.setitimer(signal.ITIMER_REAL, BLOCKED_SECONDS)
     try:
         why = run()
         status = "ok" if why is None else "traceback"
-    except _Hang:
-        status, why = "hang", f"past {HANG_SECONDS} s"
+    except _Hang as hang:
+        status, why = "hang", str(hang)
     except MemoryError:
         status, why = "memory", "MemoryError"
     except BaseException as exc:  # noqa: BLE001 - what the campaign counts
         status, why = "traceback", f"{type(exc).__name__}: {str(exc)[:300]}"
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, previous)
+        signal.setitimer(signal.ITIMER_PROF, 0)
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
     seconds = time.perf_counter() - t0
     if status == "ok" and resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024 - rss0 > BLOWUP_BYTES:
         status, why = "memory", "peak RSS grew by more than 1 GiB"

@@ -6,10 +6,10 @@ from __future__ import annotations
 import io
 import subprocess
 import sys
-import time
 
 import pytest
 
+from cpu_clock import cpu_seconds  # bounds in CPU seconds: a loaded machine stretches wall time
 from scenario_helpers import ROOT, SCENARIOS
 from opsim.cli import EXIT_BAD_INPUT, main
 from opsim.yamlio.limits import MAX_FILE_BYTES
@@ -70,11 +70,11 @@ def test_file_above_the_size_limit_refused(tmp_path):
 @pytest.mark.slow
 @pytest.mark.parametrize("name", ["deep_nesting", "alias_bomb_12", "loop_count_huge_empty"])
 def test_bad_input_in_a_subprocess_exits_2_fast(name):
-    t0 = time.perf_counter()
+    t0 = cpu_seconds()
     res = subprocess.run([sys.executable, "-m", "opsim.cli", "validate", str(ROOT / "tests/data/bad" / f"{name}.yaml")],
                          cwd=ROOT, capture_output=True, text=True, timeout=60)
     assert res.returncode == EXIT_BAD_INPUT and "Traceback" not in res.stderr, res.stderr
-    assert time.perf_counter() - t0 < 30  # generous on a loaded CI machine; benchmarks/bad_inputs.py measures
+    assert cpu_seconds() - t0 < 30  # generous on a loaded CI machine; benchmarks/bad_inputs.py measures
 
 
 @pytest.mark.parametrize("summary", ['{"threads": 3}', '{"memory": "x"}', '{"streams": {"s": {"busy_us": "1"}}}',

@@ -13,6 +13,7 @@ import time
 
 import pytest
 
+from cpu_clock import cpu_seconds  # the bounds below are CPU seconds: a loaded machine stretches wall time
 from scenario_helpers import ROOT, SCENARIOS
 from opsim.cli import EXIT_BAD_INPUT, main
 
@@ -130,7 +131,7 @@ def test_class08_special_files_are_not_read(tmp_path, special):
         os.mkfifo(target)
     else:
         os.symlink("/dev/zero", target)
-    t0 = time.perf_counter()
+    t0 = cpu_seconds()
     refused(["validate", QUICK, "--set", f"calibration={target}"], "not a regular file")
     refused(["validate", target], "not a regular file")
     refused(["validate", sweep(tmp_path, f"seeds: 2\n").with_name("x.yaml")], "not found")
@@ -138,7 +139,7 @@ def test_class08_special_files_are_not_read(tmp_path, special):
     p.write_text(f"sweep: s\nscenario: {target}\nseeds: 2\n")
     refused(["validate", p], "not a regular file")
     refused(["predict", target, "-o", tmp_path / "p.csv"], "not a regular file")
-    assert time.perf_counter() - t0 < 10
+    assert cpu_seconds() - t0 < 10
 
 
 def test_class08_trace_view_linked_to_dev_zero(tmp_path):
@@ -235,9 +236,9 @@ def test_class12_bad_calibration_yaml_is_bad_input(tmp_path, text):
                                   "random: {samples: 100000000, params: {seed: {integer: [0, 9]}}}\n",
                                   "grid: {seed: [1, 2, 3, 4, 5, 6, 7, 8, 9, 10]}\nseeds: 20000\n"])
 def test_class13_sweep_points_bounded_before_expansion(tmp_path, body):
-    t0 = time.perf_counter()
+    t0 = cpu_seconds()
     refused(["validate", sweep(tmp_path, body)], "above the limit of 100,000")
-    assert time.perf_counter() - t0 < 10
+    assert cpu_seconds() - t0 < 10
 
 
 def test_class13_many_seeds_validate_without_one_check_each(tmp_path, monkeypatch):
@@ -446,9 +447,9 @@ def test_a_long_string_where_a_list_of_dtypes_belongs_is_refused_at_once(tmp_pat
     """`dtype_choices: xxx...` (100,000 characters) made one error per character, each compared with every
     earlier one: validate hung."""
     p = scenario_with(tmp_path, "dtype_choices: [float, float16]", "dtype_choices: " + "x" * 100_000)
-    t0 = time.perf_counter()
+    t0 = cpu_seconds()
     refused(["validate", p], "dtype_choices: expected a list")
-    assert time.perf_counter() - t0 < 30  # (it took hours: one error per character, each compared with all)
+    assert cpu_seconds() - t0 < 30  # (it took hours: one error per character, each compared with all)
 
 
 # 21 -----------------------------------------------------------------------------------------------------

@@ -4,10 +4,10 @@ from __future__ import annotations
 import copy
 import json
 import re
-import time
 
 import pytest
 
+from cpu_clock import cpu_seconds  # bounds in CPU seconds: a loaded machine stretches wall time
 from opsim.cli import main as cli_main
 from opsim.cluster.links import get_link
 from opsim.cluster.transfer import transfer_time_us
@@ -359,11 +359,11 @@ def test_recorded_transits_count_toward_the_horizon():
 def test_enormous_counts_are_refused_quickly(change):
     data = job(2)
     change(data)
-    t = time.perf_counter()
+    t = cpu_seconds()
     for check in (validate, load_scenario):
         with pytest.raises(ScenarioError):
             check(copy.deepcopy(data))
-    assert time.perf_counter() - t < 30
+    assert cpu_seconds() - t < 30
 
 
 def test_a_calibrations_slow_link_counts_toward_the_collectives_horizon(tmp_path):

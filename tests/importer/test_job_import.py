@@ -6,11 +6,11 @@ import io
 import json
 import os
 import shutil
-import time
 from pathlib import Path
 
 import pytest
 
+from cpu_clock import cpu_seconds  # bounds in CPU seconds: a loaded machine stretches wall time
 from opsim.cli import main
 from opsim.importer.job_scenario import fill_ranks, nearest_rank
 from opsim.importer.report import ImportReport
@@ -109,10 +109,10 @@ def test_ten_thousand_rank_folders_are_refused_quickly(tmp_path):
     root.mkdir()
     for i in range(10_000):
         (root / f"r{i}_ascend_pt").mkdir()
-    t0 = time.perf_counter()
+    t0 = cpu_seconds()
     code, text = _import(root, tmp_path)
     assert code == 2 and "more than 1024" in text and len(text.strip().splitlines()) == 1
-    assert time.perf_counter() - t0 < 5
+    assert cpu_seconds() - t0 < 5
 
 
 @pytest.mark.parametrize("where", ["rank folder", "file"])
@@ -151,10 +151,10 @@ def test_a_damaged_communication_json_exits_2_naming_file_and_field(tmp_path, co
         os.symlink("/dev/zero", comm)
     else:
         comm.write_bytes(content.encode("latin-1"))
-    t0 = time.perf_counter()
+    t0 = cpu_seconds()
     code, text = _import(root, tmp_path)
     assert code == 2 and "communication.json" in text and expected in text, text
-    assert len(text.strip().splitlines()) == 1 and time.perf_counter() - t0 < 5
+    assert len(text.strip().splitlines()) == 1 and cpu_seconds() - t0 < 5
 
 
 def test_a_communication_matrix_with_a_wrong_link_key_exits_2(tmp_path):
@@ -289,8 +289,8 @@ def test_a_rank_beyond_what_a_scenario_holds_is_refused_before_ranks_are_built(t
     else:
         m = _rank(root, 1) / "ASCEND_PROFILER_OUTPUT" / "communication_matrix.json"
         m.write_text(json.dumps({"s": {"collective": {"g@1": {"1-999999999": {}}}}}))
-    t0 = time.perf_counter()
+    t0 = cpu_seconds()
     code, text = _import(root, tmp_path)
-    assert code == 2 and len(text.strip().splitlines()) == 1 and time.perf_counter() - t0 < 5, text
+    assert code == 2 and len(text.strip().splitlines()) == 1 and cpu_seconds() - t0 < 5, text
     assert "beyond the 1024 ranks" in text and ("rank_id" in text if where == "folder" else
                                                 "rank1_ascend_pt/ASCEND_PROFILER_OUTPUT/communication_matrix.json" in text)

@@ -146,7 +146,11 @@ def test_a_signal_early_in_a_run_leaves_no_staging_and_one_line(tmp_path, sig):
                 running[0] = False
             time.sleep(delay + 0.05)  # a late signal lands here
         finally:
+            # On a loaded machine the timer can wake later still: once join() returns it has sent its signal
+            # (noted by the handler, in join's own frames) or never will. Restoring the handler before that
+            # let a late SIGTERM kill the test run, or a late SIGINT stop it.
             timer.cancel()
+            timer.join()
             signal.signal(sig, previous)
         assert not list(out.glob(STAGING_PREFIX + "*")) if out.exists() else True, delay
         assert code in (0, 128 + sig), (delay, code, err.getvalue())
