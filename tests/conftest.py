@@ -39,7 +39,8 @@ def op_type_dict() -> OpTypeDict:
 @pytest.fixture(autouse=True)
 def _no_opbase_variables_from_the_shell(monkeypatch):
     """opsim reads the documented opbase variables from the process environment: tests start without them, so
-    a developer's exported GE_PROFILING_TO_STD_OUT cannot change their outputs."""
+    a developer's exported GE_PROFILING_TO_STD_OUT cannot change their outputs. OPSIM_TRACEBACK likewise: it
+    turns the one-line internal error the tests expect into a traceback."""
     from opsim.scenario.schema import ENV_VARS
-    for name in ENV_VARS:
+    for name in (*ENV_VARS, "OPSIM_TRACEBACK"):
         monkeypatch.delenv(name, raising=False)
