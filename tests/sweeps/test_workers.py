@@ -55,8 +55,21 @@ def test_a_sweep_without_workers_on_two_cores_runs_in_this_process(small_sweep, 
     assert without_wall(df).equals(without_wall(reference))
 
 
+class _TenMillisecondPoints:
+    """`time` for opsim.sweeps.point: each point measures 10 ms. The decision reads a timed point's wall time,
+    which on a loaded 2-core CI machine reached 0.7 s for these points (the cluster then pays from 0.6 s)."""
+    now = 0.0
+
+    @classmethod
+    def perf_counter(cls) -> float:
+        cls.now += 0.005  # two readings per point
+        return cls.now
+
+
 def test_short_points_on_many_cores_stay_in_this_process(small_sweep, reference, monkeypatch):
     # 8 cores pass the first test; the timed points are milliseconds, so the cluster would not pay
+    from opsim.sweeps import point
+    monkeypatch.setattr(point, "time", _TenMillisecondPoints)
     monkeypatch.setattr(engine, "default_workers", lambda: 8)
     monkeypatch.setattr(engine, "connect", lambda *a: (_ for _ in ()).throw(AssertionError("no cluster")))
     df = engine.run_sweep(_load(small_sweep))
