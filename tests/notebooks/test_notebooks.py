@@ -33,7 +33,9 @@ def test_notebook_executes(path):
     nbclient = pytest.importorskip("nbclient", reason="nbclient is not installed (pip install opsim[test])")
     pytest.importorskip("ipykernel", reason="ipykernel is not installed (pip install opsim[test])")
     nb = nbformat.read(path, as_version=4)
-    client = nbclient.NotebookClient(nb, timeout=120, kernel_name="python3",
+    # Timeouts guard against a hang only: a notebook took 66 s on the loaded 2-core machine (120 s per cell was
+    # too close for a cluster's start under more load).
+    client = nbclient.NotebookClient(nb, timeout=600, startup_timeout=300, kernel_name="python3",
                                      resources={"metadata": {"path": str(path.parent)}})
     client.execute()  # raises CellExecutionError, naming the cell, on any error
     outputs = [o for c in nb.cells if c.cell_type == "code" for o in c.outputs]
