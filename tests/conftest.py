@@ -11,7 +11,8 @@ from hypothesis import settings
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # db_helpers, shared by tests/ingest and tests/importer
 
 # Every run of the test command replays the same examples, so a red build is always reproducible and a fresh
-# machine sees what CI saw. `OPSIM_HYPOTHESIS=explore` draws new examples (as benchmarks/fuzz_*.py do at scale).
+# machine sees what CI saw (the examples depend on the Hypothesis release too: pyproject.toml pins it exactly).
+# `OPSIM_HYPOTHESIS=explore` draws new examples (as benchmarks/fuzz_*.py do at scale).
 settings.register_profile("replay", derandomize=True, print_blob=True, deadline=None)  # no flaky deadline on a loaded machine
 settings.register_profile("explore", print_blob=True)
 settings.load_profile(os.environ.get("OPSIM_HYPOTHESIS", "replay"))

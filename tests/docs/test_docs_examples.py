@@ -61,7 +61,8 @@ CASES = [(p, line, lang, body) for p in DOCS for line, lang, body, skipped in bl
 
 @pytest.fixture(scope="module")
 def workdir(tmp_path_factory):
-    """A directory with the scenarios and an `opsim` command that runs this checkout."""
+    """A directory with the scenarios and an `opsim` command that runs this checkout, its environment, and the
+    shell blocks run in it so far."""
     root = tmp_path_factory.mktemp("docs")
     shutil.copytree(ROOT / "scenarios", root / "scenarios")
     shutil.copytree(ROOT / "tests" / "data" / "real", root / "tests" / "data" / "real")  # the bundled real profile
@@ -76,7 +77,7 @@ def workdir(tmp_path_factory):
     from opsim.scenario.schema import ENV_VARS
     for name in ENV_VARS:  # the commands run as documented, not under the developer's exported variables
         env.pop(name, None)
-    return root, env
+    return root, env, set()
 
 
 def test_the_docs_have_runnable_examples():
@@ -93,19 +94,35 @@ def test_the_convention_drops_installs_and_pytest():
 _SHELL_CASES = [(p, line, b) for p, line, lang, b in CASES if lang in SHELL]
 
 
-@pytest.mark.parametrize("path, line, body", _SHELL_CASES, ids=[f"{p.name}:{line}" for p, line, _ in _SHELL_CASES])
-def test_shell_block_runs(workdir, path, line, body):
-    root, env = workdir
+def _run_shell(workdir, path: Path, line: int, body: str) -> None:
+    root, env, done = workdir
     for cmd in shell_commands(body):
         proc = subprocess.run(["bash", "-c", cmd], cwd=root, env=env, capture_output=True, text=True, timeout=300)
         assert proc.returncode == 0, (f"{path.relative_to(ROOT)}:{line}: `{cmd}` exited {proc.returncode}\n"
                                       f"{proc.stdout[-2000:]}\n{proc.stderr[-2000:]}")
+    done.add((path, line))
+
+
+def _shell_blocks_up_to(workdir, upto: int) -> None:
+    """Run the first `upto` shell blocks (in the file order) that have not run here: a block may use what an
+    earlier one wrote (import.md's imported.yaml), so a test selected alone (`-k`, `--lf`) or reordered would
+    otherwise fail where the whole module passes."""
+    for path, line, body in _SHELL_CASES[:upto]:
+        if (path, line) not in workdir[2]:
+            _run_shell(workdir, path, line, body)
+
+
+@pytest.mark.parametrize("path, line, body", _SHELL_CASES, ids=[f"{p.name}:{line}" for p, line, _ in _SHELL_CASES])
+def test_shell_block_runs(workdir, path, line, body):
+    # this block and those before it, each once (a later block selected first may have run it, checked alike)
+    _shell_blocks_up_to(workdir, _SHELL_CASES.index((path, line, body)) + 1)
 
 
 @pytest.mark.parametrize("path", sorted({p for p, _, lang, _ in CASES if lang == "python"}),
                          ids=lambda p: p.name)
 def test_python_blocks_run(workdir, path, monkeypatch):
-    root, _ = workdir
+    _shell_blocks_up_to(workdir, len(_SHELL_CASES))  # the blocks' files (imported.yaml) are there
+    root = workdir[0]
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
@@ -124,7 +141,7 @@ def test_python_blocks_run(workdir, path, monkeypatch):
 
 def test_the_sweep_example_runs_as_a_plain_script(workdir, tmp_path):
     """docs/sweeps.md's Python example saved as a file and run with `python`: what a newcomer does with it."""
-    root, env = workdir
+    root, env, _ = workdir
     code = "\n".join(b for p, _, lang, b in CASES if p.name == "sweeps.md" and lang == "python")
     assert 'if __name__ == "__main__":' in code
     script = root / "sweep_example.py"
