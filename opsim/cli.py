@@ -233,6 +233,8 @@ def cmd_validate(args: argparse.Namespace, out: TextIO) -> int:
         return validate_sweep(args.scenario, out)
     from opsim.scenario.loader import validate  # lazy: each subcommand loads only what it runs
     cfg = validate(args.scenario, _overrides(args.overrides), limits=_limits(args))
+    from opsim.scenario.end_bound import check_end_bound  # lazy: each subcommand loads only what it runs
+    check_end_bound(cfg, args.scenario)
     calls = cfg.planned_calls()
     ranks = f"{cfg.rank_count} ranks, " if cfg.cluster is not None else ""
     out.write(f"{args.scenario}: ok ({cfg.name}: {ranks}{len(cfg.threads)} thread(s), "
