@@ -140,11 +140,11 @@ def _add_budgets(p: argparse.ArgumentParser) -> None:
     _add_file_budget(p)
 
 
-def _add_file_budget(p: argparse.ArgumentParser) -> None:
+def _add_file_budget(p: argparse.ArgumentParser,
+                     what: str = "largest scenario file read or written, e.g. a long imported replay") -> None:
     from opsim.yamlio.limits import MAX_FILE_BYTES  # lazy: each subcommand loads only what it runs
     p.add_argument("--max-file-mib", type=_file_mib, default=MAX_FILE_BYTES >> 20, metavar="MIB",
-                   help=f"largest scenario file read or written, e.g. a long imported replay (default "
-                        f"{MAX_FILE_BYTES >> 20}, at most {MAX_FILE_MIB})")
+                   help=f"{what} (default {MAX_FILE_BYTES >> 20}, at most {MAX_FILE_MIB})")
 
 
 MAX_FILE_MIB = 1024
@@ -224,13 +224,13 @@ def _print_error(err: BaseException, stream: TextIO, all_errors: bool = False) -
 
 def cmd_validate(args: argparse.Namespace, out: TextIO) -> int:
     from opsim.sweeps.spec import is_sweep_file  # lazy: each subcommand loads only what it runs
-    if is_sweep_file(args.scenario):
+    if is_sweep_file(args.scenario, args.max_file_mib << 20):
         if args.overrides:
             from opsim.errors import InvalidArgumentError  # lazy: each subcommand loads only what it runs
             raise InvalidArgumentError(f"{args.scenario} is a sweep file; --set applies to scenarios (put fixed "
                                        "values under the sweep's `overrides`)")
         from opsim.sweeps.command import validate as validate_sweep  # lazy: each subcommand loads only what it runs
-        return validate_sweep(args.scenario, out)
+        return validate_sweep(args.scenario, out, args.max_file_mib << 20)
     from opsim.scenario.loader import validate  # lazy: each subcommand loads only what it runs
     cfg = validate(args.scenario, _overrides(args.overrides), limits=_limits(args))
     from opsim.scenario.end_bound import check_end_bound  # lazy: each subcommand loads only what it runs

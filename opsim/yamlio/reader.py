@@ -69,11 +69,11 @@ def read_document(text: str, max_bytes: int = MAX_FILE_BYTES) -> YamlDocument:
         loader.dispose()
 
 
-def check_yaml_events(text: str) -> None:
+def check_yaml_events(text: str, max_bytes: int = MAX_FILE_BYTES) -> None:
     """Raise LimitError when the YAML text is too long, nests too deep, uses too many aliases, expands to too
     many nodes or has an alias inside the collection it names. YAML syntax errors propagate as yaml.YAMLError.
     The check is the scenario reader's own pass over libyaml's events."""
-    read_document(text)
+    read_document(text, max_bytes)
 
 
 def _scalar_maker(loader: Any):
