@@ -28,14 +28,28 @@ PERFETTO_HINT = "open it at https://ui.perfetto.dev (\"Open trace file\")"
 
 
 def _parser_class() -> type:
-    """argparse with exit code 2 and a one-line message for bad usage (its default, made explicit)."""
+    """argparse with exit code 2 and two lines for bad usage: the error (escaped and cut: it may echo a value)
+    and where the options are listed, instead of argparse's usage block."""
     import argparse  # lazy: out of the module's import, so a stop signal while it loads reaches main
 
     class _Parser(argparse.ArgumentParser):
         def error(self, message: str) -> None:  # type: ignore[override]
-            self.print_usage(sys.stderr)
-            self.exit(EXIT_BAD_INPUT, f"{self.prog}: error: {message}\n")
+            from opsim.errors import printable_message  # lazy: each subcommand loads only what it runs
+            text = printable_message(" ".join(message.split()), line_limit=300)
+            self.exit(EXIT_BAD_INPUT, f"{self.prog}: error: {text}\ntry '{self.prog} --help'\n")
     return _Parser
+
+
+def _parse(parser: argparse.ArgumentParser, argv: Sequence[str] | None) -> argparse.Namespace:
+    """The parsed command line; an unknown option is reported by the subcommand it was given to (its --help
+    lists the options), not by the top-level parser."""
+    args, extra = parser.parse_known_args(argv)
+    if extra:
+        import argparse  # lazy: loaded with the parser (see _parser_class)
+        subs = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+        sub = subs[0].choices.get(getattr(args, "command", None) or "") if subs else None
+        (sub or parser).error(f"unrecognized arguments: {' '.join(extra)}")
+    return args
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -398,7 +412,7 @@ def _main(argv: Sequence[str] | None, out: TextIO, err: TextIO) -> int:
     _autocomplete(parser)
     try:
         with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-            args = parser.parse_args(argv)
+            args = _parse(parser, argv)
     except SystemExit as exc:
         return int(exc.code) if isinstance(exc.code, int) else EXIT_BAD_INPUT
     from opsim.errors import OpsimError  # lazy: each subcommand loads only what it runs
