@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import io
 
-from hypothesis import HealthCheck, given, settings, strategies as st
+from hypothesis import HealthCheck, example, given, settings, strategies as st
 
 from opsim.cli import main
 from opsim.scenario.checks import scenario_horizon
@@ -51,6 +51,8 @@ def _verdicts(text: str, path, overrides: dict) -> tuple[bool, bool, float, floa
 @settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(field=st.sampled_from(["clock_mhz", "hbm_bandwidth_gbps", "peak_fp16_flops"]),
        exponent=st.floats(-14.0, 0.0), trace=st.booleans())
+@example(field="clock_mhz", exponent=-13.0, trace=True)  # both refuse
+@example(field="hbm_bandwidth_gbps", exponent=-9.0, trace=True)  # both accept
 def test_validate_refuses_whenever_the_run_would(tmp_path, field, exponent, trace):
     """Over SoC rates from near 0 to ordinary, validate's bound is never below the run's end (so every run the
     outputs cannot express is refused first), and it is tight where it matters (a device-bound run, long): within
@@ -60,6 +62,10 @@ def test_validate_refuses_whenever_the_run_would(tmp_path, field, exponent, trac
         SMALL, tmp_path / "s.yaml", {f"soc_overrides.{field}": rate, "outputs.trace": trace})
     assert upper >= end
     assert run_refuses <= validate_refuses
+    if (field, exponent) == ("clock_mhz", -13.0):
+        assert run_refuses
+    if (field, exponent) == ("hbm_bandwidth_gbps", -9.0):
+        assert not validate_refuses
     if end > 1e9:
         assert upper <= 2 * end
 
