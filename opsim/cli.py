@@ -45,9 +45,7 @@ def _parse(parser: argparse.ArgumentParser, argv: Sequence[str] | None) -> argpa
     lists the options), not by the top-level parser."""
     args, extra = parser.parse_known_args(argv)
     if extra:
-        import argparse  # lazy: loaded with the parser (see _parser_class)
-        subs = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
-        sub = subs[0].choices.get(getattr(args, "command", None) or "") if subs else None
+        sub = getattr(parser, "subcommands", {}).get(getattr(args, "command", None) or "")
         (sub or parser).error(f"unrecognized arguments: {' '.join(extra)}")
     return args
 
@@ -58,6 +56,7 @@ def build_parser() -> argparse.ArgumentParser:
     from opsim import __version__  # lazy: each subcommand loads only what it runs
     p.add_argument("--version", action="version", version=f"opsim {__version__}")
     sub = p.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    p.subcommands = sub.choices  # type: ignore[attr-defined]  # read by _parse: who reports an unknown option
     sub.required = True
 
     run = sub.add_parser("run", help="run a scenario and write its outputs",
