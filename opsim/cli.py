@@ -28,14 +28,26 @@ PERFETTO_HINT = "open it at https://ui.perfetto.dev (\"Open trace file\")"
 
 
 def _parser_class() -> type:
-    """argparse with exit code 2 and a one-line message for bad usage (its default, made explicit)."""
+    """argparse with exit code 2 and two lines for bad usage: the error (escaped and cut: it may echo a value)
+    and where the options are listed, instead of argparse's usage block."""
     import argparse  # lazy: out of the module's import, so a stop signal while it loads reaches main
 
     class _Parser(argparse.ArgumentParser):
         def error(self, message: str) -> None:  # type: ignore[override]
-            self.print_usage(sys.stderr)
-            self.exit(EXIT_BAD_INPUT, f"{self.prog}: error: {message}\n")
+            from opsim.errors import printable_message  # lazy: each subcommand loads only what it runs
+            text = printable_message(" ".join(message.split()), line_limit=300)
+            self.exit(EXIT_BAD_INPUT, f"{self.prog}: error: {text}\ntry '{self.prog} --help'\n")
     return _Parser
+
+
+def _parse(parser: argparse.ArgumentParser, argv: Sequence[str] | None) -> argparse.Namespace:
+    """The parsed command line; an unknown option is reported by the subcommand it was given to (its --help
+    lists the options), not by the top-level parser."""
+    args, extra = parser.parse_known_args(argv)
+    if extra:
+        sub = getattr(parser, "subcommands", {}).get(getattr(args, "command", None) or "")
+        (sub or parser).error(f"unrecognized arguments: {' '.join(extra)}")
+    return args
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -44,6 +56,7 @@ def build_parser() -> argparse.ArgumentParser:
     from opsim import __version__  # lazy: each subcommand loads only what it runs
     p.add_argument("--version", action="version", version=f"opsim {__version__}")
     sub = p.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    p.subcommands = sub.choices  # type: ignore[attr-defined]  # read by _parse: who reports an unknown option
     sub.required = True
 
     run = sub.add_parser("run", help="run a scenario and write its outputs",
@@ -140,11 +153,11 @@ def _add_budgets(p: argparse.ArgumentParser) -> None:
     _add_file_budget(p)
 
 
-def _add_file_budget(p: argparse.ArgumentParser) -> None:
+def _add_file_budget(p: argparse.ArgumentParser,
+                     what: str = "largest scenario file read or written, e.g. a long imported replay") -> None:
     from opsim.yamlio.limits import MAX_FILE_BYTES  # lazy: each subcommand loads only what it runs
     p.add_argument("--max-file-mib", type=_file_mib, default=MAX_FILE_BYTES >> 20, metavar="MIB",
-                   help=f"largest scenario file read or written, e.g. a long imported replay (default "
-                        f"{MAX_FILE_BYTES >> 20}, at most {MAX_FILE_MIB})")
+                   help=f"{what} (default {MAX_FILE_BYTES >> 20}, at most {MAX_FILE_MIB})")
 
 
 MAX_FILE_MIB = 1024
@@ -237,15 +250,17 @@ def _print_error(err: BaseException, stream: TextIO, all_errors: bool = False) -
 
 def cmd_validate(args: argparse.Namespace, out: TextIO) -> int:
     from opsim.sweeps.spec import is_sweep_file  # lazy: each subcommand loads only what it runs
-    if is_sweep_file(args.scenario):
+    if is_sweep_file(args.scenario, args.max_file_mib << 20):
         if args.overrides:
             from opsim.errors import InvalidArgumentError  # lazy: each subcommand loads only what it runs
             raise InvalidArgumentError(f"{args.scenario} is a sweep file; --set applies to scenarios (put fixed "
                                        "values under the sweep's `overrides`)")
         from opsim.sweeps.command import validate as validate_sweep  # lazy: each subcommand loads only what it runs
-        return validate_sweep(args.scenario, out)
+        return validate_sweep(args.scenario, out, args.max_file_mib << 20)
     from opsim.scenario.loader import validate  # lazy: each subcommand loads only what it runs
     cfg = validate(args.scenario, _overrides(args.overrides), limits=_limits(args))
+    from opsim.scenario.end_bound import check_end_bound  # lazy: each subcommand loads only what it runs
+    check_end_bound(cfg, args.scenario)
     calls = cfg.planned_calls()
     ranks = f"{cfg.rank_count} ranks, " if cfg.cluster is not None else ""
     out.write(f"{args.scenario}: ok ({cfg.name}: {ranks}{len(cfg.threads)} thread(s), "
@@ -409,7 +424,7 @@ def _main(argv: Sequence[str] | None, out: TextIO, err: TextIO) -> int:
     _autocomplete(parser)
     try:
         with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-            args = parser.parse_args(argv)
+            args = _parse(parser, argv)
     except SystemExit as exc:
         return int(exc.code) if isinstance(exc.code, int) else EXIT_BAD_INPUT
     from opsim.errors import OpsimError  # lazy: each subcommand loads only what it runs

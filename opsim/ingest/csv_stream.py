@@ -1,11 +1,11 @@
 """Stream the records of a profiler CSV (op_summary_*.csv, kernel_details.csv, api_statistic.csv) in bounded
-memory: one physical line at a time, each record with its 1-based first line, its raw text and its cells.
+memory: one physical line at a time, each record with its 1-based first line, its text and its cells. The one
+CSV reader of the profile readers (`opsim.ingest.kernels`, `api_statistic`, `op_summary`).
 
-The rules are those of ``opsim.ingest.kernels.read_kernels``, which reads a whole file at once: a UTF-8 BOM
-and CRLF line ends are accepted, bytes that are not UTF-8 and a quoted cell never closed are errors naming
-the file and line. A stream adds bounds a whole-file read does not need: a line longer than
-``MAX_LINE_BYTES`` (``/dev/zero``, a binary file) or a file that is not a regular file is refused before it
-is read, so no input makes the reader hold more than one line.
+A UTF-8 BOM and CRLF line ends are accepted; bytes that are not UTF-8 and a quoted cell never closed are
+errors naming the file and line. A line longer than ``MAX_LINE_BYTES`` (``/dev/zero``, a binary file) or a
+file that is not a regular file is refused before it is read, so no input makes the reader hold more than one
+line.
 """
 from __future__ import annotations
 
@@ -23,11 +23,17 @@ MAX_LINE_BYTES = 1 << 20
 
 @dataclass(frozen=True)
 class CsvRecord:
-    """One CSV record: its first line (1-based), raw text without the line end, and its cells."""
+    """One CSV record: its first line (1-based), its text as read (line ends included: a writer that copies rows
+    back keeps the file's newline style) and its cells."""
 
     line: int
-    raw: str
+    text: str
     cells: list[str]
+
+    @property
+    def raw(self) -> str:
+        """The record's text without its line end."""
+        return self.text.rstrip("\r\n")
 
 
 def _lines(path: Path, expected: str, consumed: list[str]) -> Iterator[str]:
@@ -41,7 +47,7 @@ def _lines(path: Path, expected: str, consumed: list[str]) -> Iterator[str]:
             number += 1
             if len(data) > MAX_LINE_BYTES:
                 raise ProfileFormatError(
-                    f"{path}: line {number}: longer than {MAX_LINE_BYTES} bytes; this is not a {expected} "
+                    f"{path}: line {number}: longer than {MAX_LINE_BYTES >> 20} MiB; this is not a {expected} "
                     f"(a binary file or a device?)")
             if number == 1 and data.startswith(b"\xef\xbb\xbf"):
                 data, offset = data[3:], 3
@@ -72,10 +78,10 @@ def iter_csv(path: str | Path, expected: str) -> Iterator[CsvRecord]:
                                      f"the {expected} again") from None
         except OSError as exc:
             raise ProfileFormatError(f"{p}: cannot read ({exc.strerror or exc}); give a {expected}") from None
-        raw = "".join(consumed).rstrip("\r\n")
+        text = "".join(consumed)
         consumed.clear()
-        if raw.count('"') % 2:  # a well-formed record always has an even number of quote characters
+        if text.count('"') % 2:  # a well-formed record always has an even number of quote characters
             raise ProfileFormatError(f"{p}: line {start}: a quoted cell is never closed; fix the quoting or "
                                      f"export the {expected} again")
-        yield CsvRecord(start, raw, cells)
+        yield CsvRecord(start, text, cells)
         start = reader.line_num + 1

@@ -7,16 +7,15 @@ every row is kept so a writer can reproduce the file byte for byte and append co
 """
 from __future__ import annotations
 
-import csv
 import math
 from dataclasses import dataclass, field
 from decimal import Decimal, InvalidOperation
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Iterator
 
 from opsim.acl.dtypes import DataType
 from opsim.errors import InvalidArgumentError, ProfileFormatError
-from opsim.safe_io import open_regular
+from opsim.ingest.csv_stream import iter_csv
 
 #: canonical column -> accepted header spellings (kernel_details.csv first, then msprof op_summary).
 COLUMNS: dict[str, tuple[str, ...]] = {
@@ -314,65 +313,6 @@ def _column_index(path: Path, header: list[str]) -> dict[str, int]:
     return columns
 
 
-MAX_LINE_BYTES = 1 << 20
-"""Longest line of a kernel table read (real rows are a few hundred bytes; a file without newlines is not one)."""
-
-
-def _lines(path: Path, fh: Any, first: list[int]) -> Iterator[str]:
-    """The file's lines decoded one at a time (a BOM dropped), each bounded; `first[0]` counts lines read."""
-    n = 0
-    while True:
-        raw = fh.readline(MAX_LINE_BYTES + 1)
-        if not raw:
-            return
-        n += 1
-        if len(raw) > MAX_LINE_BYTES:
-            raise ProfileFormatError(f"{path}: line {n} is longer than {MAX_LINE_BYTES >> 20} MiB; not a kernel table "
-                                     "(give a kernel_details.csv or op_summary_*.csv)")
-        if n == 1 and raw.startswith(b"\xef\xbb\xbf"):
-            raw = raw[3:]
-        try:
-            text = raw.decode("utf-8")
-        except UnicodeDecodeError as exc:
-            raise ProfileFormatError(
-                f"{path}: line {n}, byte {exc.start}: not UTF-8 ({raw[exc.start:exc.start + 4]!r}); re-save the "
-                "kernel_details.csv or op_summary_*.csv as UTF-8") from None
-        first[0] = n
-        yield text
-
-
-def iter_records(path: Path) -> Iterator[tuple[int, str, list[str]]]:
-    """(1-based first line, raw text without its newline, cells) of every CSV record of `path`, read as a
-    stream: a regular file only, one record in memory at a time (opsim.safe_io), quoted newlines kept inside
-    their record. A last record without a newline is marked by a raw text that `ends_without_newline` sees."""
-    with open_regular(path, "a kernel_details.csv or op_summary_*.csv", ProfileFormatError) as fh:
-        counter = [0]
-        pending: list[str] = []
-
-        def feed() -> Iterator[str]:
-            for line in _lines(path, fh, counter):
-                pending.append(line)
-                yield line
-
-        reader = csv.reader(feed())
-        start = 1
-        while True:
-            try:
-                cells = next(reader)
-            except StopIteration:
-                break
-            except csv.Error as exc:
-                raise ProfileFormatError(f"{path}: not a readable CSV (line {start}: {exc}); fix the quoting or "
-                                         "export the kernel table again") from None
-            raw = "".join(pending)
-            del pending[:]
-            if raw.count('"') % 2:  # a well-formed record always has an even number of quote characters
-                raise ProfileFormatError(f"{path}: not a readable CSV (line {start}: a quoted cell is never "
-                                         "closed); fix the quoting or export the kernel table again")
-            yield start, raw, cells
-            start = counter[0] + 1
-
-
 def iter_kernels(path: str | Path, *, shapeless: bool = False
                  ) -> Iterator[tuple[int, str, list[str], KernelRecord | None, str]]:
     """The data rows of a kernel table as a stream: (line, raw text with its newline, cells, record or None,
@@ -380,18 +320,19 @@ def iter_kernels(path: str | Path, *, shapeless: bool = False
     `shapeless` keeps rows without shapes (a MemSet's `N/A`) as records with no tensors: the importer joins
     them to the trace's kernels for their core and block dim; a fit skips them."""
     p = Path(path)
-    records = iter_records(p)
+    records = iter_csv(p, "kernel_details.csv or op_summary_*.csv")
     first = next(records, None)
     if first is None:
         raise ProfileFormatError(f"{p}: empty file; give a kernel_details.csv with its header row")
-    header = first[2]
+    header = first.cells
     columns = _column_index(p, header)
-    yield 1, first[1], header, None, "header"
-    for line, raw, cells in records:
+    yield 1, first.text, header, None, "header"
+    for record in records:
+        cells = record.cells
         if not cells or all(c.strip() == "" for c in cells):
             continue
-        rec, reason = _parse_row(p, header, columns, line, cells, shapeless)
-        yield line, raw, cells, rec, reason
+        rec, reason = _parse_row(p, header, columns, record.line, cells, shapeless)
+        yield record.line, record.text, cells, rec, reason
 
 
 def read_kernels(path: str | Path, *, keep_raw: bool = True, shapeless: bool = False) -> KernelTable:

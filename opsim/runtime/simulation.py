@@ -6,7 +6,6 @@ from typing import Any, Callable, Generator
 import simpy
 
 from opsim.acl.tensor import reset_host_pointers
-from opsim.calibration import load_calibration
 from opsim.device.cost import CostModel
 from opsim.device.device import Device
 from opsim.device.soc import get_soc
@@ -37,7 +36,10 @@ class Simulation:
         self.recorder = Recorder(enabled=settings.trace, sink=record_sink)
         self.soc = get_soc(settings.soc, **dict(settings.soc_overrides))
         #: the Calibration in use (a path or a loaded one was given), None when uncalibrated.
-        self.calibration = load_calibration(settings.calibration)
+        self.calibration = None
+        if settings.calibration is not None:
+            from opsim.calibration import load_calibration  # lazy: an uncalibrated run never loads the fit
+            self.calibration = load_calibration(settings.calibration)
         self.cost = CostModel(self.soc, overrides=settings.cost_overrides or None,
                               fitted=self.calibration.timing if self.calibration is not None else None)
         self.device = Device(self.env, self.soc, self.recorder, self.cost, numerics=settings.numerics,

@@ -28,12 +28,15 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                    help="run on an existing Dask cluster, e.g. tcp://10.0.0.5:8786 (started with `dask scheduler`)")
     p.add_argument("--resume", action="store_true", help="keep the points already in DIR and run the rest")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    from opsim.cli import _add_file_budget  # lazy: the CLI builds this parser (one definition of the flag)
+    _add_file_budget(p, "largest sweep file or scenario file read, e.g. a sweep over a long imported replay")
 
 
-def validate(path: str, out: TextIO) -> int:
-    """`opsim validate SWEEP.yaml`: the file, the base scenario and every parameter value."""
+def validate(path: str, out: TextIO, max_bytes: int | None = None) -> int:
+    """`opsim validate SWEEP.yaml`: the file, the base scenario and every parameter value (`max_bytes`: the
+    file budget, --max-file-mib)."""
     from opsim.sweeps.spec import load_sweep  # lazy: each subcommand loads only what it runs
-    spec = load_sweep(path)
+    spec = load_sweep(path) if max_bytes is None else load_sweep(path, max_bytes=max_bytes)
     n = len(spec.points())
     params = ", ".join(spec.params) or "no parameters"
     out.write(f"{path}: ok (sweep {spec.name}: {n} point(s) over {params}"
@@ -51,7 +54,7 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     if args.scheduler and args.workers is not None:
         raise InvalidArgumentError("--workers sizes the local cluster; an existing cluster (--scheduler) has its "
                                    "own workers: drop one of the two")
-    spec = load_sweep(args.sweep)
+    spec = load_sweep(args.sweep, max_bytes=args.max_file_mib << 20)
     target = Path(args.out) if args.out else DEFAULT_ROOT / spec.name
     t0 = time.perf_counter()
     try:

@@ -409,7 +409,7 @@ def _plan(sweep: Sweep, points: list, done: dict) -> tuple[dict[int, dict[str, A
                                                 old.get("error") or "", float(old.get("wall_seconds") or 0.0)))
         else:
             tasks.append(PointTask(p.index, key, sweep.scenario, sweep.label, p.overrides, sweep.figures,
-                                   _calibration(sweep, p, calibrations)))
+                                   _calibration(sweep, p, calibrations), sweep.max_bytes))
     return rows, tasks
 
 

@@ -32,6 +32,8 @@ class PointTask:
     figures: tuple[str, ...]
     calibration: Any = None
     """The point's calibration, loaded where the sweep started (a `Calibration`), or None."""
+    max_bytes: int | None = None
+    """The scenario's file budget (`--max-file-mib`); None: the default."""
 
 
 @dataclass
@@ -96,7 +98,7 @@ def collect(result: Any, figures: tuple[str, ...]) -> dict[str, Any]:
 
 def _result_of(task: PointTask) -> Any:
     # lazy: keeps opsim.api, opsim.scenario, opsim.trace out of importing opsim.sweeps.point
-    from opsim.api import Result, run
+    from opsim.api import Result
     if callable(task.scenario):
         out = task.scenario(dict(task.overrides))
         if isinstance(out, Result):
@@ -106,12 +108,17 @@ def _result_of(task: PointTask) -> Any:
         raise InvalidArgumentError(f"the scenario callable returned {type(out).__name__}; return an opsim Result "
                                    "or a Simulation that has run")
     from opsim.scenario.loader import read_yaml  # lazy: keeps numpy, SimPy, PyYAML out of importing opsim.sweeps.point
-    data, _ = read_yaml(task.scenario, task.label)
-    if task.calibration is None:
-        return run(data, task.overrides, write=False)
-    data.pop("calibration", None)  # its path meant a file where the sweep started; the content came along
-    overrides = {k: v for k, v in task.overrides.items() if k != "calibration"}
-    return run(data, overrides, write=False, calibration=task.calibration)
+    from opsim.scenario.limits import Limits  # lazy: as above
+    from opsim.scenario.runner import run_scenario  # lazy: as above
+    limits = Limits(file_bytes=task.max_bytes)
+    data, _ = (read_yaml(task.scenario, task.label) if task.max_bytes is None else
+               read_yaml(task.scenario, task.label, task.max_bytes))
+    overrides = task.overrides
+    if task.calibration is not None:
+        data.pop("calibration", None)  # its path meant a file where the sweep started; the content came along
+        overrides = {k: v for k, v in task.overrides.items() if k != "calibration"}
+    return Result.from_run(run_scenario(data, overrides=overrides or None, write=False, calibration=task.calibration,
+                                        limits=limits))
 
 
 def run_point(task: PointTask, keep: list | None = None) -> Outcome:

@@ -19,7 +19,7 @@ from typing import Any, Callable, Iterable, Mapping
 from opsim.errors import ScenarioError, shown
 from opsim.safe_io import path_problem
 from opsim.trace.recorder import COLUMNS
-from opsim.yamlio.limits import LimitError, non_string_keys
+from opsim.yamlio.limits import MAX_FILE_BYTES, LimitError, non_string_keys
 from opsim.yamlio.messages import _Errors
 
 SWEEP_KEY = "sweep"
@@ -96,6 +96,8 @@ class Sweep:
     """The sweep file's own text (kept next to the results)."""
     scenario_dir: Path | None = None
     """Where the base scenario's relative paths (its `calibration` file) start: the scenario file's directory."""
+    max_bytes: int = MAX_FILE_BYTES
+    """The file budget of the sweep file and its scenario (`--max-file-mib`), also each point's."""
 
     @property
     def params(self) -> list[str]:
@@ -146,36 +148,38 @@ def is_sweep(data: Any) -> bool:
     return isinstance(data, Mapping) and SWEEP_KEY in data
 
 
-def is_sweep_file(path: str | Path) -> bool:
+def is_sweep_file(path: str | Path, max_bytes: int = MAX_FILE_BYTES) -> bool:
     """True when `path` is a readable YAML file whose top level is a sweep (False for scenarios and bad files).
-    Read like a scenario (size, depth and alias limits), so a hostile file costs no more here."""
+    Read like a scenario (size, depth and alias limits; `max_bytes` the file budget), so a hostile file costs no
+    more here."""
     # lazy: keeps PyYAML out of importing opsim.sweeps.spec
     from opsim.scenario.source import read_source, read_text_file
     try:
-        text = read_text_file(path, "a scenario .yaml file", "scenario")
+        text = read_text_file(path, "a scenario .yaml file", "scenario", max_bytes=max_bytes)
         if SWEEP_KEY not in text and "\\" not in text:  # no `sweep` key can be spelled without either: a
             return False  # scenario is then not read twice (a large one takes seconds to read)
-        data = read_source(Path(path))[0]
+        data = read_source(Path(path), max_bytes)[0]
     except ScenarioError:
         return False
     return is_sweep(data)
 
 
 def load_sweep(source: str | Path | Mapping[str, Any], *, check_points: bool = True,
-               max_points: int | None = None) -> Sweep:
+               max_points: int | None = None, max_bytes: int = MAX_FILE_BYTES) -> Sweep:
     """Read and check a sweep file (or the same structure as a dict; its scenario path is then relative to
     the working directory). With `check_points`, every parameter value is applied to the base scenario and
     validated, so a typo in a key or a bad value is reported before anything runs. More than `max_points`
-    points (default MAX_POINTS) are refused before any is made."""
+    points (default MAX_POINTS) are refused before any is made. `max_bytes`: the largest sweep file and
+    scenario file read (the CLI's --max-file-mib)."""
     from opsim.scenario.source import read_source  # lazy: keeps PyYAML out of importing opsim.sweeps.spec
     if isinstance(source, Mapping):
-        data, lines, label, path = read_source(source)
+        data, lines, label, path = read_source(source, max_bytes)
         label, base_dir, text = "<sweep>", Path.cwd(), None
     else:
-        data, lines, label, path = read_source(source)
+        data, lines, label, path = read_source(source, max_bytes)
         base_dir = Path(path).parent
         from opsim.yamlio.files import read_text_file  # lazy: keeps PyYAML out of importing opsim.sweeps.spec
-        text = read_text_file(path, "a sweep .yaml file", "sweep")  # bounded, as read_source read it
+        text = read_text_file(path, "a sweep .yaml file", "sweep", max_bytes=max_bytes)  # bounded, as read_source
     errors = _Errors(label, lines, what="sweep file")
     if not isinstance(data, dict):
         raise ScenarioError(f"{label}:1: a sweep file is a mapping with `sweep`, `scenario` and the parameters")
@@ -185,12 +189,13 @@ def load_sweep(source: str | Path | Mapping[str, Any], *, check_points: bool = T
     _check_names(data, errors)
     _schema_errors(data, errors)
     errors.raise_if_any()
-    scenario_text, scenario_label, scenario_path = _base_scenario(data["scenario"], base_dir, errors)
+    scenario_text, scenario_label, scenario_path = _base_scenario(data["scenario"], base_dir, errors, max_bytes)
     errors.raise_if_any()
     sweep = Sweep(name=data["sweep"], scenario=scenario_text, label=scenario_label,
                   overrides=dict(data.get("overrides") or {}), description=str(data.get("description", "")),
                   figures=tuple(data.get("figures") or DEFAULT_FIGURES), source_text=text,
-                  scenario_dir=scenario_path.parent if scenario_path is not None else base_dir)
+                  scenario_dir=scenario_path.parent if scenario_path is not None else base_dir,
+                  max_bytes=max_bytes)
     check_figures(sweep.figures, errors)
     check_point_count(data, errors, max_points)
     errors.raise_if_any()
@@ -299,7 +304,8 @@ def _schema_errors(data: dict[str, Any], errors: _Errors) -> None:
         _report(err, errors, best_match)
 
 
-def _base_scenario(value: Any, base_dir: Path, errors: _Errors) -> tuple[str, str, Path | None]:
+def _base_scenario(value: Any, base_dir: Path, errors: _Errors, max_bytes: int = MAX_FILE_BYTES
+                   ) -> tuple[str, str, Path | None]:
     """(YAML text, label, local path or None) of the base scenario."""
     import yaml  # lazy: keeps PyYAML out of importing opsim.sweeps.spec
     if isinstance(value, Mapping):
@@ -313,8 +319,8 @@ def _base_scenario(value: Any, base_dir: Path, errors: _Errors) -> tuple[str, st
                                   "sweep file, or the scenario inline")
         return "", shown(value), None
     try:  # a regular file, bounded, its path checked first (opsim.safe_io)
-        text = read_text_file(full, "a scenario .yaml file", "scenario")
-        check_yaml_events(text)  # the scenario reader's depth and alias limits, before any YAML is built
+        text = read_text_file(full, "a scenario .yaml file", "scenario", max_bytes=max_bytes)
+        check_yaml_events(text, max_bytes)  # the scenario reader's depth and alias limits, before any YAML is built
     except ScenarioError as exc:
         errors.add(("scenario",), str(exc))
         return "", shown(value), None
@@ -439,6 +445,8 @@ def check_values(sweep: Sweep, scenario: Any, errors: _Errors) -> None:
     applied alone), so the cost grows with the number of values, not the number of points."""
     # lazy: keeps numpy, SimPy, PyYAML out of importing opsim.sweeps.spec
     from opsim.scenario.loader import load_scenario
+    from opsim.scenario.limits import Limits
+    limits = Limits(file_bytes=sweep.max_bytes)
     if not isinstance(sweep.scenario, str):
         return
     if isinstance(scenario, Mapping):
@@ -446,7 +454,7 @@ def check_values(sweep: Sweep, scenario: Any, errors: _Errors) -> None:
 
     def check(overrides: dict[str, Any], where: tuple, what: str) -> bool:
         try:
-            load_scenario(scenario, {**sweep.overrides, **overrides})
+            load_scenario(scenario, {**sweep.overrides, **overrides}, limits=limits)
         except ScenarioError as exc:
             errors.add(where, f"{what} makes the scenario invalid: {exc}")
             return False

@@ -27,6 +27,11 @@ MAX_ALIASES = 1_000
 """Most YAML aliases (`*name`) in one file or `--set` value."""
 MAX_NODES = 1_000_000
 """Most YAML nodes (scalars and collections) after every alias is expanded."""
+MAX_COLLECTIONS = 160_000
+"""Most YAML lists and mappings in one file (for each MAX_FILE_BYTES of its budget, see `nodes_for`), counted as
+the reader goes: a collection costs the reader about 2.5 us, so a 4 MiB file of `- {}` (600,000 of them) is
+refused after 160,000, in well under a second. An imported replay writes one per ~47 bytes (about 90,000 in
+4 MiB)."""
 MAX_NUMBER_CHARS = 100
 """Longest integer written in YAML, in characters (checked before it is converted: Python refuses more than
 4,300 digits, and an integer above about 1e308 cannot become a float). opsim's integers fit int64 (19 digits);
@@ -159,4 +164,4 @@ def _walk_non_finite(data: Any) -> bool:
 
 
 __all__ = ["LimitError", "check_data", "non_finite", "non_string_keys", "MAX_FILE_BYTES", "MAX_DEPTH", "MAX_ALIASES",
-           "MAX_NODES", "MAX_NUMBER_CHARS", "nodes_for"]
+           "MAX_COLLECTIONS", "MAX_NODES", "MAX_NUMBER_CHARS", "nodes_for"]

@@ -36,8 +36,8 @@ from yaml.nodes import ScalarNode
 from opsim.errors import shown
 from opsim.yamlio.aliases import Anchored, expand_log, expand_problems
 from opsim.yamlio.document import LineMap, Problem, YamlDocument
-from opsim.yamlio.limits import MAX_ALIASES, MAX_DEPTH, MAX_FILE_BYTES, MAX_NODES, MAX_NUMBER_CHARS, LimitError, \
-    nodes_for
+from opsim.yamlio.limits import MAX_ALIASES, MAX_COLLECTIONS, MAX_DEPTH, MAX_FILE_BYTES, MAX_NODES, \
+    MAX_NUMBER_CHARS, LimitError, nodes_for
 
 LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 """libyaml's parser when PyYAML was built with it (about 10x faster), else PyYAML's own: both give the same
@@ -64,16 +64,16 @@ def read_document(text: str, max_bytes: int = MAX_FILE_BYTES) -> YamlDocument:
         raise LimitError(f"{len(text)} characters, above the limit of {max_bytes} ({max_bytes >> 20} MiB)")
     loader = LOADER(text)
     try:
-        return _Pass(loader, nodes_for(max_bytes, MAX_NODES)).read()
+        return _Pass(loader, nodes_for(max_bytes, MAX_NODES), nodes_for(max_bytes, MAX_COLLECTIONS)).read()
     finally:
         loader.dispose()
 
 
-def check_yaml_events(text: str) -> None:
+def check_yaml_events(text: str, max_bytes: int = MAX_FILE_BYTES) -> None:
     """Raise LimitError when the YAML text is too long, nests too deep, uses too many aliases, expands to too
     many nodes or has an alias inside the collection it names. YAML syntax errors propagate as yaml.YAMLError.
     The check is the scenario reader's own pass over libyaml's events."""
-    read_document(text)
+    read_document(text, max_bytes)
 
 
 def _scalar_maker(loader: Any):
@@ -123,9 +123,11 @@ class _Pass:
     scalars) are read by `_head` and noted by `_node`; a collection's anchor and tag by `_opened` and `_closed`.
     Nesting is bounded by MAX_DEPTH, so is the recursion."""
 
-    def __init__(self, loader: Any, max_nodes: int):
+    def __init__(self, loader: Any, max_nodes: int, max_collections: int = MAX_COLLECTIONS):
         self.get_event = loader.get_event
         self.max_nodes = max_nodes
+        self.collections_left = max_collections  # lists and mappings still allowed (each costs the pass most)
+        self.max_collections = max_collections
         self.make = _scalar_maker(loader)
         self.plain: dict[str, tuple] = {}  # plain untagged scalars by text: (object, tag, state)
         self.other: dict[tuple, tuple] = {}  # the rest by (text, implicit, tag)
@@ -199,6 +201,15 @@ class _Pass:
         if hit is None:
             hit = self.other[key] = self.make(value, tag, ev.implicit, ev)
         return hit
+
+    def _collection(self, line: int) -> None:
+        """One more list or mapping: refused past the file's budget of them, as soon as it is passed."""
+        self.collections_left -= 1
+        if self.collections_left < 0:
+            raise LimitError(f"more than {self.max_collections} lists and mappings, above the limit of "
+                             f"{MAX_COLLECTIONS} for each {MAX_FILE_BYTES >> 20} MiB of the file budget; write "
+                             "fewer (a long list of empty {} or [] items?) or raise the budget (--max-file-mib)",
+                             line)
 
     def _head(self, ev: Any, cls: type, count: int) -> tuple[_Node, int]:
         """A scalar or an alias read, the limits checked, and the count of the collection around it (`count`:
@@ -296,6 +307,7 @@ class _Pass:
     def _sequence(self, start: Any, line: int, node_path: tuple | None, hidden: int | None, depth: int,
                   count: int) -> tuple:
         """A list at `node_path` (None: a key): (the list, the count of the collection around it)."""
+        self._collection(line)
         opened = None
         if start.anchor is not None or start.tag is not None or depth >= MAX_DEPTH:
             opened = self._opened(start, SequenceStartEvent, line, node_path, hidden, depth)
@@ -348,6 +360,7 @@ class _Pass:
                  count: int, env: bool = False) -> tuple:
         """A mapping at `node_path` (None: a key): (the mapping, the count of the collection around it). `env`:
         the top-level `env` mapping (its int, float and bool values are kept as written)."""
+        self._collection(line)
         opened = None
         if start.anchor is not None or start.tag is not None or depth >= MAX_DEPTH:
             opened = self._opened(start, MappingStartEvent, line, node_path, hidden, depth)

@@ -90,9 +90,11 @@ def _hostile(tmp_path: Path) -> list[tuple[Path, str]]:
             (empty, "empty file")]
 
 
-def test_hostile_files_refused_by_both_streaming_readers(tmp_path):
+def test_hostile_files_refused_by_every_streaming_reader(tmp_path):
+    """api_statistic.csv, op_summary and the kernel table (read_kernels, the fit's and the importer's reader)
+    share one CSV streamer (opsim.ingest.csv_stream): the same refusals, in the same words."""
     for path, match in _hostile(tmp_path):
-        for reader in (iter_api_statistic, iter_op_summary):
+        for reader in (iter_api_statistic, iter_op_summary, read_kernels):
             with pytest.raises(ProfileFormatError, match=match) as info:
                 list(reader(path))
             assert "\n" not in str(info.value)
@@ -161,3 +163,25 @@ def test_calibrate_a_folder_of_real_profiles_and_an_api_statistic(tmp_path):
     bad = _stats(tmp_path, "acl,aclnnAdd,1,many,1,1,1,0")
     code = main(["calibrate", str(bad), "-o", str(tmp_path / "d.yaml")], stdout=out, stderr=(err := io.StringIO()))
     assert code == EXIT_BAD_INPUT and err.getvalue().count("\n") == 1 and "row 2, column 'Count'" in err.getvalue()
+
+
+def test_the_kernel_table_reader_words_its_errors_as_the_other_csv_readers(tmp_path):
+    """The kernel table had its own streamer with other wording ("not a readable CSV (line 2: ...)", "line 2 is
+    longer than 1 MiB"); now every CSV error reads `file: line N: what; fix`."""
+    from opsim.ingest import csv_stream, kernels
+    assert not hasattr(kernels, "iter_records") and not hasattr(kernels, "MAX_LINE_BYTES")
+    head = (DATA / "real" / "kernel_details_910b_matmul.csv").read_text(encoding="utf-8-sig").splitlines()[0]
+    unclosed = tmp_path / "kernel_details.csv"
+    unclosed.write_text(head + '\n"x,1\n', encoding="utf-8")
+    with pytest.raises(ProfileFormatError, match=r"kernel_details\.csv: line 2: a quoted cell is never closed"):
+        read_kernels(unclosed)
+    long = tmp_path / "long.csv"
+    long.write_bytes(head.encode() + b"\n" + b"x" * (csv_stream.MAX_LINE_BYTES + 1))
+    with pytest.raises(ProfileFormatError, match=r"long\.csv: line 2: longer than 1 MiB; this is not a "
+                                                 r"kernel_details\.csv or op_summary_\*\.csv"):
+        read_kernels(long)
+
+
+def test_a_crlf_kernel_table_keeps_its_newlines_and_rows():
+    table = read_kernels(DATA / "formats" / "kernel_details_pmu_multistep_crlf.csv")
+    assert table.newline == "\r\n" and table.raw_rows and not any(r.endswith(("\r", "\n")) for r in table.raw_rows)

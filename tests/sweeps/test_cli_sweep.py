@@ -99,3 +99,22 @@ figures: [makespan_us]
 def test_bundled_sweep_validates_on_the_command_line(name):
     code, out, err = _cli("validate", str(SCENARIOS / "sweeps" / f"{name}.yaml"))
     assert code == 0 and f"sweep {name}:" in out, err
+
+
+def test_sweep_takes_max_file_mib_for_the_sweep_and_its_scenario(tmp_path):
+    """`opsim sweep` lacked --max-file-mib (run, validate and import had it): a sweep over a scenario above
+    4 MiB (a long imported replay) could not run. Its scenario and the sweep file are read within the budget."""
+    base = (SCENARIOS / "quickstart.yaml").read_text()
+    big = tmp_path / "big.yaml"
+    big.write_text(base + "#" + "x" * (4 << 20) + "\n")  # a comment: 4 MiB more of text, the same scenario
+    sweep = tmp_path / "s.yaml"
+    sweep.write_text(f"sweep: s\nscenario: {big}\ngrid:\n  seed: [1]\n")
+    code, _, err = _cli("sweep", str(sweep), "-o", str(tmp_path / "out1"), "--workers", "0", "--no-progress")
+    assert code == 2 and err.count("\n") == 1 and "4 MiB" in err, err
+    code, out, err = _cli("validate", str(sweep), "--max-file-mib", "5")
+    assert code == 0 and "ok (sweep s: 1 point(s)" in out, err
+    code, out, err = _cli("sweep", str(sweep), "-o", str(tmp_path / "out2"), "--workers", "0", "--no-progress",
+                          "--max-file-mib", "5")
+    assert code == 0 and "1 ok" in out, err
+    code, _, err = _cli("sweep", str(sweep), "--max-file-mib", "0")
+    assert code == 2 and "--max-file-mib" in err
