@@ -12,7 +12,7 @@ from typing import Any, Iterable, Mapping
 import numpy as np
 
 from opsim.errors import InvalidArgumentError
-from opsim.trace.ascend_model import DEFAULT_EPOCH_US, AscendProfile, OpCall, StepWindow, to_epoch_ns
+from opsim.trace.ascend_model import DEFAULT_EPOCH_US, AscendProfile, OpCalls, StepWindow, to_epoch_ns
 from opsim.trace.ascend_host import HostColumns, api_spans, first_call_rows, host_columns
 from opsim.trace.ascend_memory import memory_profile
 from opsim.trace.ascend_tasks import DeviceTasks, device_columns, device_tasks, merged, take
@@ -190,16 +190,10 @@ def build_profile(sim: Any, *, epoch_us: int = DEFAULT_EPOCH_US, device: int | N
     dev_id = int(device if device is not None else getattr(sim.device, "device_id", 0))
     host, dev, inst, t0 = _window(rec, epoch_ns)
     tids = _thread_ids(sim, _thread_names(host, inst))
-    calls, op_calls = _op_calls(host, tids)
+    op_calls = _op_calls(host, tids)
     steps, by_thread, timeline = _profile_steps(sim, host, dev, inst, epoch_ns, tids, step_thread)
-    finders = {name: StepFinder(ws) for name, ws in by_thread.items()}
     in_timeline = StepFinder(timeline)
-    seq: dict[tuple[str, int | None], int] = {}
-    for c in op_calls:  # the call's position in its own thread's step (its call stack)
-        c.step = finders.get(c.thread, in_timeline)(c.start_ns)
-        key = (c.thread, c.step)
-        seq[key] = seq.get(key, 0) + 1
-        c.seq = seq[key]
+    _call_steps(op_calls, {name: StepFinder(ws) for name, ws in by_thread.items()}, in_timeline)
     tasks = device_tasks(dev, dev_id, op_calls, epoch_ns, in_timeline, _checked_stream_ids(stream_ids), _kernel_name)
     del dev
     _match_tensors(tasks, _tensor_infos(inst, getattr(rec, "tensor_infos", ())))
@@ -214,13 +208,13 @@ def build_profile(sim: Any, *, epoch_us: int = DEFAULT_EPOCH_US, device: int | N
     real = tasks.end_ns > tasks.start_ns
     busy = tasks.is_busy() & real
     comm = tasks.is_communication() & real
-    memory_events, op_memory = memory_profile(rec, dev_id, epoch_ns, host, calls, op_calls, since_us=t0)
+    memory_events, op_memory = memory_profile(rec, dev_id, epoch_ns, host, op_calls, since_us=t0)
     _kernel_pmus(tasks, getattr(sim, "cost", None), float(soc.clock_mhz))
     return AscendProfile(
         epoch_us=int(epoch_us), device_id=dev_id, soc_name=soc.name, aicore_count=int(soc.aicore_count),
         vector_core_count=int(soc.vector_core_count), aicpu_count=int(getattr(soc, "aicpu_count", 0)),
         clock_mhz=float(soc.clock_mhz), threads=tids, op_calls=op_calls,
-        api_spans=api_spans(host, {c: call.api for c, call in calls.items()}, tids), tasks=tasks, steps=steps,
+        api_spans=api_spans(host, op_calls, tids), tasks=tasks, steps=steps,
         step_windows=timeline, step_rows=task_step_rows(timeline, tasks),
         busy=merged(tasks.start_ns[busy], tasks.end_ns[busy]), comm=merged(tasks.start_ns[comm], tasks.end_ns[comm]),
         memory_events=memory_events, op_memory=op_memory, session_ns=_session(host, tasks, steps, epoch_ns))
@@ -266,7 +260,7 @@ def step_rows_of(sim: Any, *, step_thread: str | None = None, epoch_us: int = DE
     epoch_ns = int(epoch_us) * 1000
     host, dev, inst, _ = _window(rec, epoch_ns)
     tids = _thread_ids(sim, _thread_names(host, inst))
-    _, op_calls = _op_calls(host, tids)
+    op_calls = _op_calls(host, tids)
     _, _, timeline = _profile_steps(sim, host, dev, inst, epoch_ns, tids, step_thread)
     dev_id = int(getattr(sim.device, "device_id", 0))
     tasks = device_tasks(dev, dev_id, op_calls, epoch_ns, StepFinder(timeline), {}, _kernel_name)
@@ -290,19 +284,53 @@ def _thread_names(host: HostColumns, inst: dict[str, list]) -> list:
     return list(dict.fromkeys(itertools.chain(host.thread_names(), steps)))
 
 
-def _op_calls(host: HostColumns, tids: dict[str, int]) -> tuple[dict[int, OpCall], list[OpCall]]:
-    """The ACLNN calls (first ``op_call`` span of each correlation id), by id and in start order."""
+def _op_calls(host: HostColumns, tids: dict[str, int]) -> OpCalls:
+    """The ACLNN calls (first ``op_call`` span of each correlation id) as columns, by (start, tid, corr), each
+    ending 1 ns before the next call of its thread when they touch (`_separate_touching`)."""
     rows = first_call_rows(host)
     vals = host.values
-    calls: dict[int, OpCall] = {}
-    for th, op, s_ns, e_ns, corr in zip(host.thread[rows].tolist(), host.op[rows].tolist(),
-                                         host.start_ns[rows].tolist(), host.end_ns[rows].tolist(),
-                                         host.corr[rows].tolist()):
-        thread = vals[th]
-        calls[corr] = OpCall(corr, thread, tids[thread], vals[op], s_ns, e_ns)
-    op_calls = sorted(calls.values(), key=lambda c: (c.start_ns, c.tid, c.corr))
-    _separate_touching(op_calls)
-    return calls, op_calls
+    th_codes, th_inv = np.unique(host.thread[rows], return_inverse=True)
+    threads = [vals[c] for c in th_codes.tolist()]
+    api_codes, api_inv = np.unique(host.op[rows], return_inverse=True)
+    tid_of = np.array([tids[t] for t in threads] or [0], dtype=np.int64)
+    thread, api = th_inv.reshape(-1).astype(np.int32), api_inv.reshape(-1).astype(np.int32)
+    tid, corr = tid_of[thread], host.corr[rows].astype(np.int64)
+    start, end = host.start_ns[rows].astype(np.int64), host.end_ns[rows].astype(np.int64)
+    order = np.lexsort((corr, tid, start))
+    n = len(order)
+    calls = OpCalls(corr[order], thread[order], threads, tid[order], api[order], [vals[c] for c in api_codes.tolist()],
+                    start[order], end[order], np.zeros(n, np.int64), np.zeros(n, bool), np.zeros(n, np.int64))
+    _separate_touching_calls(calls)
+    return calls
+
+
+def _separate_touching_calls(calls: OpCalls) -> None:
+    """`_separate_touching` of the calls' columns: a call ends 1 ns before the next call of its thread (by start,
+    end) when they touch (each end depends only on its own span and the next one's start)."""
+    if len(calls) < 2:
+        return
+    order = np.lexsort((calls.end_ns, calls.start_ns, calls.tid))  # stable: ties keep the calls' order
+    tid, start, end = calls.tid[order], calls.start_ns[order], calls.end_ns[order]
+    touch = (tid[1:] == tid[:-1]) & (end[:-1] >= start[1:]) & (start[1:] - 1 > start[:-1])
+    prev = order[:-1][touch]
+    calls.end_ns[prev] = start[1:][touch] - 1
+
+
+def _call_steps(calls: OpCalls, finders: dict[str, "StepFinder"], in_timeline: "StepFinder") -> None:
+    """Each call's step in its own thread's steps, and its position in that step (its call stack)."""
+    finder_of = [finders.get(t, in_timeline) for t in calls.threads]
+    seq: dict[tuple[int, int | None], int] = {}
+    steps, has, seqs = [], [], []
+    for th, s_ns in zip(calls.thread.tolist(), calls.start_ns.tolist()):
+        step = finder_of[th](s_ns)
+        key = (th, step)
+        seq[key] = k = seq.get(key, 0) + 1
+        steps.append(0 if step is None else step)
+        has.append(step is not None)
+        seqs.append(k)
+    calls.step = np.array(steps, dtype=np.int64)
+    calls.has_step = np.array(has, dtype=bool)
+    calls.seq = np.array(seqs, dtype=np.int64)
 
 
 def _profile_steps(sim: Any, host: HostColumns, dev: tuple[dict[str, Any], list], inst: dict[str, list],

@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from opsim.trace.ascend_model import API_KINDS, ApiSpans
+from opsim.trace.ascend_model import API_KINDS, ApiSpans, OpCalls
 from opsim.trace.timefmt import to_ns_array
 
 # Runtime host phases (opsim cost-model names) -> the ACL API they stand for.
@@ -122,8 +122,8 @@ def first_call_rows(host: HostColumns) -> np.ndarray:
     return rows[np.sort(first)]
 
 
-def api_spans(host: HostColumns, call_apis: dict[int, str], tids: dict[str, int]) -> ApiSpans:
-    """CANN-level spans: the two ACLNN phases of each call (``call_apis``: corr -> API), kernel launches and
+def api_spans(host: HostColumns, calls: OpCalls, tids: dict[str, int]) -> ApiSpans:
+    """CANN-level spans: the two ACLNN phases of each call (``calls``: their corr and API), kernel launches and
     runtime calls. Each span is on the thread that ran it (a call's phase 2 may run on torch_npu's task-queue
     thread). The spans a call's host rows give depend only on their phases, ops and threads: worked out once per
     distinct call (`_span_program`), then filled with each call's times. Sorted by (start, -end, tid, kind,
@@ -132,8 +132,7 @@ def api_spans(host: HostColumns, call_apis: dict[int, str], tids: dict[str, int]
     n_vals = max(len(vals), 1)
     tid_of = np.array([tids.get(v, 0) for v in vals] or [0], np.int64)
     not_call = host.phase != host.code(OP_CALL)
-    call_corrs = np.fromiter(call_apis, dtype=np.int64, count=len(call_apis))
-    in_calls = np.isin(host.corr, call_corrs) & not_call
+    in_calls = np.isin(host.corr, calls.corr) & not_call
     parts: list[tuple] = []  # (kind, name, tid, start, end, corr, pre-order key 1, 2, 3)
     names: dict[str, int] = {}
     # runtime calls outside any ACLNN call, in record order
@@ -148,11 +147,11 @@ def api_spans(host: HostColumns, call_apis: dict[int, str], tids: dict[str, int]
         parts.append((np.zeros(len(rows), np.int8), named, tid_of[host.thread[rows]], host.start_ns[rows],
                       host.end_ns[rows], host.corr[rows], np.zeros(len(rows), np.int64), rows,
                       np.zeros(len(rows), np.int64)))
-    parts += _call_spans(host, np.flatnonzero(in_calls), call_apis, tid_of, names)
+    parts += _call_spans(host, np.flatnonzero(in_calls), calls, tid_of, names)
     return _sorted_spans(parts, names)
 
 
-def _call_spans(host: HostColumns, rows: np.ndarray, call_apis: dict[int, str], tid_of: np.ndarray,
+def _call_spans(host: HostColumns, rows: np.ndarray, calls: OpCalls, tid_of: np.ndarray,
                 names: dict[str, int]) -> list[tuple]:
     """The spans of each call's rows (`rows`: the calls' non-``op_call`` rows), a distinct call shape at a time."""
     if not len(rows):
@@ -169,9 +168,9 @@ def _call_spans(host: HostColumns, rows: np.ndarray, call_apis: dict[int, str], 
     programs: dict[tuple, int] = {}
     program_list: list[list] = []
     prog = np.empty(len(bounds) - 1, np.int64)
-    group_corr = host.corr[rows[bounds[:-1]]].tolist()
-    for g, (lo, hi, c) in enumerate(zip(bounds[:-1].tolist(), bounds[1:].tolist(), group_corr)):
-        api = call_apis[c]
+    group_api = calls.api[calls.index_of(host.corr[rows[bounds[:-1]]])].tolist()
+    for g, (lo, hi, a) in enumerate(zip(bounds[:-1].tolist(), bounds[1:].tolist(), group_api)):
+        api = calls.apis[a]
         key = (api, shape[lo:hi].tobytes())
         p = programs.get(key)
         if p is None:

@@ -19,7 +19,7 @@ from typing import Any, Iterator, Mapping, MutableMapping
 
 import numpy as np
 
-from opsim.trace.ascend_model import OpCall, us_str
+from opsim.trace.ascend_model import OpCalls, us_str
 from opsim.trace.timefmt import to_ns_array, us_texts
 from opsim.trace.ascend_db_schema import ENUM_TABLES
 
@@ -69,8 +69,8 @@ class OpMemory:
     release_total: int | None = None
 
 
-def memory_profile(rec: Any, device_id: int, epoch_ns: int, host: Any, calls: dict[int, OpCall],
-                   op_calls: list[OpCall], since_us: float | None = None) -> tuple[list[MemoryEvent], list[OpMemory]]:
+def memory_profile(rec: Any, device_id: int, epoch_ns: int, host: Any, op_calls: OpCalls,
+                   since_us: float | None = None) -> tuple[list[MemoryEvent], list[OpMemory]]:
     """The device's memory events in time order with running totals, and each allocation's lifetime; with
     `since_us` (the profiler's start after a warm-up) only those from then on, the totals still counting the
     memory held when it started."""
@@ -81,7 +81,7 @@ def memory_profile(rec: Any, device_id: int, epoch_ns: int, host: Any, calls: di
         return [], []
     ns = (to_ns_array(np.asarray([mem["time"][i] for i in keep], dtype=np.float64)) + epoch_ns).tolist()
     order = sorted(range(len(keep)), key=lambda j: (ns[j], j))
-    workspace = _workspace_names(host, calls)
+    workspace = _workspace_names(host, op_calls)
     name_of = _CallAt(op_calls)
     events: list[MemoryEvent] = []
     live: dict[int, OpMemory] = {}
@@ -105,15 +105,18 @@ def memory_profile(rec: Any, device_id: int, epoch_ns: int, host: Any, calls: di
     return events, allocs
 
 
-def _workspace_names(host: Any, calls: dict[int, OpCall]) -> dict[int, list[str]]:
+def _workspace_names(host: Any, calls: OpCalls) -> dict[int, list[str]]:
     """The torch names of the calls whose ``rt malloc`` spans end at each time (epoch ns), in record order
     (`host`: the host spans' columns, ascend_host.HostColumns)."""
     out: dict[int, list[str]] = {}
     code = host.code("rt malloc")
     rows = np.flatnonzero(host.phase == code) if code >= 0 else np.empty(0, np.int64)
-    for corr, end in zip(host.corr[rows].tolist(), host.end_ns[rows].tolist()):
-        if corr in calls:
-            out.setdefault(end, []).append(calls[corr].torch_name)
+    call = calls.index_of(host.corr[rows])
+    names = calls.torch_names()
+    api = calls.api[np.maximum(call, 0)] if len(calls) else call
+    for c, a, end in zip(call.tolist(), api.tolist(), host.end_ns[rows].tolist()):
+        if c >= 0:
+            out.setdefault(end, []).append(names[a])
     return out
 
 
@@ -124,15 +127,16 @@ class _CallAt:
     LOOK_BACK = 16
     """Calls of other threads may start in between: this many earlier calls are looked at."""
 
-    def __init__(self, op_calls: list[OpCall]) -> None:
+    def __init__(self, op_calls: OpCalls) -> None:
         self.calls = op_calls
-        self.starts = [c.start_ns for c in op_calls]
+        self.names = op_calls.torch_names()
 
     def __call__(self, t: int) -> str:
-        j = bisect.bisect_left(self.starts, t)
-        for c in reversed(self.calls[max(0, j - self.LOOK_BACK):j]):
-            if c.end_ns >= t:
-                return c.torch_name
+        calls = self.calls
+        j = int(np.searchsorted(calls.start_ns, t, "left"))
+        for k in range(j - 1, max(0, j - self.LOOK_BACK) - 1, -1):
+            if calls.end_ns[k] >= t:
+                return self.names[calls.api[k]]
         return _MALLOC_NAME
 
 
