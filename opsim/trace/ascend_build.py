@@ -13,7 +13,7 @@ import numpy as np
 
 from opsim.errors import InvalidArgumentError
 from opsim.trace.ascend_model import DEFAULT_EPOCH_US, AscendProfile, OpCalls, StepWindow, to_epoch_ns
-from opsim.trace.ascend_host import HostColumns, api_spans, first_call_rows, host_columns
+from opsim.trace.ascend_host import HostColumns, api_spans, call_columns, first_call_rows, host_columns
 from opsim.trace.ascend_memory import memory_profile
 from opsim.trace.ascend_tasks import DeviceTasks, device_columns, device_tasks, merged, take
 from opsim.trace.ascend_tasks import step_rows as task_step_rows
@@ -221,13 +221,16 @@ def build_profile(sim: Any, *, epoch_us: int = DEFAULT_EPOCH_US, device: int | N
 
 
 
-def _window(rec: Any, epoch_ns: int) -> tuple[Any, tuple[dict, list], dict, float | None]:
+def _window(rec: Any, epoch_ns: int, calls_only: bool = False) -> tuple[Any, tuple[dict, list], dict, float | None]:
     """The host spans, device tasks and instants the profiler saw, and when it started: after a warm-up only
-    what began at or after the profiler's start (opsim.trace.profiler_window); otherwise everything."""
+    what began at or after the profiler's start (opsim.trace.profiler_window); otherwise everything.
+    `calls_only`: of the host spans only the calls' (`call_columns`), for what needs no other span."""
     inst = rec.records("instant")
     t0 = window_start(inst)
     cols, values = device_columns(rec)
-    return host_columns(rec, epoch_ns, since_us=t0), (since(cols, "start", t0), values), since(inst, "time", t0), t0
+    host = (call_columns if calls_only else host_columns)(rec, epoch_ns, since_us=t0)
+    return host, (since(cols, "start", t0), values), since(inst, "time", t0), t0
+
 
 @dataclass(slots=True)
 class _PmuKey:
@@ -258,7 +261,7 @@ def step_rows_of(sim: Any, *, step_thread: str | None = None, epoch_us: int = DE
     ``step_breakdown`` sums."""
     rec = sim.recorder
     epoch_ns = int(epoch_us) * 1000
-    host, dev, inst, _ = _window(rec, epoch_ns)
+    host, dev, inst, _ = _window(rec, epoch_ns, calls_only=True)
     tids = _thread_ids(sim, _thread_names(host, inst))
     op_calls = _op_calls(host, tids)
     _, _, timeline = _profile_steps(sim, host, dev, inst, epoch_ns, tids, step_thread)
@@ -337,8 +340,7 @@ def _profile_steps(sim: Any, host: HostColumns, dev: tuple[dict[str, Any], list]
                    epoch_ns: int, tids: dict[str, int], step_thread: str | None
                    ) -> tuple[list[StepWindow], dict[str, list[StepWindow]], list[StepWindow]]:
     """Every thread's steps (the whole run as step 1 without step instants), by thread, and the timeline."""
-    host_starts = [int(host.start_ns.min())] if len(host) else []
-    host_ends = [int(host.end_ns.max())] if len(host) else []
+    host_starts, host_ends = host.bounds()
     dev_start, dev_end = _epoch_ns(dev[0]["start"], epoch_ns), _epoch_ns(dev[0]["end"], epoch_ns)
     run_end_ns = max(host_ends + dev_end, default=epoch_ns)
     steps = _steps_from_instants(inst, epoch_ns, tids, run_end_ns)

@@ -47,10 +47,32 @@ class HostColumns:
         except ValueError:
             return -1
 
+    first_ns: int | None = None
+    """With a phase filter (`call_columns`): the first start and last end of every span, not only those kept."""
+    last_ns: int | None = None
+    threads_seen: list | None = None
+    """With a phase filter: the threads of every span in order of their first span."""
+
     def thread_names(self) -> list:
         """The threads in order of their first span."""
+        if self.threads_seen is not None:
+            return list(self.threads_seen)
         codes, first = np.unique(self.thread, return_index=True)
         return [self.values[c] for c in codes[np.argsort(first, kind="stable")].tolist()]
+
+    def bounds(self) -> tuple[list[int], list[int]]:
+        """([first start], [last end]) of every span, ([], []) without spans."""
+        if self.first_ns is not None:
+            return [self.first_ns], [self.last_ns]
+        if not len(self):
+            return [], []
+        return [int(self.start_ns.min())], [int(self.end_ns.max())]
+
+
+def exact(odd: dict, typecode: str) -> bool:
+    """Whether a numeric column's odd values (`Recorder.numeric`) are in its array as a list would convert them:
+    none, or plain ints within 2**53 in a float column (a span at time 0 starts at the int 0)."""
+    return not odd or typecode == "d" and all(type(v) is int and -(1 << 53) <= v <= (1 << 53) for v in odd.values())
 
 
 def host_columns(rec: Any, epoch_ns: int, since_us: float | None = None) -> HostColumns:
@@ -64,7 +86,7 @@ def host_columns(rec: Any, epoch_ns: int, since_us: float | None = None) -> Host
         cols = {}
         for c, tc in (("start", "d"), ("dur", "d"), ("corr", "q")):
             arr, odd = rec.numeric("host", c, tc)
-            cols[c] = arr if not odd else rec.records("host")[c]
+            cols[c] = arr if exact(odd, tc) else rec.records("host")[c]
     else:
         host = rec.records("host")
         index: dict[Any, int] = {}
@@ -94,6 +116,52 @@ def host_columns(rec: Any, epoch_ns: int, since_us: float | None = None) -> Host
     end_ns = to_ns_array(end) + epoch_ns
     del start, end
     return HostColumns(thread, phase, op, list(values), corr, start_ns, end_ns)  # codes: 2 bytes a row
+
+
+def call_columns(rec: Any, epoch_ns: int, since_us: float | None = None) -> HostColumns:
+    """`host_columns` of the ``op_call`` spans only, read chunk by chunk (a million-call run's seven million
+    spans are never columns at once), with the first start, last end and thread order of every span. Falls back
+    to `host_columns` filtered afterwards when the recorder keeps no typed chunks or a column holds odd values."""
+    if getattr(rec, "coded_chunks", None) is None or getattr(rec, "numeric_chunks", None) is None:
+        return _only_calls(host_columns(rec, epoch_ns, since_us=since_us))
+    values = rec.code_values()
+    numeric = [rec.numeric_chunks("host", c, tc) for c, tc in (("start", "d"), ("dur", "d"), ("corr", "q"))]
+    if not all(exact(odd, tc) for col, tc in zip(numeric, "ddq") for _, odd in col):
+        return _only_calls(host_columns(rec, epoch_ns, since_us=since_us))
+    code = values.index(OP_CALL) if OP_CALL in values else -1
+    parts: list[tuple] = []
+    first: list[int] = []
+    last: list[int] = []
+    seen: dict = {}
+    coded = zip(*(rec.coded_chunks("host", c) for c in ("thread", "phase", "op")))
+    for (thread, phase, op), (start, _), (dur, _), (corr, _) in zip(coded, *numeric):
+        start = np.asarray(start, dtype=np.float64)
+        end = start + np.asarray(dur, dtype=np.float64)
+        if since_us is not None:
+            keep = np.flatnonzero(start >= since_us)
+            start, end, corr, thread, phase, op = start[keep], end[keep], corr[keep], thread[keep], phase[keep], op[keep]
+        if not len(start):
+            continue
+        first.append(int(to_ns_array(np.array([start.min()]))[0]) + epoch_ns)
+        last.append(int(to_ns_array(np.array([end.max()]))[0]) + epoch_ns)
+        codes, at = np.unique(thread, return_index=True)
+        seen.update(dict.fromkeys(values[c] for c in codes[np.argsort(at, kind="stable")].tolist()))
+        rows = np.flatnonzero(phase == code)
+        parts.append((thread[rows].astype(np.int32), phase[rows].astype(np.int32), op[rows].astype(np.int32),
+                      np.asarray(corr[rows], dtype=np.int64), to_ns_array(start[rows]) + epoch_ns,
+                      to_ns_array(end[rows]) + epoch_ns))
+    cols = [np.concatenate([p[k] for p in parts]) if parts else np.empty(0, np.int64) for k in range(6)]
+    return HostColumns(cols[0], cols[1], cols[2], list(values), cols[3], cols[4], cols[5],
+                       min(first, default=None), max(last, default=None), list(seen))
+
+
+def _only_calls(host: HostColumns) -> HostColumns:
+    """`host` with only its ``op_call`` spans (and the bounds and thread order of all of them)."""
+    firsts, lasts = host.bounds()
+    rows = np.flatnonzero(host.phase == host.code(OP_CALL))
+    return HostColumns(host.thread[rows], host.phase[rows], host.op[rows], host.values, host.corr[rows],
+                       host.start_ns[rows], host.end_ns[rows], firsts[0] if firsts else None,
+                       lasts[0] if lasts else None, host.thread_names())
 
 
 def call_apis(rec: Any) -> dict[int, str]:

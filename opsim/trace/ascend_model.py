@@ -323,7 +323,8 @@ class AscendProfile:
     aicpu_count: int
     clock_mhz: float
     threads: dict[str, int]
-    op_calls: list[OpCall]
+    op_calls: OpCalls
+    """The ACLNN calls, as columns."""
     api_spans: ApiSpans
     tasks: DeviceTasks
     """The shown device tasks, as columns (ascend_tasks.py)."""

@@ -15,6 +15,7 @@ import numpy as np
 from opsim.trace import step_breakdown
 from opsim.trace.ascend_model import (BUSY_NON_KERNEL_TASK_TYPES, HIDDEN_TASK_TYPES, DeviceTaskRow, OpCalls,
                                       is_kernel_type, merged_array)
+from opsim.trace.ascend_host import exact
 from opsim.trace.timefmt import to_ns, to_ns_array
 
 _INT_COLUMNS = ("device", "stream", "task_id", "block_dim", "corr")
@@ -99,8 +100,9 @@ def device_columns(rec: Any) -> tuple[dict[str, np.ndarray], list]:
         for c in _TEXT_COLUMNS:
             cols[c], values = rec.coded("device", c)
         for c in _INT_COLUMNS + ("queued", "start", "end"):
-            arr, odd = rec.numeric("device", c, "q" if c in _INT_COLUMNS else "d")
-            cols[c] = arr if not odd else np.asarray(rec.records("device")[c])
+            tc = "q" if c in _INT_COLUMNS else "d"
+            arr, odd = rec.numeric("device", c, tc)
+            cols[c] = arr if exact(odd, tc) else np.asarray(rec.records("device")[c])
         return cols, list(values)
     dev = rec.records("device")
     index: dict[Any, int] = {}
