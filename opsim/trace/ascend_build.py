@@ -194,7 +194,13 @@ def build_profile(sim: Any, *, epoch_us: int = DEFAULT_EPOCH_US, device: int | N
     steps, by_thread, timeline = _profile_steps(sim, host, dev, inst, epoch_ns, tids, step_thread)
     in_timeline = StepFinder(timeline)
     _call_steps(op_calls, {name: StepFinder(ws) for name, ws in by_thread.items()}, in_timeline)
-    tasks = device_tasks(dev, dev_id, op_calls, epoch_ns, in_timeline, _checked_stream_ids(stream_ids), _kernel_name)
+    stream_ids = _checked_stream_ids(stream_ids)
+    # what reads every host span first, so the spans are dropped before the tasks are built
+    spans = api_spans(host, op_calls, tids)
+    memory_events, op_memory = memory_profile(rec, dev_id, epoch_ns, host, op_calls, since_us=t0)
+    host_bounds = host.bounds()
+    del host
+    tasks = device_tasks(dev, dev_id, op_calls, epoch_ns, in_timeline, stream_ids, _kernel_name)
     del dev
     _match_tensors(tasks, _tensor_infos(inst, getattr(rec, "tensor_infos", ())))
     kernel = tasks.is_kernel()
@@ -208,16 +214,15 @@ def build_profile(sim: Any, *, epoch_us: int = DEFAULT_EPOCH_US, device: int | N
     real = tasks.end_ns > tasks.start_ns
     busy = tasks.is_busy() & real
     comm = tasks.is_communication() & real
-    memory_events, op_memory = memory_profile(rec, dev_id, epoch_ns, host, op_calls, since_us=t0)
     _kernel_pmus(tasks, getattr(sim, "cost", None), float(soc.clock_mhz))
     return AscendProfile(
         epoch_us=int(epoch_us), device_id=dev_id, soc_name=soc.name, aicore_count=int(soc.aicore_count),
         vector_core_count=int(soc.vector_core_count), aicpu_count=int(getattr(soc, "aicpu_count", 0)),
         clock_mhz=float(soc.clock_mhz), threads=tids, op_calls=op_calls,
-        api_spans=api_spans(host, op_calls, tids), tasks=tasks, steps=steps,
+        api_spans=spans, tasks=tasks, steps=steps,
         step_windows=timeline, step_rows=task_step_rows(timeline, tasks),
         busy=merged(tasks.start_ns[busy], tasks.end_ns[busy]), comm=merged(tasks.start_ns[comm], tasks.end_ns[comm]),
-        memory_events=memory_events, op_memory=op_memory, session_ns=_session(host, tasks, steps, epoch_ns))
+        memory_events=memory_events, op_memory=op_memory, session_ns=_session(host_bounds, tasks, steps, epoch_ns))
 
 
 
@@ -270,14 +275,15 @@ def step_rows_of(sim: Any, *, step_thread: str | None = None, epoch_us: int = DE
     return task_step_rows(timeline, tasks), (timeline[0].thread if timeline else None)
 
 
-def _session(host: HostColumns, tasks: DeviceTasks, steps: list[StepWindow], epoch_ns: int) -> tuple[int, int]:
-    """The first start and last end of any host span, device task or step (SESSION_TIME_INFO)."""
-    starts = [w.start_ns for w in steps]
-    ends = [w.end_ns for w in steps]
-    for s, e in ((host.start_ns, host.end_ns), (tasks.start_ns, tasks.end_ns)):
-        if len(s):
-            starts.append(int(s.min()))
-            ends.append(int(e.max()))
+def _session(host_bounds: tuple[list[int], list[int]], tasks: DeviceTasks, steps: list[StepWindow],
+             epoch_ns: int) -> tuple[int, int]:
+    """The first start and last end of any host span (`HostColumns.bounds`), device task or step
+    (SESSION_TIME_INFO)."""
+    starts = [w.start_ns for w in steps] + host_bounds[0]
+    ends = [w.end_ns for w in steps] + host_bounds[1]
+    if len(tasks.start_ns):
+        starts.append(int(tasks.start_ns.min()))
+        ends.append(int(tasks.end_ns.max()))
     return min(starts, default=epoch_ns), max(ends, default=epoch_ns)
 
 

@@ -212,9 +212,9 @@ def api_spans(host: HostColumns, calls: OpCalls, tids: dict[str, int]) -> ApiSpa
         name_of = np.array([-1 if a is None else names.setdefault(a, len(names)) for a in apis], np.int64)
         keep = name_of[inv] >= 0
         rows, named = rows[keep], name_of[inv][keep]
-        parts.append((np.zeros(len(rows), np.int8), named, tid_of[host.thread[rows]], host.start_ns[rows],
-                      host.end_ns[rows], host.corr[rows], np.zeros(len(rows), np.int64), rows,
-                      np.zeros(len(rows), np.int64)))
+        parts.append((np.zeros(len(rows), np.int8), named.astype(np.int32), tid_of[host.thread[rows]],
+                      host.start_ns[rows], host.end_ns[rows], host.corr[rows], np.zeros(len(rows), np.int8), rows,
+                      np.zeros(len(rows), np.int32)))
     parts += _call_spans(host, np.flatnonzero(in_calls), calls, tid_of, names)
     return _sorted_spans(parts, names)
 
@@ -253,20 +253,28 @@ def _call_spans(host: HostColumns, rows: np.ndarray, calls: OpCalls, tid_of: np.
         base = starts[groups]
         for j, (kind, name, tid, a, b) in enumerate(program):
             n = len(groups)
-            parts.append((np.full(n, API_KINDS.index(kind), np.int8), np.full(n, names.setdefault(name, len(names))),
-                          np.full(n, tid, np.int64), host.start_ns[rows[base + a]], host.end_ns[rows[base + b]],
-                          host.corr[rows[base]], np.ones(n, np.int64), groups, np.full(n, j, np.int64)))
+            parts.append((np.full(n, API_KINDS.index(kind), np.int8),
+                          np.full(n, names.setdefault(name, len(names)), np.int32), np.full(n, tid, np.int64),
+                          host.start_ns[rows[base + a]], host.end_ns[rows[base + b]], host.corr[rows[base]],
+                          np.ones(n, np.int8), groups, np.full(n, j, np.int32)))
     return parts
 
 
 def _sorted_spans(parts: list[tuple], names: dict[str, int]) -> ApiSpans:
     """The spans of `parts` by (start, -end, tid, kind, name), ties by their pre-order keys: one lexsort."""
     name_list = list(names)
-    cols = [np.concatenate([p[k] for p in parts]) if parts else np.empty(0, np.int64) for k in range(9)]
+    by_column = [list(c) for c in zip(*parts)] if parts else [[np.empty(0, np.int64)] for _ in range(9)]
+    parts.clear()  # each column's parts are dropped once it is joined: the spans are held about once, not twice
+    cols = []
+    for k in range(9):
+        cols.append(np.concatenate(by_column[k]))
+        by_column[k] = []
     kind, name, tid, start, end, corr, k1, k2, k3 = cols
-    name_rank = np.empty(len(name_list), np.int64)
+    del cols
+    name_rank = np.empty(len(name_list), np.int32)
     name_rank[sorted(range(len(name_list)), key=name_list.__getitem__)] = np.arange(len(name_list))
     order = np.lexsort((k3, k2, k1, name_rank[name] if len(name) else name, kind, tid, -end, start))
+    del k1, k2, k3
     return ApiSpans(kind[order].astype(np.int8), name[order].astype(np.int32), name_list, tid[order],
                     start[order], end[order], corr[order])
 

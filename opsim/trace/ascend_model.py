@@ -18,7 +18,7 @@ from opsim.trace import step_breakdown
 from opsim.trace.timefmt import to_ns, us_text
 
 if TYPE_CHECKING:
-    from opsim.trace.ascend_memory import MemoryEvent, OpMemory
+    from opsim.trace.ascend_memory import MemoryEvents, OpMemories
     from opsim.trace.ascend_pmu import KernelPmu
     from opsim.trace.ascend_tasks import DeviceTasks
 
@@ -336,10 +336,10 @@ class AscendProfile:
     busy: np.ndarray
     """The union of the busy tasks (`merged`): an (n, 2) int64 array of sorted, disjoint [start, end) intervals
     (a million-call run has about a million: columns, not tuples)."""
-    memory_events: list[MemoryEvent] = field(default_factory=list)
-    """The device's allocs and frees in time order with running totals (see ascend_memory.py)."""
-    op_memory: list[OpMemory] = field(default_factory=list)
-    """Each allocation's lifetime."""
+    memory_events: MemoryEvents = field(default_factory=lambda: _no_memory()[0])
+    """The device's allocs and frees in time order with running totals, as columns (see ascend_memory.py)."""
+    op_memory: OpMemories = field(default_factory=lambda: _no_memory()[1])
+    """Each allocation's lifetime, as columns."""
     session_ns: tuple[int, int] = (0, 0)
     """First and last epoch ns of any record (SESSION_TIME_INFO)."""
     comm: np.ndarray = field(default_factory=lambda: no_intervals())
@@ -382,6 +382,11 @@ class AscendProfile:
     @property
     def e2e_ns(self) -> int:
         return int(self.busy[-1, 1] - self.busy[0, 0]) if len(self.busy) else 0
+
+
+def _no_memory() -> tuple:
+    from opsim.trace.ascend_memory import no_memory  # lazy: ascend_memory imports this module
+    return no_memory()
 
 
 def no_intervals() -> np.ndarray:
