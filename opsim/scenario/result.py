@@ -346,6 +346,10 @@ class RecorderColumns(Mapping):
     def __iter__(self) -> Iterator[str]:
         return iter(COLUMNS)
 
+    def __contains__(self, kind: object) -> bool:
+        """Whether `kind` is a record kind (without reading it: Mapping's own test would read every column)."""
+        return kind in COLUMNS
+
     def __len__(self) -> int:
         return len(COLUMNS)
 

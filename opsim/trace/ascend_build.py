@@ -12,8 +12,8 @@ from typing import Any, Iterable, Mapping
 import numpy as np
 
 from opsim.errors import InvalidArgumentError
-from opsim.trace.ascend_model import DEFAULT_EPOCH_US, AscendProfile, OpCall, StepWindow, to_epoch_ns
-from opsim.trace.ascend_host import HostColumns, api_spans, first_call_rows, host_columns
+from opsim.trace.ascend_model import DEFAULT_EPOCH_US, AscendProfile, OpCalls, StepWindow, to_epoch_ns
+from opsim.trace.ascend_host import HostColumns, api_spans, call_columns, first_call_rows, host_columns
 from opsim.trace.ascend_memory import memory_profile
 from opsim.trace.ascend_tasks import DeviceTasks, device_columns, device_tasks, merged, take
 from opsim.trace.ascend_tasks import step_rows as task_step_rows
@@ -190,17 +190,17 @@ def build_profile(sim: Any, *, epoch_us: int = DEFAULT_EPOCH_US, device: int | N
     dev_id = int(device if device is not None else getattr(sim.device, "device_id", 0))
     host, dev, inst, t0 = _window(rec, epoch_ns)
     tids = _thread_ids(sim, _thread_names(host, inst))
-    calls, op_calls = _op_calls(host, tids)
+    op_calls = _op_calls(host, tids)
     steps, by_thread, timeline = _profile_steps(sim, host, dev, inst, epoch_ns, tids, step_thread)
-    finders = {name: StepFinder(ws) for name, ws in by_thread.items()}
     in_timeline = StepFinder(timeline)
-    seq: dict[tuple[str, int | None], int] = {}
-    for c in op_calls:  # the call's position in its own thread's step (its call stack)
-        c.step = finders.get(c.thread, in_timeline)(c.start_ns)
-        key = (c.thread, c.step)
-        seq[key] = seq.get(key, 0) + 1
-        c.seq = seq[key]
-    tasks = device_tasks(dev, dev_id, op_calls, epoch_ns, in_timeline, _checked_stream_ids(stream_ids), _kernel_name)
+    _call_steps(op_calls, {name: StepFinder(ws) for name, ws in by_thread.items()}, in_timeline)
+    stream_ids = _checked_stream_ids(stream_ids)
+    # what reads every host span first, so the spans are dropped before the tasks are built
+    spans = api_spans(host, op_calls, tids)
+    memory_events, op_memory = memory_profile(rec, dev_id, epoch_ns, host, op_calls, since_us=t0)
+    host_bounds = host.bounds()
+    del host
+    tasks = device_tasks(dev, dev_id, op_calls, epoch_ns, in_timeline, stream_ids, _kernel_name)
     del dev
     _match_tensors(tasks, _tensor_infos(inst, getattr(rec, "tensor_infos", ())))
     kernel = tasks.is_kernel()
@@ -214,26 +214,28 @@ def build_profile(sim: Any, *, epoch_us: int = DEFAULT_EPOCH_US, device: int | N
     real = tasks.end_ns > tasks.start_ns
     busy = tasks.is_busy() & real
     comm = tasks.is_communication() & real
-    memory_events, op_memory = memory_profile(rec, dev_id, epoch_ns, host, calls, op_calls, since_us=t0)
     _kernel_pmus(tasks, getattr(sim, "cost", None), float(soc.clock_mhz))
     return AscendProfile(
         epoch_us=int(epoch_us), device_id=dev_id, soc_name=soc.name, aicore_count=int(soc.aicore_count),
         vector_core_count=int(soc.vector_core_count), aicpu_count=int(getattr(soc, "aicpu_count", 0)),
         clock_mhz=float(soc.clock_mhz), threads=tids, op_calls=op_calls,
-        api_spans=api_spans(host, {c: call.api for c, call in calls.items()}, tids), tasks=tasks, steps=steps,
+        api_spans=spans, tasks=tasks, steps=steps,
         step_windows=timeline, step_rows=task_step_rows(timeline, tasks),
         busy=merged(tasks.start_ns[busy], tasks.end_ns[busy]), comm=merged(tasks.start_ns[comm], tasks.end_ns[comm]),
-        memory_events=memory_events, op_memory=op_memory, session_ns=_session(host, tasks, steps, epoch_ns))
+        memory_events=memory_events, op_memory=op_memory, session_ns=_session(host_bounds, tasks, steps, epoch_ns))
 
 
 
-def _window(rec: Any, epoch_ns: int) -> tuple[Any, tuple[dict, list], dict, float | None]:
+def _window(rec: Any, epoch_ns: int, calls_only: bool = False) -> tuple[Any, tuple[dict, list], dict, float | None]:
     """The host spans, device tasks and instants the profiler saw, and when it started: after a warm-up only
-    what began at or after the profiler's start (opsim.trace.profiler_window); otherwise everything."""
+    what began at or after the profiler's start (opsim.trace.profiler_window); otherwise everything.
+    `calls_only`: of the host spans only the calls' (`call_columns`), for what needs no other span."""
     inst = rec.records("instant")
     t0 = window_start(inst)
     cols, values = device_columns(rec)
-    return host_columns(rec, epoch_ns, since_us=t0), (since(cols, "start", t0), values), since(inst, "time", t0), t0
+    host = (call_columns if calls_only else host_columns)(rec, epoch_ns, since_us=t0)
+    return host, (since(cols, "start", t0), values), since(inst, "time", t0), t0
+
 
 @dataclass(slots=True)
 class _PmuKey:
@@ -264,23 +266,24 @@ def step_rows_of(sim: Any, *, step_thread: str | None = None, epoch_us: int = DE
     ``step_breakdown`` sums."""
     rec = sim.recorder
     epoch_ns = int(epoch_us) * 1000
-    host, dev, inst, _ = _window(rec, epoch_ns)
+    host, dev, inst, _ = _window(rec, epoch_ns, calls_only=True)
     tids = _thread_ids(sim, _thread_names(host, inst))
-    _, op_calls = _op_calls(host, tids)
+    op_calls = _op_calls(host, tids)
     _, _, timeline = _profile_steps(sim, host, dev, inst, epoch_ns, tids, step_thread)
     dev_id = int(getattr(sim.device, "device_id", 0))
     tasks = device_tasks(dev, dev_id, op_calls, epoch_ns, StepFinder(timeline), {}, _kernel_name)
     return task_step_rows(timeline, tasks), (timeline[0].thread if timeline else None)
 
 
-def _session(host: HostColumns, tasks: DeviceTasks, steps: list[StepWindow], epoch_ns: int) -> tuple[int, int]:
-    """The first start and last end of any host span, device task or step (SESSION_TIME_INFO)."""
-    starts = [w.start_ns for w in steps]
-    ends = [w.end_ns for w in steps]
-    for s, e in ((host.start_ns, host.end_ns), (tasks.start_ns, tasks.end_ns)):
-        if len(s):
-            starts.append(int(s.min()))
-            ends.append(int(e.max()))
+def _session(host_bounds: tuple[list[int], list[int]], tasks: DeviceTasks, steps: list[StepWindow],
+             epoch_ns: int) -> tuple[int, int]:
+    """The first start and last end of any host span (`HostColumns.bounds`), device task or step
+    (SESSION_TIME_INFO)."""
+    starts = [w.start_ns for w in steps] + host_bounds[0]
+    ends = [w.end_ns for w in steps] + host_bounds[1]
+    if len(tasks.start_ns):
+        starts.append(int(tasks.start_ns.min()))
+        ends.append(int(tasks.end_ns.max()))
     return min(starts, default=epoch_ns), max(ends, default=epoch_ns)
 
 
@@ -290,27 +293,60 @@ def _thread_names(host: HostColumns, inst: dict[str, list]) -> list:
     return list(dict.fromkeys(itertools.chain(host.thread_names(), steps)))
 
 
-def _op_calls(host: HostColumns, tids: dict[str, int]) -> tuple[dict[int, OpCall], list[OpCall]]:
-    """The ACLNN calls (first ``op_call`` span of each correlation id), by id and in start order."""
+def _op_calls(host: HostColumns, tids: dict[str, int]) -> OpCalls:
+    """The ACLNN calls (first ``op_call`` span of each correlation id) as columns, by (start, tid, corr), each
+    ending 1 ns before the next call of its thread when they touch (`_separate_touching`)."""
     rows = first_call_rows(host)
     vals = host.values
-    calls: dict[int, OpCall] = {}
-    for th, op, s_ns, e_ns, corr in zip(host.thread[rows].tolist(), host.op[rows].tolist(),
-                                         host.start_ns[rows].tolist(), host.end_ns[rows].tolist(),
-                                         host.corr[rows].tolist()):
-        thread = vals[th]
-        calls[corr] = OpCall(corr, thread, tids[thread], vals[op], s_ns, e_ns)
-    op_calls = sorted(calls.values(), key=lambda c: (c.start_ns, c.tid, c.corr))
-    _separate_touching(op_calls)
-    return calls, op_calls
+    th_codes, th_inv = np.unique(host.thread[rows], return_inverse=True)
+    threads = [vals[c] for c in th_codes.tolist()]
+    api_codes, api_inv = np.unique(host.op[rows], return_inverse=True)
+    tid_of = np.array([tids[t] for t in threads] or [0], dtype=np.int64)
+    thread, api = th_inv.reshape(-1).astype(np.int32), api_inv.reshape(-1).astype(np.int32)
+    tid, corr = tid_of[thread], host.corr[rows].astype(np.int64)
+    start, end = host.start_ns[rows].astype(np.int64), host.end_ns[rows].astype(np.int64)
+    order = np.lexsort((corr, tid, start))
+    n = len(order)
+    calls = OpCalls(corr[order], thread[order], threads, tid[order], api[order], [vals[c] for c in api_codes.tolist()],
+                    start[order], end[order], np.zeros(n, np.int64), np.zeros(n, bool), np.zeros(n, np.int64))
+    _separate_touching_calls(calls)
+    return calls
+
+
+def _separate_touching_calls(calls: OpCalls) -> None:
+    """`_separate_touching` of the calls' columns: a call ends 1 ns before the next call of its thread (by start,
+    end) when they touch (each end depends only on its own span and the next one's start)."""
+    if len(calls) < 2:
+        return
+    order = np.lexsort((calls.end_ns, calls.start_ns, calls.tid))  # stable: ties keep the calls' order
+    tid, start, end = calls.tid[order], calls.start_ns[order], calls.end_ns[order]
+    touch = (tid[1:] == tid[:-1]) & (end[:-1] >= start[1:]) & (start[1:] - 1 > start[:-1])
+    prev = order[:-1][touch]
+    calls.end_ns[prev] = start[1:][touch] - 1
+
+
+def _call_steps(calls: OpCalls, finders: dict[str, "StepFinder"], in_timeline: "StepFinder") -> None:
+    """Each call's step in its own thread's steps, and its position in that step (its call stack)."""
+    finder_of = [finders.get(t, in_timeline) for t in calls.threads]
+    seq: dict[tuple[int, int | None], int] = {}
+    steps, has, seqs = [], [], []
+    for th, s_ns in zip(calls.thread.tolist(), calls.start_ns.tolist()):
+        step = finder_of[th](s_ns)
+        key = (th, step)
+        seq[key] = k = seq.get(key, 0) + 1
+        steps.append(0 if step is None else step)
+        has.append(step is not None)
+        seqs.append(k)
+    calls.step = np.array(steps, dtype=np.int64)
+    calls.has_step = np.array(has, dtype=bool)
+    calls.seq = np.array(seqs, dtype=np.int64)
 
 
 def _profile_steps(sim: Any, host: HostColumns, dev: tuple[dict[str, Any], list], inst: dict[str, list],
                    epoch_ns: int, tids: dict[str, int], step_thread: str | None
                    ) -> tuple[list[StepWindow], dict[str, list[StepWindow]], list[StepWindow]]:
     """Every thread's steps (the whole run as step 1 without step instants), by thread, and the timeline."""
-    host_starts = [int(host.start_ns.min())] if len(host) else []
-    host_ends = [int(host.end_ns.max())] if len(host) else []
+    host_starts, host_ends = host.bounds()
     dev_start, dev_end = _epoch_ns(dev[0]["start"], epoch_ns), _epoch_ns(dev[0]["end"], epoch_ns)
     run_end_ns = max(host_ends + dev_end, default=epoch_ns)
     steps = _steps_from_instants(inst, epoch_ns, tids, run_end_ns)

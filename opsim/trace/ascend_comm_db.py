@@ -92,8 +92,8 @@ def _count(nbytes: int, dtype: str) -> int:
 
 def _first_connection_id(p: AscendProfile) -> int:
     """One past the largest connectionId the rank's calls use."""
-    top = max((c.corr for c in p.op_calls), default=-1)
-    for corr in (p.api_spans.corr, p.tasks.corr):
+    top = -1
+    for corr in (p.op_calls.corr, p.api_spans.corr, p.tasks.corr):
         if len(corr):
             top = max(top, int(corr.max()))
     return top + 1

@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from opsim.trace.ascend_model import API_KINDS, ApiSpans
+from opsim.trace.ascend_model import API_KINDS, ApiSpans, OpCalls
 from opsim.trace.timefmt import to_ns_array
 
 # Runtime host phases (opsim cost-model names) -> the ACL API they stand for.
@@ -47,10 +47,32 @@ class HostColumns:
         except ValueError:
             return -1
 
+    first_ns: int | None = None
+    """With a phase filter (`call_columns`): the first start and last end of every span, not only those kept."""
+    last_ns: int | None = None
+    threads_seen: list | None = None
+    """With a phase filter: the threads of every span in order of their first span."""
+
     def thread_names(self) -> list:
         """The threads in order of their first span."""
+        if self.threads_seen is not None:
+            return list(self.threads_seen)
         codes, first = np.unique(self.thread, return_index=True)
         return [self.values[c] for c in codes[np.argsort(first, kind="stable")].tolist()]
+
+    def bounds(self) -> tuple[list[int], list[int]]:
+        """([first start], [last end]) of every span, ([], []) without spans."""
+        if self.first_ns is not None:
+            return [self.first_ns], [self.last_ns]
+        if not len(self):
+            return [], []
+        return [int(self.start_ns.min())], [int(self.end_ns.max())]
+
+
+def exact(odd: dict, typecode: str) -> bool:
+    """Whether a numeric column's odd values (`Recorder.numeric`) are in its array as a list would convert them:
+    none, or plain ints within 2**53 in a float column (a span at time 0 starts at the int 0)."""
+    return not odd or typecode == "d" and all(type(v) is int and -(1 << 53) <= v <= (1 << 53) for v in odd.values())
 
 
 def host_columns(rec: Any, epoch_ns: int, since_us: float | None = None) -> HostColumns:
@@ -64,7 +86,7 @@ def host_columns(rec: Any, epoch_ns: int, since_us: float | None = None) -> Host
         cols = {}
         for c, tc in (("start", "d"), ("dur", "d"), ("corr", "q")):
             arr, odd = rec.numeric("host", c, tc)
-            cols[c] = arr if not odd else rec.records("host")[c]
+            cols[c] = arr if exact(odd, tc) else rec.records("host")[c]
     else:
         host = rec.records("host")
         index: dict[Any, int] = {}
@@ -96,6 +118,52 @@ def host_columns(rec: Any, epoch_ns: int, since_us: float | None = None) -> Host
     return HostColumns(thread, phase, op, list(values), corr, start_ns, end_ns)  # codes: 2 bytes a row
 
 
+def call_columns(rec: Any, epoch_ns: int, since_us: float | None = None) -> HostColumns:
+    """`host_columns` of the ``op_call`` spans only, read chunk by chunk (a million-call run's seven million
+    spans are never columns at once), with the first start, last end and thread order of every span. Falls back
+    to `host_columns` filtered afterwards when the recorder keeps no typed chunks or a column holds odd values."""
+    if getattr(rec, "coded_chunks", None) is None or getattr(rec, "numeric_chunks", None) is None:
+        return _only_calls(host_columns(rec, epoch_ns, since_us=since_us))
+    values = rec.code_values()
+    numeric = [rec.numeric_chunks("host", c, tc) for c, tc in (("start", "d"), ("dur", "d"), ("corr", "q"))]
+    if not all(exact(odd, tc) for col, tc in zip(numeric, "ddq") for _, odd in col):
+        return _only_calls(host_columns(rec, epoch_ns, since_us=since_us))
+    code = values.index(OP_CALL) if OP_CALL in values else -1
+    parts: list[tuple] = []
+    first: list[int] = []
+    last: list[int] = []
+    seen: dict = {}
+    coded = zip(*(rec.coded_chunks("host", c) for c in ("thread", "phase", "op")))
+    for (thread, phase, op), (start, _), (dur, _), (corr, _) in zip(coded, *numeric):
+        start = np.asarray(start, dtype=np.float64)
+        end = start + np.asarray(dur, dtype=np.float64)
+        if since_us is not None:
+            keep = np.flatnonzero(start >= since_us)
+            start, end, corr, thread, phase, op = start[keep], end[keep], corr[keep], thread[keep], phase[keep], op[keep]
+        if not len(start):
+            continue
+        first.append(int(to_ns_array(np.array([start.min()]))[0]) + epoch_ns)
+        last.append(int(to_ns_array(np.array([end.max()]))[0]) + epoch_ns)
+        codes, at = np.unique(thread, return_index=True)
+        seen.update(dict.fromkeys(values[c] for c in codes[np.argsort(at, kind="stable")].tolist()))
+        rows = np.flatnonzero(phase == code)
+        parts.append((thread[rows].astype(np.int32), phase[rows].astype(np.int32), op[rows].astype(np.int32),
+                      np.asarray(corr[rows], dtype=np.int64), to_ns_array(start[rows]) + epoch_ns,
+                      to_ns_array(end[rows]) + epoch_ns))
+    cols = [np.concatenate([p[k] for p in parts]) if parts else np.empty(0, np.int64) for k in range(6)]
+    return HostColumns(cols[0], cols[1], cols[2], list(values), cols[3], cols[4], cols[5],
+                       min(first, default=None), max(last, default=None), list(seen))
+
+
+def _only_calls(host: HostColumns) -> HostColumns:
+    """`host` with only its ``op_call`` spans (and the bounds and thread order of all of them)."""
+    firsts, lasts = host.bounds()
+    rows = np.flatnonzero(host.phase == host.code(OP_CALL))
+    return HostColumns(host.thread[rows], host.phase[rows], host.op[rows], host.values, host.corr[rows],
+                       host.start_ns[rows], host.end_ns[rows], firsts[0] if firsts else None,
+                       lasts[0] if lasts else None, host.thread_names())
+
+
 def call_apis(rec: Any) -> dict[int, str]:
     """corr -> API of every ``op_call`` host span (the last span of a corr wins), read from the recorder's code
     and int columns when it keeps them (no list of the host records)."""
@@ -122,8 +190,8 @@ def first_call_rows(host: HostColumns) -> np.ndarray:
     return rows[np.sort(first)]
 
 
-def api_spans(host: HostColumns, call_apis: dict[int, str], tids: dict[str, int]) -> ApiSpans:
-    """CANN-level spans: the two ACLNN phases of each call (``call_apis``: corr -> API), kernel launches and
+def api_spans(host: HostColumns, calls: OpCalls, tids: dict[str, int]) -> ApiSpans:
+    """CANN-level spans: the two ACLNN phases of each call (``calls``: their corr and API), kernel launches and
     runtime calls. Each span is on the thread that ran it (a call's phase 2 may run on torch_npu's task-queue
     thread). The spans a call's host rows give depend only on their phases, ops and threads: worked out once per
     distinct call (`_span_program`), then filled with each call's times. Sorted by (start, -end, tid, kind,
@@ -132,8 +200,7 @@ def api_spans(host: HostColumns, call_apis: dict[int, str], tids: dict[str, int]
     n_vals = max(len(vals), 1)
     tid_of = np.array([tids.get(v, 0) for v in vals] or [0], np.int64)
     not_call = host.phase != host.code(OP_CALL)
-    call_corrs = np.fromiter(call_apis, dtype=np.int64, count=len(call_apis))
-    in_calls = np.isin(host.corr, call_corrs) & not_call
+    in_calls = np.isin(host.corr, calls.corr) & not_call
     parts: list[tuple] = []  # (kind, name, tid, start, end, corr, pre-order key 1, 2, 3)
     names: dict[str, int] = {}
     # runtime calls outside any ACLNN call, in record order
@@ -145,14 +212,14 @@ def api_spans(host: HostColumns, call_apis: dict[int, str], tids: dict[str, int]
         name_of = np.array([-1 if a is None else names.setdefault(a, len(names)) for a in apis], np.int64)
         keep = name_of[inv] >= 0
         rows, named = rows[keep], name_of[inv][keep]
-        parts.append((np.zeros(len(rows), np.int8), named, tid_of[host.thread[rows]], host.start_ns[rows],
-                      host.end_ns[rows], host.corr[rows], np.zeros(len(rows), np.int64), rows,
-                      np.zeros(len(rows), np.int64)))
-    parts += _call_spans(host, np.flatnonzero(in_calls), call_apis, tid_of, names)
+        parts.append((np.zeros(len(rows), np.int8), named.astype(np.int32), tid_of[host.thread[rows]],
+                      host.start_ns[rows], host.end_ns[rows], host.corr[rows], np.zeros(len(rows), np.int8), rows,
+                      np.zeros(len(rows), np.int32)))
+    parts += _call_spans(host, np.flatnonzero(in_calls), calls, tid_of, names)
     return _sorted_spans(parts, names)
 
 
-def _call_spans(host: HostColumns, rows: np.ndarray, call_apis: dict[int, str], tid_of: np.ndarray,
+def _call_spans(host: HostColumns, rows: np.ndarray, calls: OpCalls, tid_of: np.ndarray,
                 names: dict[str, int]) -> list[tuple]:
     """The spans of each call's rows (`rows`: the calls' non-``op_call`` rows), a distinct call shape at a time."""
     if not len(rows):
@@ -169,9 +236,9 @@ def _call_spans(host: HostColumns, rows: np.ndarray, call_apis: dict[int, str], 
     programs: dict[tuple, int] = {}
     program_list: list[list] = []
     prog = np.empty(len(bounds) - 1, np.int64)
-    group_corr = host.corr[rows[bounds[:-1]]].tolist()
-    for g, (lo, hi, c) in enumerate(zip(bounds[:-1].tolist(), bounds[1:].tolist(), group_corr)):
-        api = call_apis[c]
+    group_api = calls.api[calls.index_of(host.corr[rows[bounds[:-1]]])].tolist()
+    for g, (lo, hi, a) in enumerate(zip(bounds[:-1].tolist(), bounds[1:].tolist(), group_api)):
+        api = calls.apis[a]
         key = (api, shape[lo:hi].tobytes())
         p = programs.get(key)
         if p is None:
@@ -186,20 +253,28 @@ def _call_spans(host: HostColumns, rows: np.ndarray, call_apis: dict[int, str], 
         base = starts[groups]
         for j, (kind, name, tid, a, b) in enumerate(program):
             n = len(groups)
-            parts.append((np.full(n, API_KINDS.index(kind), np.int8), np.full(n, names.setdefault(name, len(names))),
-                          np.full(n, tid, np.int64), host.start_ns[rows[base + a]], host.end_ns[rows[base + b]],
-                          host.corr[rows[base]], np.ones(n, np.int64), groups, np.full(n, j, np.int64)))
+            parts.append((np.full(n, API_KINDS.index(kind), np.int8),
+                          np.full(n, names.setdefault(name, len(names)), np.int32), np.full(n, tid, np.int64),
+                          host.start_ns[rows[base + a]], host.end_ns[rows[base + b]], host.corr[rows[base]],
+                          np.ones(n, np.int8), groups, np.full(n, j, np.int32)))
     return parts
 
 
 def _sorted_spans(parts: list[tuple], names: dict[str, int]) -> ApiSpans:
     """The spans of `parts` by (start, -end, tid, kind, name), ties by their pre-order keys: one lexsort."""
     name_list = list(names)
-    cols = [np.concatenate([p[k] for p in parts]) if parts else np.empty(0, np.int64) for k in range(9)]
+    by_column = [list(c) for c in zip(*parts)] if parts else [[np.empty(0, np.int64)] for _ in range(9)]
+    parts.clear()  # each column's parts are dropped once it is joined: the spans are held about once, not twice
+    cols = []
+    for k in range(9):
+        cols.append(np.concatenate(by_column[k]))
+        by_column[k] = []
     kind, name, tid, start, end, corr, k1, k2, k3 = cols
-    name_rank = np.empty(len(name_list), np.int64)
+    del cols
+    name_rank = np.empty(len(name_list), np.int32)
     name_rank[sorted(range(len(name_list)), key=name_list.__getitem__)] = np.arange(len(name_list))
     order = np.lexsort((k3, k2, k1, name_rank[name] if len(name) else name, kind, tid, -end, start))
+    del k1, k2, k3
     return ApiSpans(kind[order].astype(np.int8), name[order].astype(np.int32), name_list, tid[order],
                     start[order], end[order], corr[order])
 

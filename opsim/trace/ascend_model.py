@@ -18,7 +18,7 @@ from opsim.trace import step_breakdown
 from opsim.trace.timefmt import to_ns, us_text
 
 if TYPE_CHECKING:
-    from opsim.trace.ascend_memory import MemoryEvent, OpMemory
+    from opsim.trace.ascend_memory import MemoryEvents, OpMemories
     from opsim.trace.ascend_pmu import KernelPmu
     from opsim.trace.ascend_tasks import DeviceTasks
 
@@ -144,6 +144,67 @@ class OpCall:
         return f"{self.thread}({self.seq}): {self.api}"
 
 
+@dataclass
+class OpCalls:
+    """The ACLNN calls as columns, in start order (a million-call run has a million): ``thread`` and ``api`` are
+    codes into ``threads`` / ``apis``; ``step`` is valid where ``has_step``. ``OpCalls[i]`` and iteration give
+    `OpCall` objects (tests, small runs); the writers read the columns."""
+
+    corr: np.ndarray
+    thread: np.ndarray
+    threads: list[str]
+    tid: np.ndarray
+    api: np.ndarray
+    apis: list[str]
+    start_ns: np.ndarray
+    end_ns: np.ndarray
+    step: np.ndarray
+    has_step: np.ndarray
+    seq: np.ndarray
+
+    def __len__(self) -> int:
+        return len(self.corr)
+
+    def __getitem__(self, i: int) -> OpCall:
+        return OpCall(int(self.corr[i]), self.threads[self.thread[i]], int(self.tid[i]), self.apis[self.api[i]],
+                      int(self.start_ns[i]), int(self.end_ns[i]), int(self.step[i]) if self.has_step[i] else None,
+                      int(self.seq[i]))
+
+    def __iter__(self) -> Iterator[OpCall]:
+        return (self[i] for i in range(len(self)))
+
+    def index_of(self, corrs: np.ndarray) -> np.ndarray:
+        """The row of the call with each correlation id (-1: none)."""
+        corrs = np.asarray(corrs, dtype=np.int64)
+        out = np.full(len(corrs), -1, dtype=np.int64)
+        if len(self.corr):
+            by_corr = np.argsort(self.corr, kind="stable")
+            ordered = self.corr[by_corr]
+            pos = np.minimum(np.searchsorted(ordered, corrs), len(ordered) - 1)
+            hit = (corrs >= 0) & (ordered[pos] == corrs)
+            out[hit] = by_corr[pos[hit]]
+        return out
+
+    def torch_names(self) -> list[str]:
+        """`OpCall.torch_name` of each API code."""
+        return [torch_op_name(a) for a in self.apis]
+
+    def call_stacks(self) -> tuple[np.ndarray, list[str]]:
+        """`OpCall.call_stack` of every call as a code into the returned texts, numbered in order of first use
+        (calls of one thread, position and API share one text)."""
+        if not len(self):
+            return np.empty(0, np.int64), []
+        seq = self.seq.astype(np.int64)
+        key = (self.thread.astype(np.int64) * (int(seq.max()) + 1) + seq) * max(len(self.apis), 1) + self.api
+        _, first, inv = np.unique(key, return_index=True, return_inverse=True)
+        rank = np.empty(len(first), np.int64)
+        order = np.argsort(first, kind="stable")
+        rank[order] = np.arange(len(first))
+        texts = [f"{self.threads[self.thread[i]]}({int(self.seq[i])}): {self.apis[self.api[i]]}"
+                 for i in first[order].tolist()]
+        return rank[inv.reshape(-1)], texts
+
+
 @dataclass(slots=True)
 class ApiSpan:
     """A CANN-level host span: ``kind`` "acl" (``AscendCL@name``) or "node" (``Node@name``)."""
@@ -262,7 +323,8 @@ class AscendProfile:
     aicpu_count: int
     clock_mhz: float
     threads: dict[str, int]
-    op_calls: list[OpCall]
+    op_calls: OpCalls
+    """The ACLNN calls, as columns."""
     api_spans: ApiSpans
     tasks: DeviceTasks
     """The shown device tasks, as columns (ascend_tasks.py)."""
@@ -271,51 +333,77 @@ class AscendProfile:
     step_windows: list[StepWindow]
     """The step timeline of step_trace_time.csv and the kernels' Step Id: one thread's steps (`_step_timeline`)."""
     step_rows: list[StepRow]
-    busy: list[tuple[int, int]]
-    memory_events: list[MemoryEvent] = field(default_factory=list)
-    """The device's allocs and frees in time order with running totals (see ascend_memory.py)."""
-    op_memory: list[OpMemory] = field(default_factory=list)
-    """Each allocation's lifetime."""
+    busy: np.ndarray
+    """The union of the busy tasks (`merged`): an (n, 2) int64 array of sorted, disjoint [start, end) intervals
+    (a million-call run has about a million: columns, not tuples)."""
+    memory_events: MemoryEvents = field(default_factory=lambda: _no_memory()[0])
+    """The device's allocs and frees in time order with running totals, as columns (see ascend_memory.py)."""
+    op_memory: OpMemories = field(default_factory=lambda: _no_memory()[1])
+    """Each allocation's lifetime, as columns."""
     session_ns: tuple[int, int] = (0, 0)
     """First and last epoch ns of any record (SESSION_TIME_INFO)."""
-    comm: list[tuple[int, int]] = field(default_factory=list)
-    """The union of the communication tasks (a rank's collectives), as merged intervals."""
+    comm: np.ndarray = field(default_factory=lambda: no_intervals())
+    """The union of the communication tasks (a rank's collectives), as merged intervals (like ``busy``)."""
 
     @property
     def kernels(self) -> list[DeviceTaskRow]:
         return [t for t in self.tasks if t.is_kernel]
 
     @property
-    def free(self) -> list[tuple[int, int]]:
-        """Gaps in which the device neither computes nor communicates."""
-        spans = merge_intervals(self.busy + self.comm) if self.comm else self.busy
-        return [(a[1], b[0]) for a, b in zip(spans, spans[1:]) if b[0] > a[1]]
+    def free(self) -> np.ndarray:
+        """Gaps in which the device neither computes nor communicates (intervals like ``busy``)."""
+        spans = merged_array(np.concatenate([self.busy, self.comm])) if len(self.comm) else self.busy
+        gap = np.flatnonzero(spans[1:, 0] > spans[:-1, 1])
+        return np.stack([spans[gap, 1], spans[gap + 1, 0]], axis=1) if len(gap) else no_intervals()
 
     @property
-    def comm_not_overlapped(self) -> list[tuple[int, int]]:
-        """The parts of the communication intervals during which nothing computes."""
+    def comm_not_overlapped(self) -> np.ndarray:
+        """The parts of the communication intervals during which nothing computes (intervals like ``busy``)."""
         out: list[tuple[int, int]] = []
+        busy = self.busy.tolist() if len(self.comm) else []  # a job's rank: the busy walk is over a list
         j = 0
-        for s, e in self.comm:
-            while j < len(self.busy) and self.busy[j][1] <= s:
+        for s, e in self.comm.tolist():
+            while j < len(busy) and busy[j][1] <= s:
                 j += 1
             k, cur = j, s
-            while k < len(self.busy) and self.busy[k][0] < e:
-                if self.busy[k][0] > cur:
-                    out.append((cur, self.busy[k][0]))
-                cur = max(cur, self.busy[k][1])
+            while k < len(busy) and busy[k][0] < e:
+                if busy[k][0] > cur:
+                    out.append((cur, busy[k][0]))
+                cur = max(cur, busy[k][1])
                 k += 1
             if cur < e:
                 out.append((cur, e))
-        return out
+        return np.array(out, dtype=np.int64).reshape(-1, 2)
 
     @property
     def computing_ns(self) -> int:
-        return sum(e - s for s, e in self.busy)
+        return int((self.busy[:, 1] - self.busy[:, 0]).sum())
 
     @property
     def e2e_ns(self) -> int:
-        return self.busy[-1][1] - self.busy[0][0] if self.busy else 0
+        return int(self.busy[-1, 1] - self.busy[0, 0]) if len(self.busy) else 0
+
+
+def _no_memory() -> tuple:
+    from opsim.trace.ascend_memory import no_memory  # lazy: ascend_memory imports this module
+    return no_memory()
+
+
+def no_intervals() -> np.ndarray:
+    """An empty interval array ((0, 2) int64)."""
+    return np.empty((0, 2), np.int64)
+
+
+def merged_array(intervals: np.ndarray) -> np.ndarray:
+    """`merge_intervals` of an (n, 2) int64 array, with numpy: sorted, disjoint, touching ones joined."""
+    if not len(intervals):
+        return no_intervals()
+    order = np.lexsort((intervals[:, 1], intervals[:, 0]))
+    s, e = intervals[order, 0], intervals[order, 1]
+    reach = np.maximum.accumulate(e)
+    first = np.flatnonzero(np.r_[True, s[1:] > reach[:-1]])
+    last = np.r_[first[1:] - 1, len(s) - 1]
+    return np.stack([s[first], reach[last]], axis=1)
 
 
 def merge_intervals(intervals: Iterable[tuple[int, int]]) -> list[tuple[int, int]]:

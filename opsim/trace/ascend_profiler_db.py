@@ -8,18 +8,17 @@ microseconds. Everything comes from the same ``AscendProfile`` the text files ar
 """
 from __future__ import annotations
 
-import itertools
 import operator
 import os
 import sqlite3
-from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
+from typing import Any, Callable, Iterable, Iterator, Mapping, MutableMapping, Sequence
 
 import numpy as np
 from opsim.trace.ascend_comm_db import (ANALYSIS_COMM_TABLES, analysis_comm_rows, communication_db_rows,
                                        communication_ops)
 from opsim.trace.ascend_db_schema import ENUM_API_TYPE, ENUM_TABLES, META_DATA, PROFILER_DB_TABLES
 from opsim.trace.ascend_memory import memory_db_rows, memory_strings
-from opsim.trace.ascend_model import API_KINDS, FILE_MODE, MODEL_ID_NONE, AscendProfile
+from opsim.trace.ascend_model import API_KINDS, FILE_MODE, MODEL_ID_NONE, AscendProfile, OpCalls
 from opsim.trace.ascend_pmu import KernelPmu
 from opsim.trace.ascend_tables import quoted_shape
 from opsim.outputs import atomic_path
@@ -128,7 +127,7 @@ def profiler_db_tables(p: AscendProfile, rank: int, collectives: Sequence[Any] |
     for table, values in ENUM_TABLES.items():
         tables[table] = sorted(values.items())
     tables["STRING_IDS"] = [(i, text) for text, i in sid.items()]
-    call_corrs = np.array([c.corr for c in p.op_calls], dtype=np.int64)
+    call_corrs = p.op_calls.corr
     tables["TASK"] = _task_table(p, sid, call_corrs, {op.task: op.conn for op in comm})
     tables["COMPUTE_TASK_INFO"] = _compute_table(p, sid)
     tables["TASK_PMU_INFO"] = _pmu_table(p, sid)
@@ -136,8 +135,8 @@ def profiler_db_tables(p: AscendProfile, rank: int, collectives: Sequence[Any] |
     if comm:
         tables["COMMUNICATION_OP"] = comm_rows
     tables["PYTORCH_API"] = _pytorch_api_table(p, sid)
-    tables["PYTORCH_CALLCHAINS"] = ((chain, sid[c.call_stack], 0) for chain, c in enumerate(p.op_calls))
-    tables["CONNECTION_IDS"] = ((c.corr, c.corr) for c in p.op_calls)
+    tables["PYTORCH_CALLCHAINS"] = _callchains(p, sid)
+    tables["CONNECTION_IDS"] = ((c, c) for c in p.op_calls.corr.tolist())
     tables["connectionCats"] = ((c, "async_npu") for c in np.unique(p.tasks.corr[p.tasks.call >= 0]).tolist())
     tables["STEP_TIME"] = [(w.step, w.start_ns, w.end_ns) for w in p.step_windows]
     tables["RANK_DEVICE_MAP"] = [(rank, p.device_id)]
@@ -176,11 +175,42 @@ def _string_ids(p: AscendProfile, comm: Sequence[Any]) -> tuple[dict[str, int], 
         sid[spans.names[i]]
     for w in p.steps:
         sid[f"ProfilerStep#{w.step}"]
-    for c in p.op_calls:
-        sid[c.torch_name], sid[""], sid[c.call_stack]
+    _call_strings(p.op_calls, sid)
     memory_strings(p, sid)
     comm_rows, launches = communication_db_rows(p, comm, sid) if comm else ([], [])
     return dict(sid), comm_rows, launches
+
+
+def _call_strings(calls: OpCalls, sid: MutableMapping[str, int]) -> None:
+    """Number the calls' texts as a pass over the calls would (each call's torch name, "", its call stack): the
+    texts in order of their first use."""
+    if not len(calls):
+        return
+    names = calls.torch_names()
+    stacks, stack_texts = calls.call_stacks()
+    uses: list[tuple[int, int, str]] = [(0, 1, "")]
+    for text, first in _first_uses([names[a] for a in range(len(names))], calls.api).items():
+        uses.append((first, 0, text))
+    _, first = np.unique(stacks, return_index=True)
+    uses += [(f, 2, stack_texts[k]) for k, f in enumerate(first.tolist())]
+    for _, _, text in sorted(uses):
+        sid[text]
+
+
+def _first_uses(texts: list[str], codes: np.ndarray) -> dict[str, int]:
+    """Each text's first row among `codes` (codes into `texts`; equal texts of two codes: the earlier row)."""
+    uniq, first = np.unique(codes, return_index=True)
+    out: dict[str, int] = {}
+    for c, f in zip(uniq.tolist(), first.tolist()):
+        out[texts[c]] = min(f, out.get(texts[c], f))
+    return out
+
+
+def _callchains(p: AscendProfile, sid: Mapping[str, int]) -> Iterator[tuple]:
+    """PYTORCH_CALLCHAINS: each call's chain (its position in `op_calls`) and call stack."""
+    stacks, stack_texts = p.op_calls.call_stacks()
+    ids = np.array([sid[t] for t in stack_texts] or [0], dtype=np.int64)
+    return ((chain, s, 0) for chain, s in enumerate(ids[stacks].tolist()))
 
 
 def _tensor_texts(ti: dict[str, str]) -> tuple[str, ...]:
@@ -280,22 +310,24 @@ def _pytorch_api_table(p: AscendProfile, sid: dict[str, int]) -> Iterator[tuple]
     """PYTORCH_API: the ProfilerSteps and the calls (a call's chain id is its position in `op_calls`), by start,
     longest first, then thread (ties: steps first, then calls, each in order), with their nesting depth."""
     steps, calls = p.steps, p.op_calls
-    n = len(steps) + len(calls)
-    starts = np.fromiter(itertools.chain((w.start_ns for w in steps), (c.start_ns for c in calls)), np.int64, n)
-    ends = np.fromiter(itertools.chain((w.end_ns for w in steps), (c.end_ns for c in calls)), np.int64, n)
-    tids = np.fromiter(itertools.chain((w.tid for w in steps), (c.tid for c in calls)), np.int64, n)
+    starts = np.concatenate([np.array([w.start_ns for w in steps], np.int64), calls.start_ns])
+    ends = np.concatenate([np.array([w.end_ns for w in steps], np.int64), calls.end_ns])
+    tids = np.concatenate([np.array([w.tid for w in steps], np.int64), calls.tid])
     order = np.lexsort((tids, -ends, starts))
     depth = depths(starts[order], ends[order], tids[order]).tolist()
     del starts, ends, tids
     op_type, empty, first_call = _API_TYPE_ID["op"], sid.get(""), len(steps)
+    name_ids = [sid[t] for t in calls.torch_names()]
+    c_start, c_end, c_tid = calls.start_ns.tolist(), calls.end_ns.tolist(), calls.tid.tolist()
+    c_corr, c_api = calls.corr.tolist(), calls.api.tolist()
     for k, d in zip(order.tolist(), depth):
         if k < first_call:
             w = steps[k]
             yield (w.start_ns, w.end_ns, w.tid, None, sid[f"ProfilerStep#{w.step}"], -1, 0, None, None, None,
                    op_type, d)
         else:
-            c = calls[k - first_call]
-            yield (c.start_ns, c.end_ns, c.tid, c.corr, sid[c.torch_name], -1, 0, empty, empty, k - first_call,
+            c = k - first_call
+            yield (c_start[c], c_end[c], c_tid[c], c_corr[c], name_ids[c_api[c]], -1, 0, empty, empty, c,
                    op_type, d)
 
 

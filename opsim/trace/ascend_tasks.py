@@ -13,8 +13,9 @@ from typing import Any, Callable, Iterator, Mapping, Sequence
 import numpy as np
 
 from opsim.trace import step_breakdown
-from opsim.trace.ascend_model import (BUSY_NON_KERNEL_TASK_TYPES, HIDDEN_TASK_TYPES, DeviceTaskRow, OpCall,
-                                      is_kernel_type)
+from opsim.trace.ascend_model import (BUSY_NON_KERNEL_TASK_TYPES, HIDDEN_TASK_TYPES, DeviceTaskRow, OpCalls,
+                                      is_kernel_type, merged_array)
+from opsim.trace.ascend_host import exact
 from opsim.trace.timefmt import to_ns, to_ns_array
 
 _INT_COLUMNS = ("device", "stream", "task_id", "block_dim", "corr")
@@ -48,7 +49,7 @@ class DeviceTasks:
     tensor_list: list[dict[str, str]]
     pmu: np.ndarray
     pmu_list: list[Any]
-    op_calls: Sequence[OpCall]
+    op_calls: OpCalls
 
     def __len__(self) -> int:
         return len(self.start_ns)
@@ -99,8 +100,9 @@ def device_columns(rec: Any) -> tuple[dict[str, np.ndarray], list]:
         for c in _TEXT_COLUMNS:
             cols[c], values = rec.coded("device", c)
         for c in _INT_COLUMNS + ("queued", "start", "end"):
-            arr, odd = rec.numeric("device", c, "q" if c in _INT_COLUMNS else "d")
-            cols[c] = arr if not odd else np.asarray(rec.records("device")[c])
+            tc = "q" if c in _INT_COLUMNS else "d"
+            arr, odd = rec.numeric("device", c, tc)
+            cols[c] = arr if exact(odd, tc) else np.asarray(rec.records("device")[c])
         return cols, list(values)
     dev = rec.records("device")
     index: dict[Any, int] = {}
@@ -118,7 +120,7 @@ def _epoch(times: np.ndarray, epoch_ns: int) -> np.ndarray:
     return to_ns_array(x) + epoch_ns
 
 
-def device_tasks(dev: tuple[dict[str, np.ndarray], list], dev_id: int, op_calls: Sequence[OpCall], epoch_ns: int,
+def device_tasks(dev: tuple[dict[str, np.ndarray], list], dev_id: int, op_calls: OpCalls, epoch_ns: int,
                  step_of: Any, stream_ids: Mapping[int, int],
                  kernel_name: Callable[[str, str | None], str]) -> DeviceTasks:
     """The shown tasks of device `dev_id` in record order (streams renumbered by `stream_ids`); a task's step is
@@ -145,14 +147,7 @@ def device_tasks(dev: tuple[dict[str, np.ndarray], list], dev_id: int, op_calls:
     if stream_ids:
         stream = np.array([stream_ids.get(s, s) for s in stream.tolist()], dtype=np.int64)
     corr = np.asarray(cols["corr"])[keep].astype(np.int64)
-    call_corr = np.array([c.corr for c in op_calls], dtype=np.int64)
-    call = np.full(len(corr), -1, dtype=np.int64)
-    if len(call_corr):
-        by_corr = np.argsort(call_corr, kind="stable")
-        ordered = call_corr[by_corr]
-        pos = np.minimum(np.searchsorted(ordered, corr), len(ordered) - 1)
-        hit = (corr >= 0) & (ordered[pos] == corr)
-        call[hit] = by_corr[pos[hit]]
+    call = op_calls.index_of(corr)
     start, end = _epoch(cols["start"][keep], epoch_ns), _epoch(cols["end"][keep], epoch_ns)
     name = _kernel_names(op, tt, call, texts, op_calls, code, kernel_name)
     step, has = _task_steps(call, op_calls, step_of, tt, texts, start, cols["queued"][keep], epoch_ns)
@@ -163,13 +158,13 @@ def device_tasks(dev: tuple[dict[str, np.ndarray], list], dev_id: int, op_calls:
                        np.full(n, -1, np.int32), [], np.full(n, -1, np.int32), [], op_calls)
 
 
-def _kernel_names(op: np.ndarray, tt: np.ndarray, call: np.ndarray, texts: list[str], op_calls: Sequence[OpCall],
+def _kernel_names(op: np.ndarray, tt: np.ndarray, call: np.ndarray, texts: list[str], op_calls: OpCalls,
                   code: Callable[[Any], int], kernel_name: Callable[[str, str | None], str]) -> np.ndarray:
     """Each task's name code: its op, or for a kernel ``kernel_name(op, its call's API)`` (each pair once)."""
     name = op.copy()
     kernel = np.array([is_kernel_type(t) if isinstance(t, str) else False for t in texts] or [False])[tt]
     rows = np.flatnonzero(kernel)
-    apis = [c.api for c in op_calls]
+    apis = [op_calls.apis[a] for a in op_calls.api.tolist()]
     memo: dict[tuple, int] = {}
     for i, o, c in zip(rows.tolist(), op[rows].tolist(), call[rows].tolist()):
         key = (o, c >= 0 and apis[c])
@@ -180,10 +175,10 @@ def _kernel_names(op: np.ndarray, tt: np.ndarray, call: np.ndarray, texts: list[
     return name
 
 
-def _task_steps(call: np.ndarray, op_calls: Sequence[OpCall], step_of: Any, tt: np.ndarray, texts: list[str],
+def _task_steps(call: np.ndarray, op_calls: OpCalls, step_of: Any, tt: np.ndarray, texts: list[str],
                 start: np.ndarray, queued: np.ndarray, epoch_ns: int) -> tuple[np.ndarray, np.ndarray]:
     """Each task's step (and whether it has one): its call's step in the timeline, else as `device_tasks` says."""
-    call_steps = [step_of(c.start_ns) for c in op_calls]
+    call_steps = [step_of(t) for t in op_calls.start_ns.tolist()]
     comm = np.array([step_breakdown.is_communication(t) if isinstance(t, str) else False for t in texts]
                     or [False])[tt]
     out: list[int | None] = [None] * len(call)
@@ -205,17 +200,10 @@ def take(tasks: DeviceTasks, order: np.ndarray) -> None:
         setattr(tasks, f, getattr(tasks, f)[order])
 
 
-def merged(starts: np.ndarray, ends: np.ndarray) -> list[tuple[int, int]]:
-    """`merge_intervals` of the intervals (starts[i], ends[i]) with numpy: sorted, touching ones joined."""
-    if not len(starts):
-        return []
-    order = np.lexsort((ends, starts))
-    s, e = starts[order], ends[order]
-    reach = np.maximum.accumulate(e)
-    new = np.r_[True, s[1:] > reach[:-1]]
-    first = np.flatnonzero(new)
-    last = np.r_[first[1:] - 1, len(s) - 1]
-    return list(zip(s[first].tolist(), reach[last].tolist()))
+def merged(starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
+    """The union of the intervals (starts[i], ends[i]) as `ascend_model.merged_array` gives it: an (n, 2) int64
+    array, sorted, touching ones joined (`merge_intervals` of the pairs)."""
+    return merged_array(np.stack([np.asarray(starts, np.int64), np.asarray(ends, np.int64)], axis=1))
 
 
 def step_rows(windows: Sequence[Any], tasks: DeviceTasks) -> list[step_breakdown.StepBreakdown]:

@@ -66,15 +66,15 @@ def trace_events(p: AscendProfile) -> list[dict]:
         ev.append({**flow, "ph": "s", "pid": PID_PYTHON, "tid": t.op_call.tid, "ts": us_str(t.op_call.start_ns)})
         ev.append({**flow, "ph": "f", "bp": "e", "pid": PID_HARDWARE, "tid": t.stream, "ts": us_str(t.start_ns)})
     for name, tid, spans in _overlap_tracks(p):
-        for s, e in spans:
+        for s, e in spans.tolist():
             ev.append({"ph": "X", "name": name, "pid": PID_OVERLAP, "tid": tid, "ts": us_str(s), "dur": us_str(e - s)})
     return ev
 
 
-def _overlap_tracks(p: AscendProfile) -> list[tuple[str, int, list[tuple[int, int]]]]:
+def _overlap_tracks(p: AscendProfile) -> list[tuple[str, int, np.ndarray]]:
     """Overlap Analysis: Computing, Communication and its part not overlapped (a rank of a job), Free."""
     tracks = [("Computing", 0, p.busy)]
-    if p.comm:
+    if len(p.comm):
         tracks += [("Communication", 1, p.comm), ("Communication(Not Overlapped)", 2, p.comm_not_overlapped)]
     return tracks + [("Free", 3, p.free)]
 
@@ -150,10 +150,14 @@ def _sections(p: AscendProfile, pieces: Any) -> Iterator[tuple[tuple, int, dict]
         "dur": _span(steps), "name": _each(steps, lambda w: code(f"ProfilerStep#{w.step}")),
         "tid": _attr(steps, "tid"), "ts": _attr(steps, "start_ns")}
     calls = p.op_calls
+    stacks, stack_texts = calls.call_stacks()
+    stack_codes = np.array([code(text) for text in stack_texts] or [0], dtype=np.int64)
+    call_names = np.array([code(text) for text in calls.torch_names()] or [0], dtype=np.int64)
     yield _CALL, len(calls), {
-        "stack": _each(calls, lambda c: code(c.call_stack)), "dur": _span(calls),
-        "name": _each(calls, lambda c: code(c.torch_name)), "tid": _attr(calls, "tid"),
-        "ts": _attr(calls, "start_ns")}
+        "stack": lambda lo, hi: stack_codes[stacks[lo:hi]],
+        "dur": lambda lo, hi: calls.end_ns[lo:hi] - calls.start_ns[lo:hi],
+        "name": lambda lo, hi: call_names[calls.api[lo:hi]], "tid": _column(calls.tid),
+        "ts": _column(calls.start_ns)}
     spans = p.api_spans
     span_names = np.array([code(text) for text in spans.trace_names()] or [0], dtype=np.int64)
     yield _API, len(spans), {
@@ -168,14 +172,13 @@ def _sections(p: AscendProfile, pieces: Any) -> Iterator[tuple[tuple, int, dict]
         "dur": lambda lo, hi: tasks.end_ns[lo:hi] - tasks.start_ns[lo:hi],
         "name": lambda lo, hi: text_codes[tasks.name[lo:hi]], "ts": _column(tasks.start_ns)}
     flows = np.flatnonzero(tasks.call >= 0)
-    calls = tasks.call[flows]
-    call_tid = np.array([c.tid for c in p.op_calls], dtype=np.int64)
-    call_ts = np.array([c.start_ns for c in p.op_calls], dtype=np.int64)
+    calls_of = tasks.call[flows]
+    call_tid, call_ts = p.op_calls.tid, p.op_calls.start_ns
     yield _FLOW, len(flows), {
         "stream": lambda lo, hi: tasks.stream[flows[lo:hi]], "ts": lambda lo, hi: tasks.start_ns[flows[lo:hi]],
-        "call_tid": lambda lo, hi: call_tid[calls[lo:hi]], "call_ts": lambda lo, hi: call_ts[calls[lo:hi]]}
+        "call_tid": lambda lo, hi: call_tid[calls_of[lo:hi]], "call_ts": lambda lo, hi: call_ts[calls_of[lo:hi]]}
     for name, tid, intervals in _overlap_tracks(p):
-        starts, ends = _each(intervals, operator.itemgetter(0)), _each(intervals, operator.itemgetter(1))
+        starts, ends = _column(intervals[:, 0]), _column(intervals[:, 1])
         yield _OVERLAP, len(intervals), {
             "dur": lambda lo, hi, s=starts, e=ends: e(lo, hi) - s(lo, hi), "ts": starts,
             "name": _same(pieces.code(name)), "tid": _same(tid)}

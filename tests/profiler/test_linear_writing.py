@@ -22,7 +22,7 @@ def test_trace_view_lines_are_json_dumps_of_the_events():
     tasks = p.tasks
     for i in range(3):  # names that need escaping are written as json.dumps writes them
         tasks.name[i] = tasks.code('na"me\\ é\n' + tasks.texts[tasks.name[i]])
-    p.op_calls[0].api = 'aclnnOdd"Näme'
+    p.op_calls.apis[p.op_calls.api[0]] = 'aclnnOdd"Näme'  # every call of that API
     want = "[\n" + ",\n".join(json.dumps(e, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
                               for e in trace_events(p)) + "\n]\n"
     assert trace_view_json(p) == want
