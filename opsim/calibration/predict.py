@@ -65,6 +65,8 @@ def _appended(p: "Prediction | float | None") -> str:
     return f"{p:.3f},,,"
 
 
+#: distinct kernels whose appended text is kept (a long profile repeats a few hundred).
+_TAILS_LIMIT = 1 << 16
 #: rows written to the output at a time (some 64 KB of text: one write call per chunk, memory still bounded).
 _WRITE_ROWS = 256
 
@@ -93,7 +95,7 @@ def predict_file(cost: CostModel, path: str | Path, out: str | Path) -> tuple[Pa
             else:
                 tail = tails.get((key, block_dim))
                 if tail is None:
-                    if len(tails) >= 1 << 16:
+                    if len(tails) >= _TAILS_LIMIT:
                         tails.clear()
                     rec, _reason = parse(line, cells, key)
                     tail = tails[(key, block_dim)] = "," + _appended(predict_full(cost, rec))
