@@ -211,9 +211,10 @@ _NUMBERS = (("block_dim", "block_dim", "integer"), ("start_us", "start", "number
             ("mix_block_dim", "mix_block_dim", "integer"), ("stream_id", "stream_id", "integer"),
             ("task_id", "task_id", "integer"), ("step_id", "step_id", "integer"))
 _FAST = {"integer": _fast_integer, "number": _fast_number, "ns": _fast_ns}
-#: per number column, a spelling its fast path reads (so the Decimal path would accept it too).
-_PLAIN_CELL = {col: r"[ \t]*(?:[0-9]{1,19}(?:\.[0-9]*)?|\.[0-9]+)[ \t]*" if kind == "number" else r"[ \t]*[0-9]{1,19}[ \t]*"
-               for _field, col, kind in _NUMBERS if kind != "ns"}
+#: per number column, a spelling the Decimal path surely accepts (digits, one point, below 1e19, blanks around):
+#: `RowParser.check` matches all of a row's at once.
+_PLAIN_CELL = {col: (r"[ \t]*(?:[0-9]{1,19}(?:\.[0-9]*)?|\.[0-9]+)[ \t]*" if kind == "number" else
+                    r"[ \t]*[0-9]{1,19}[ \t]*") for _field, col, kind in _NUMBERS if kind != "ns"}
 
 
 class _RowReader:
