@@ -14,10 +14,12 @@ import re
 from dataclasses import dataclass, field
 from decimal import Decimal, InvalidOperation
 from pathlib import Path
-from typing import Any, Iterator, NamedTuple
+from typing import Any, Iterator
 
 from opsim.acl.dtypes import DataType
 from opsim.errors import InvalidArgumentError, ProfileFormatError
+from opsim.ingest.kernel_fast import FAST_PATHS, NUMBERS, PLAIN_CELL, SLOW, RowKernel, fast_integer, \
+    fast_ns, fast_number, skip
 from opsim.safe_io import open_regular
 
 #: canonical column -> accepted header spellings (kernel_details.csv first, then msprof op_summary).
@@ -177,46 +179,6 @@ _DTYPES_SEEN: dict[str, tuple] = {}
 _WORDS_SEEN: dict[str, tuple] = {}
 _TEXT_SEEN: dict[str, str] = {}
 _SEEN_LIMIT = 1 << 14
-#: a float below this is well inside MAX_MAGNITUDE (larger values take the exact Decimal check).
-_FAST_MAGNITUDE = 1e19
-#: what a fast path returns for a text it leaves to the exact Decimal path.
-_SLOW: Any = object()
-
-
-# The fast paths give the Decimal path's value for the plain spellings real tables use (ASCII digits, well
-# inside MAX_MAGNITUDE) and leave every other text to it, so values and errors stay the same. A text they
-# accept has nothing `_RowReader.raw` would strip or unquote, so they may be given a cell as written.
-def _fast_integer(v: str) -> Any:
-    return int(v) if len(v) < 20 and v.isdigit() and v.isascii() else _SLOW
-
-
-def _fast_number(v: str) -> Any:
-    if v.isascii() and v.replace(".", "", 1).isdigit():  # digits and at most one point
-        f = float(v)  # correctly rounded, as float(Decimal(v)) is
-        if f < _FAST_MAGNITUDE:
-            return f
-    return _SLOW
-
-
-def _fast_ns(v: str) -> Any:
-    whole, _point, frac = v.partition(".")
-    if len(whole) < 20 and len(frac) < 4 and whole.isdigit() and v.isascii() and (frac.isdigit() or not frac):
-        return int(whole) * 1000 + (int(frac.ljust(3, "0")) if frac else 0)  # at most 3 decimals: exact ns
-    return _SLOW
-
-
-#: the numbers of a kernel record, in the order they are read (and their errors reported): field, column, kind.
-_NUMBERS = (("block_dim", "block_dim", "integer"), ("start_us", "start", "number"), ("start_ns", "start", "ns"),
-            ("duration_us", "duration", "number"), ("wait_us", "wait", "number"),
-            ("mix_block_dim", "mix_block_dim", "integer"), ("stream_id", "stream_id", "integer"),
-            ("task_id", "task_id", "integer"), ("step_id", "step_id", "integer"))
-_FAST = {"integer": _fast_integer, "number": _fast_number, "ns": _fast_ns}
-#: per number column, a spelling the Decimal path surely accepts (digits, one point, below 1e19, blanks around):
-#: `RowParser.check` matches all of a row's at once.
-_PLAIN_CELL = {col: (r"[ \t]*(?:[0-9]{1,19}(?:\.[0-9]*)?|\.[0-9]+)[ \t]*" if kind == "number" else
-                    r"[ \t]*[0-9]{1,19}[ \t]*") for _field, col, kind in _NUMBERS if kind != "ns"}
-
-
 class _RowReader:
     """Parses the cells of one row, raising errors that name the file, row and column."""
 
@@ -252,24 +214,24 @@ class _RowReader:
 
     def integer(self, key: str) -> int | None:
         v = self.raw(key)
-        fast = _SLOW if v is None else _fast_integer(v)
-        if fast is not _SLOW:
+        fast = SLOW if v is None else fast_integer(v)
+        if fast is not SLOW:
             return fast
         d = self._decimal(key, "an integer")
         return None if d is None else int(d)
 
     def number(self, key: str) -> float | None:
         v = self.raw(key)
-        fast = _SLOW if v is None else _fast_number(v)
-        if fast is not _SLOW:
+        fast = SLOW if v is None else fast_number(v)
+        if fast is not SLOW:
             return fast
         d = self._decimal(key, "a number")
         return None if d is None else float(d)
 
     def ns(self, key: str) -> int | None:
         v = self.raw(key)
-        fast = _SLOW if v is None else _fast_ns(v)
-        if fast is not _SLOW:
+        fast = SLOW if v is None else fast_ns(v)
+        if fast is not SLOW:
             return fast
         d = self._decimal(key, "a number")
         return None if d is None else int((d * 1000).to_integral_value())
@@ -506,11 +468,11 @@ class RowParser:
         self.index = tuple(columns.get(k) for k in _KERNEL_KEYS)
         self._cells = operator.itemgetter(*(i for i in self.index if i is not None))  # core, type: two at least
         self.seen: dict[tuple, RowKernel] = {}
-        self.numbers = tuple((columns.get(col), col, kind, _FAST[kind]) for _field, col, kind in _NUMBERS)
-        present = {col: columns[col] for _field, col, _kind in _NUMBERS if col in columns}
+        self.numbers = tuple((columns.get(col), col, kind, FAST_PATHS[kind]) for _field, col, kind in NUMBERS)
+        present = {col: columns[col] for _field, col, _kind in NUMBERS if col in columns}
         idx = tuple(present.values())  # (itemgetter of one index gives no tuple)
         self._number_cells = operator.itemgetter(*idx) if len(idx) > 1 else lambda cells: tuple(cells[i] for i in idx)
-        self._plain = re.compile(";".join(_PLAIN_CELL[col] for col in present)).fullmatch
+        self._plain = re.compile(";".join(PLAIN_CELL[col] for col in present)).fullmatch
         self.block_index = columns.get("block_dim")
         self.name_index = columns.get("name")
         self.names: dict[str | None, Any] = {}
@@ -540,12 +502,12 @@ class RowParser:
         return _RowReader(self.path, self.header, self.columns, line, cells)
 
     def _numbers(self, line: int, cells: list[str]) -> list:
-        """The row's `_NUMBERS`, each cell checked (the plain spellings by a fast path)."""
+        """The row's `NUMBERS`, each cell checked (the plain spellings by a fast path)."""
         n, r = len(cells), None
         values = []
         for i, col, kind, fast in self.numbers:
-            v = None if i is None else _SLOW if i >= n else fast(cells[i])
-            if v is _SLOW:
+            v = None if i is None else SLOW if i >= n else fast(cells[i])
+            if v is SLOW:
                 r = r or self._reader(line, cells)
                 v = getattr(r, kind)(col)
             values.append(v)
@@ -576,8 +538,8 @@ class RowParser:
             self._numbers(line, cells)
         i = self.name_index
         cell = None if i is None or i >= len(cells) else cells[i]
-        name = self.names.get(cell, _SLOW)
-        if name is _SLOW:  # a name cell's text is the same whatever its row
+        name = self.names.get(cell, SLOW)
+        if name is SLOW:  # a name cell's text is the same whatever its row
             name = self._reader(line, cells).text("name")
             if len(self.names) >= _SEEN_LIMIT:
                 self.names.clear()
@@ -592,22 +554,6 @@ class RowParser:
         return rec, ""
 
 
-class RowKernel(NamedTuple):
-    """What a row's kernel columns decide: why it is skipped ("" for a kernel) or its kernel's identity."""
-
-    reason: str
-    op_type: Any
-    core: Any
-    input_shapes: Any
-    input_dtypes: Any
-    output_shapes: Any
-    output_dtypes: Any
-    input_formats: Any
-    output_formats: Any
-
-
-def _skip(reason: str) -> RowKernel:
-    return RowKernel(reason, None, None, None, None, None, None, None, None)
 
 
 def _kernel_part(r: _RowReader, columns: dict[str, int], shapeless: bool) -> RowKernel:
@@ -615,10 +561,10 @@ def _kernel_part(r: _RowReader, columns: dict[str, int], shapeless: bool) -> Row
     core_text = r.raw("core")
     op_type = r.text("op_type")
     if core_text is None or op_type is None:
-        return _skip("no op type or accelerator core")
+        return skip("no op type or accelerator core")
     core = canonical_core(core_text)
     if core in COMMUNICATION_CORES:
-        return _skip(f"{core} (communication)")
+        return skip(f"{core} (communication)")
     if not any(k in columns for k in TENSOR_COLUMNS):  # a Level0 table: every row without tensors
         in_shapes = out_shapes = ()
     else:
@@ -626,12 +572,12 @@ def _kernel_part(r: _RowReader, columns: dict[str, int], shapeless: bool) -> Row
         out_shapes = r.shapes("output_shapes") if "output_shapes" in columns else None
         if in_shapes is None and out_shapes is None:
             if not shapeless:
-                return _skip("no shapes")
+                return skip("no shapes")
             in_shapes = out_shapes = ()
     try:
         in_dtypes, out_dtypes = r.dtypes("input_dtypes"), r.dtypes("output_dtypes")
     except _UnknownDtype as exc:
-        return _skip(f"unknown data type {str(exc)[:40]!r}")
+        return skip(f"unknown data type {str(exc)[:40]!r}")
     if in_shapes == () and in_dtypes == ("undefined",):  # MemSet-style rows: no tensors at all
         in_dtypes = ()
     if out_shapes == () and out_dtypes == ("undefined",):
