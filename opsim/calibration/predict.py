@@ -10,7 +10,7 @@ from pathlib import Path
 from opsim.calibration.features import record_signature, record_work
 from opsim.device.cost import CostModel
 from opsim.device.predictor import Prediction
-from opsim.ingest.kernels import KernelRecord, KernelTable, iter_kernels
+from opsim.ingest.kernels import KernelRecord, KernelTable, open_table
 from opsim.outputs import atomic_text_file, write_text_atomic
 
 PREDICTED_COLUMN = "Predicted Duration(us)"
@@ -65,23 +65,46 @@ def _appended(p: "Prediction | float | None") -> str:
     return f"{p:.3f},,,"
 
 
+#: distinct kernels whose appended text is kept (a long profile repeats a few hundred).
+_TAILS_LIMIT = 1 << 16
+#: rows written to the output at a time (some 64 KB of text: one write call per chunk, memory still bounded).
+_WRITE_ROWS = 256
+
+
 def predict_file(cost: CostModel, path: str | Path, out: str | Path) -> tuple[Path, int, dict[str, int]]:
-    """`render_predictions` of the table at `path` written to `out` one row at a time, so memory stays that
-    of one row whatever the table's length: (written file, kernels predicted, skipped rows by reason)."""
-    rows = iter_kernels(path)
-    _line, raw, _cells, _rec, _reason = next(rows)
-    nl = "\r\n" if raw.endswith("\r\n") else "\n"
+    """`render_predictions` of the table at `path` written to `out` as a stream, so memory stays that of a few
+    hundred rows whatever the table's length: (written file, kernels predicted, skipped rows by reason).
+
+    Every row is checked as `iter_kernels` checks it (`RowParser.check`, the same first error), but the
+    prediction is made once per distinct kernel (its kernel cells as written and its block dim: all a
+    prediction reads) and its text reused for every row that repeats it."""
+    parse, header, rows = open_table(path)
+    nl = "\r\n" if header.endswith("\r\n") else "\n"
     n, skipped = 0, {}
+    tails: dict[tuple, str] = {}  # (kernel cells, block dim) -> the columns appended
+    empty = "," * len(PREDICTED_COLUMNS)
     with atomic_text_file(out) as fh:
-        fh.write(f"{raw.rstrip(chr(13) + chr(10))}," + ",".join(PREDICTED_COLUMNS) + nl)
-        for _line, raw, _cells, rec, reason in rows:
-            if rec is None:
-                skipped[reason] = skipped.get(reason, 0) + 1
-                p = None
+        fh.write(f"{header.rstrip(chr(13) + chr(10))}," + ",".join(PREDICTED_COLUMNS) + nl)
+        chunk: list[str] = []
+        for line, raw, cells in rows:
+            key = parse.kernel_key(cells)
+            kernel, block_dim = parse.check(line, cells, key)
+            if kernel.reason:
+                skipped[kernel.reason] = skipped.get(kernel.reason, 0) + 1
+                tail = empty
             else:
-                p = predict_full(cost, rec)
+                tail = tails.get((key, block_dim))
+                if tail is None:
+                    if len(tails) >= _TAILS_LIMIT:
+                        tails.clear()
+                    rec, _reason = parse(line, cells, key)
+                    tail = tails[(key, block_dim)] = "," + _appended(predict_full(cost, rec))
                 n += 1
-            fh.write(f"{raw.rstrip(chr(13) + chr(10))},{_appended(p)}{nl}")
+            chunk.append(f"{raw.rstrip(chr(13) + chr(10))}{tail}{nl}")
+            if len(chunk) >= _WRITE_ROWS:
+                fh.write("".join(chunk))
+                chunk.clear()
+        fh.write("".join(chunk))
     return Path(out), n, skipped
 
 

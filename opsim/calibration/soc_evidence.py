@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from opsim.device.soc import SOC_PRESETS
-from opsim.ingest.kernels import KernelRecord, KernelTable, iter_kernels
+from opsim.ingest.kernels import KernelRecord, KernelTable, open_table
 
 #: the clock is the median over the first this many kernels (a long table says nothing more about it).
 _CLOCK_ROWS = 5000
@@ -51,17 +51,21 @@ class EvidenceReader:
         self.cube = self.vec = 0
 
     def add(self, rec: KernelRecord, cells: list[str] | None) -> None:
-        if rec.core in ("AI_CORE", "MIX_AIC"):
-            self.cube = max(self.cube, rec.block_dim)
-        elif rec.core == "MIX_AIV":
-            self.vec = max(self.vec, rec.block_dim)
+        self.add_kernel(rec.core, rec.block_dim, cells)
+
+    def add_kernel(self, core: str, block_dim: int, cells: list[str] | None) -> None:
+        """`add` of a kernel row given its core and block dim (no record needed)."""
+        if core in ("AI_CORE", "MIX_AIC"):
+            self.cube = max(self.cube, block_dim)
+        elif core == "MIX_AIV":
+            self.vec = max(self.vec, block_dim)
         self.kernels += 1
-        if self.kernels > _CLOCK_ROWS or cells is None or rec.block_dim <= 0:
+        if self.kernels > _CLOCK_ROWS or cells is None or block_dim <= 0:
             return
         for t_name, c_name in _PAIRS:
             t, c = _float(cells, self.col.get(t_name)), _float(cells, self.col.get(c_name))
             if t is not None and c is not None:
-                self.clocks.append(c / (t * rec.block_dim))
+                self.clocks.append(c / (t * block_dim))
 
     def evidence(self) -> SocEvidence:
         return SocEvidence(clock_mhz=statistics.median(self.clocks) if self.clocks else None,
@@ -78,14 +82,14 @@ def soc_evidence(table: KernelTable) -> SocEvidence:
 
 
 def table_evidence(path: "str | Path") -> SocEvidence:
-    """`soc_evidence` of the kernel table at `path`, read as a stream (one row held at a time)."""
-    reader = None
-    for _line, _raw, cells, rec, _reason in iter_kernels(path):
-        if reader is None:
-            reader = EvidenceReader(cells)
-        elif rec is not None:
-            reader.add(rec, cells)
-    assert reader is not None  # iter_kernels yields the header first or raises
+    """`soc_evidence` of the kernel table at `path`, read as a stream (one row held at a time); every row is
+    checked as `iter_kernels` checks it (the same first error), but no record is made."""
+    parse, _header, rows = open_table(path)
+    reader = EvidenceReader(parse.header)
+    for line, _raw, cells in rows:
+        kernel, block_dim = parse.check(line, cells)
+        if not kernel.reason:
+            reader.add_kernel(kernel.core, block_dim, cells)
     return reader.evidence()
 
 

@@ -8,14 +8,18 @@ every row is kept so a writer can reproduce the file byte for byte and append co
 from __future__ import annotations
 
 import math
+import operator
+import re
 from dataclasses import dataclass, field
 from decimal import Decimal, InvalidOperation
 from pathlib import Path
-from typing import Iterator
+from typing import Any, Iterator
 
 from opsim.acl.dtypes import DataType
 from opsim.errors import InvalidArgumentError, ProfileFormatError
 from opsim.ingest.csv_stream import iter_csv
+from opsim.ingest.kernel_fast import FAST_PATHS, NUMBERS, PLAIN_CELL, SLOW, RowKernel, fast_integer, \
+    fast_ns, fast_number, skip
 
 #: canonical column -> accepted header spellings (kernel_details.csv first, then msprof op_summary).
 COLUMNS: dict[str, tuple[str, ...]] = {
@@ -174,8 +178,6 @@ _DTYPES_SEEN: dict[str, tuple] = {}
 _WORDS_SEEN: dict[str, tuple] = {}
 _TEXT_SEEN: dict[str, str] = {}
 _SEEN_LIMIT = 1 << 14
-
-
 class _RowReader:
     """Parses the cells of one row, raising errors that name the file, row and column."""
 
@@ -191,7 +193,10 @@ class _RowReader:
         i = self.columns.get(key)
         if i is None or i >= len(self.cells):
             return None
-        value = _unquote(self.cells[i])
+        cell = self.cells[i]
+        if cell[:1].isalnum() and cell[-1:].isalnum():  # nothing to strip or unquote (most cells)
+            return cell if len(cell) > 4 or cell.upper() not in _MISSING else None
+        value = _unquote(cell)
         return None if value.upper() in _MISSING else value
 
     def _decimal(self, key: str, what: str) -> Decimal | None:
@@ -207,14 +212,26 @@ class _RowReader:
         return d
 
     def integer(self, key: str) -> int | None:
+        v = self.raw(key)
+        fast = SLOW if v is None else fast_integer(v)
+        if fast is not SLOW:
+            return fast
         d = self._decimal(key, "an integer")
         return None if d is None else int(d)
 
     def number(self, key: str) -> float | None:
+        v = self.raw(key)
+        fast = SLOW if v is None else fast_number(v)
+        if fast is not SLOW:
+            return fast
         d = self._decimal(key, "a number")
         return None if d is None else float(d)
 
     def ns(self, key: str) -> int | None:
+        v = self.raw(key)
+        fast = SLOW if v is None else fast_ns(v)
+        if fast is not SLOW:
+            return fast
         d = self._decimal(key, "a number")
         return None if d is None else int((d * 1000).to_integral_value())
 
@@ -313,26 +330,37 @@ def _column_index(path: Path, header: list[str]) -> dict[str, int]:
     return columns
 
 
-def iter_kernels(path: str | Path, *, shapeless: bool = False
-                 ) -> Iterator[tuple[int, str, list[str], KernelRecord | None, str]]:
-    """The data rows of a kernel table as a stream: (line, raw text with its newline, cells, record or None,
-    reason skipped). The header is checked first; blank rows are left out. Memory stays that of one row.
-    `shapeless` keeps rows without shapes (a MemSet's `N/A`) as records with no tensors: the importer joins
-    them to the trace's kernels for their core and block dim; a fit skips them."""
+def open_table(path: str | Path, *, shapeless: bool = False
+               ) -> tuple["RowParser", str, Iterator[tuple[int, str, list[str]]]]:
+    """(the table's row parser, raw header text with its newline, its data rows as (line, raw text with its
+    newline, cells)) of a kernel table read as a stream: the header is checked first; blank rows are left out."""
     p = Path(path)
     records = iter_csv(p, "kernel_details.csv or op_summary_*.csv")
     first = next(records, None)
     if first is None:
         raise ProfileFormatError(f"{p}: empty file; give a kernel_details.csv with its header row")
     header = first.cells
-    columns = _column_index(p, header)
-    yield 1, first.text, header, None, "header"
-    for record in records:
-        cells = record.cells
-        if not cells or all(c.strip() == "" for c in cells):
-            continue
-        rec, reason = _parse_row(p, header, columns, record.line, cells, shapeless)
-        yield record.line, record.text, cells, rec, reason
+    parse = RowParser(p, header, _column_index(p, header), shapeless)
+
+    def rows() -> Iterator[tuple[int, str, list[str]]]:
+        for record in records:
+            cells = record.cells
+            if cells and (cells[0].strip() or any(c.strip() for c in cells)):
+                yield record.line, record.text, cells
+    return parse, first.text, rows()
+
+
+def iter_kernels(path: str | Path, *, shapeless: bool = False
+                 ) -> Iterator[tuple[int, str, list[str], KernelRecord | None, str]]:
+    """The data rows of a kernel table as a stream: (line, raw text with its newline, cells, record or None,
+    reason skipped). The header is checked first; blank rows are left out. Memory stays that of one row.
+    `shapeless` keeps rows without shapes (a MemSet's `N/A`) as records with no tensors: the importer joins
+    them to the trace's kernels for their core and block dim; a fit skips them."""
+    parse, header_raw, rows = open_table(path, shapeless=shapeless)
+    yield 1, header_raw, parse.header, None, "header"
+    for line, raw, cells in rows:
+        rec, reason = parse(line, cells)
+        yield line, raw, cells, rec, reason
 
 
 def read_kernels(path: str | Path, *, keep_raw: bool = True, shapeless: bool = False) -> KernelTable:
@@ -367,16 +395,117 @@ def _source_name(path: Path) -> str:
     return _TEXT_SEEN.setdefault(text, text)
 
 
-def _parse_row(path: Path, header: list[str], columns: dict[str, int], line: int,
-               cells: list[str], shapeless: bool = False) -> tuple[KernelRecord | None, str]:
-    r = _RowReader(path, header, columns, line, cells)
+#: the columns that say which kernel a row is (type, core, tensors): a long table repeats a few hundred texts.
+_KERNEL_KEYS = ("core", "op_type", "input_shapes", "output_shapes", "input_dtypes", "output_dtypes",
+                "input_formats", "output_formats")
+
+
+class RowParser:
+    """The rows of one table to records: the part a row's kernel columns (`_KERNEL_KEYS`) decide is parsed once
+    per distinct text of those cells, so a long table costs its distinct kernels plus a few numbers per row."""
+
+    def __init__(self, path: Path, header: list[str], columns: dict[str, int], shapeless: bool = False):
+        self.path, self.header, self.columns, self.shapeless = path, header, columns, shapeless
+        self.index = tuple(columns.get(k) for k in _KERNEL_KEYS)
+        self._cells = operator.itemgetter(*(i for i in self.index if i is not None))  # core, type: two at least
+        self.seen: dict[tuple, RowKernel] = {}
+        self.numbers = tuple((columns.get(col), col, kind, FAST_PATHS[kind]) for _field, col, kind in NUMBERS)
+        present = {col: columns[col] for _field, col, _kind in NUMBERS if col in columns}
+        idx = tuple(present.values())  # (itemgetter of one index gives no tuple)
+        self._number_cells = operator.itemgetter(*idx) if len(idx) > 1 else lambda cells: tuple(cells[i] for i in idx)
+        self._plain = re.compile(";".join(PLAIN_CELL[col] for col in present)).fullmatch
+        self.block_index = columns.get("block_dim")
+        self.name_index = columns.get("name")
+        self.names: dict[str | None, Any] = {}
+        self.source = _source_name(path)
+
+    def kernel_key(self, cells: list[str]) -> tuple:
+        """The row's kernel cells as written (a short row's: None for each column it lacks)."""
+        try:
+            return self._cells(cells)
+        except IndexError:
+            n = len(cells)
+            return tuple(None if i is None or i >= n else cells[i] for i in self.index)
+
+    def kernel(self, line: int, cells: list[str], key: tuple | None = None) -> RowKernel:
+        """`_kernel_part` of a row (parsed once per distinct `kernel_key`, which a caller may pass)."""
+        if key is None:
+            key = self.kernel_key(cells)
+        kernel = self.seen.get(key)
+        if kernel is None:
+            kernel = _kernel_part(self._reader(line, cells), self.columns, self.shapeless)
+            if len(self.seen) >= _SEEN_LIMIT:
+                self.seen.clear()
+            self.seen[key] = kernel
+        return kernel
+
+    def _reader(self, line: int, cells: list[str]) -> _RowReader:
+        return _RowReader(self.path, self.header, self.columns, line, cells)
+
+    def _numbers(self, line: int, cells: list[str]) -> list:
+        """The row's `NUMBERS`, each cell checked (the plain spellings by a fast path)."""
+        n, r = len(cells), None
+        values = []
+        for i, col, kind, fast in self.numbers:
+            v = None if i is None else SLOW if i >= n else fast(cells[i])
+            if v is SLOW:
+                r = r or self._reader(line, cells)
+                v = getattr(r, kind)(col)
+            values.append(v)
+        return values
+
+    def check(self, line: int, cells: list[str], key: tuple | None = None) -> tuple[RowKernel, int]:
+        """(`kernel` of the row, its block dim) with every cell `__call__` reads checked, raising the same
+        error; no record is made (a skipped row's block dim is 0)."""
+        kernel = self.kernel(line, cells, key)
+        if kernel.reason:
+            return kernel, 0
+        try:  # one match for the plain spellings of all the row's numbers, each then valid
+            plain = self._plain(";".join(self._number_cells(cells))) is not None
+        except IndexError:  # a short row
+            plain = False
+        if plain:
+            return kernel, 0 if self.block_index is None else int(cells[self.block_index])
+        block_dim = self._numbers(line, cells)[0]
+        return kernel, block_dim if block_dim is not None else 0
+
+    def __call__(self, line: int, cells: list[str], key: tuple | None = None) -> tuple[KernelRecord | None, str]:
+        """(record, "") of a kernel row, or (None, why it is skipped); every cell read is checked."""
+        reason, op_type, core, in_shapes, in_dtypes, out_shapes, out_dtypes, in_formats, out_formats = \
+            self.kernel(line, cells, key)
+        if reason:
+            return None, reason
+        block_dim, start_us, start_ns, duration_us, wait_us, mix_block_dim, stream_id, task_id, step_id = \
+            self._numbers(line, cells)
+        i = self.name_index
+        cell = None if i is None or i >= len(cells) else cells[i]
+        name = self.names.get(cell, SLOW)
+        if name is SLOW:  # a name cell's text is the same whatever its row
+            name = self._reader(line, cells).text("name")
+            if len(self.names) >= _SEEN_LIMIT:
+                self.names.clear()
+            self.names[cell] = name
+        rec = KernelRecord(
+            source=self.source, row=line, name=name or op_type, op_type=op_type, core=core,
+            block_dim=block_dim if block_dim is not None else 0,
+            input_shapes=in_shapes, input_dtypes=in_dtypes, output_shapes=out_shapes, output_dtypes=out_dtypes,
+            input_formats=in_formats, output_formats=out_formats, start_us=start_us, start_ns=start_ns,
+            duration_us=duration_us, wait_us=wait_us, mix_block_dim=mix_block_dim or 0, stream_id=stream_id,
+            task_id=task_id, step_id=step_id)
+        return rec, ""
+
+
+
+
+def _kernel_part(r: _RowReader, columns: dict[str, int], shapeless: bool) -> RowKernel:
+    """The `RowKernel` of a row (errors in its shape cells name the row)."""
     core_text = r.raw("core")
     op_type = r.text("op_type")
     if core_text is None or op_type is None:
-        return None, "no op type or accelerator core"
+        return skip("no op type or accelerator core")
     core = canonical_core(core_text)
     if core in COMMUNICATION_CORES:
-        return None, f"{core} (communication)"
+        return skip(f"{core} (communication)")
     if not any(k in columns for k in TENSOR_COLUMNS):  # a Level0 table: every row without tensors
         in_shapes = out_shapes = ()
     else:
@@ -384,25 +513,21 @@ def _parse_row(path: Path, header: list[str], columns: dict[str, int], line: int
         out_shapes = r.shapes("output_shapes") if "output_shapes" in columns else None
         if in_shapes is None and out_shapes is None:
             if not shapeless:
-                return None, "no shapes"
+                return skip("no shapes")
             in_shapes = out_shapes = ()
     try:
         in_dtypes, out_dtypes = r.dtypes("input_dtypes"), r.dtypes("output_dtypes")
     except _UnknownDtype as exc:
-        return None, f"unknown data type {str(exc)[:40]!r}"
+        return skip(f"unknown data type {str(exc)[:40]!r}")
     if in_shapes == () and in_dtypes == ("undefined",):  # MemSet-style rows: no tensors at all
         in_dtypes = ()
     if out_shapes == () and out_dtypes == ("undefined",):
         out_dtypes = ()
-    block_dim = r.integer("block_dim")
-    rec = KernelRecord(
-        source=_source_name(path), row=line, name=r.text("name") or op_type, op_type=op_type, core=core,
-        block_dim=block_dim if block_dim is not None else 0,
-        input_shapes=in_shapes or (), input_dtypes=in_dtypes,
-        output_shapes=out_shapes or (), output_dtypes=out_dtypes,
-        input_formats=r.words("input_formats"), output_formats=r.words("output_formats"),
-        start_us=r.number("start"), start_ns=r.ns("start"), duration_us=r.number("duration"),
-        wait_us=r.number("wait"), mix_block_dim=r.integer("mix_block_dim") or 0,
-        stream_id=r.integer("stream_id"), task_id=r.integer("task_id"), step_id=r.integer("step_id"),
-    )
-    return rec, ""
+    return RowKernel("", op_type, core, in_shapes or (), in_dtypes, out_shapes or (), out_dtypes,
+                     r.words("input_formats"), r.words("output_formats"))
+
+
+def _parse_row(path: Path, header: list[str], columns: dict[str, int], line: int,
+               cells: list[str], shapeless: bool = False) -> tuple[KernelRecord | None, str]:
+    """One row on its own (a table read row by row uses one `RowParser`)."""
+    return RowParser(path, header, columns, shapeless)(line, cells)
