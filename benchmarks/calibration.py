@@ -24,6 +24,15 @@
    `opsim predict` on 100,000 rows (< 10 s).
 
 It is a measurement, not a test: it exits 0 whatever the figures.
+
+Last recorded (2026-12-03, loaded 2-core machine; docs/fidelity.md holds the generated tables). Held-out
+(leave-one-workload-out) median |err| / within 25% / summed time / in p10-p90 band, before -> after the
+pooled-where-thin out-of-sample bands:
+    training (fp16, 910B1)   28.6% / 42% / -0.4% / 61%  ->  28.5% / 42% / +0.8% / 77%   not met
+    llm matmul (bf16, 910B3)  9.5% / 100% / -7.2% / 83% ->   9.5% / 100% / -7.2% / 86%  met
+    alexnet (fp32, 910B2)    36.0% / 35% / -24.5% / 43% ->  35.5% / 36% / -24.6% / 45%  not met
+Cross-SoC medians (held out): 19.2 / 35.6 / 25.3 / 34.7 / 31.9 / 9.8% (3 of 6 <= 30%). In-sample (a
+calibration fitted on the table): 3.3 / 0.5 / 2.3% (met).
 """
 from __future__ import annotations
 

@@ -68,7 +68,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.profiles is not None:
         write_text_atomic(CALLS, write_calls_csv(collect(args.profiles)))
     calls = read_calls_csv(CALLS)
-    model = fit_host_model(calls, name="built-in host model")
+    model = fit_host_model(calls, name="built-in host model", machines=True)
     import yaml
     write_text_atomic(TARGET, HEADER + yaml.safe_dump(model.to_dict(), sort_keys=False, default_flow_style=None,
                                                       width=110))

@@ -140,9 +140,15 @@ def record_itemsize(rec: KernelRecord) -> float:
     return size
 
 
+#: op types that only write their output: the input gives its shape and dtype, its data is never read.
+WRITE_ONLY = frozenset({"ZerosLike", "OnesLike"})
+
+
 def record_work(rec: KernelRecord) -> tuple[str, float, float, int, float]:
     """(family, flops, bytes moved, block dim, element size) of one profile row, for the family model."""
     fam = family_of(rec.op_type, rec.core)
+    if rec.op_type in WRITE_ONLY:
+        return fam, float(rec.output_elements), float(rec.output_bytes), rec.block_dim, record_itemsize(rec)
     if fam == "cube":
         if rec.op_type.startswith("Conv") or "Conv" in rec.op_type:
             flops = _conv_flops(rec)

@@ -10,6 +10,7 @@ leave-one-profile-out benchmark need no large file.
 from __future__ import annotations
 
 import csv
+import dataclasses
 import io
 import math
 import statistics
@@ -147,11 +148,32 @@ def _slope(apis: dict, families: dict[tuple[str, str], HostEstimate]) -> float:
     return min(max(sxy / sxx, SLOPE_BOUNDS[0]), SLOPE_BOUNDS[1])
 
 
+def observed_medians(calls: Iterable[HostCall]) -> dict[tuple[str, str], float]:
+    """(api, kind) -> median duration (us) of ``calls`` (one profile's), phase-2 kinds also pooled as
+    'phase2': what ``HostModel.machine_factor`` compares with a model."""
+    by: dict[tuple[str, str], list[float]] = {}
+    for c in calls:
+        for kind in _kinds(c):
+            by.setdefault((c.api, kind), []).append(c.dur_us)
+    return {k: statistics.median(v) for k, v in by.items()}
+
+
 def fit_host_model(calls: Iterable[HostCall], name: str = "", tensors: bool = True,
-                   launches: bool = True) -> HostModel:
+                   launches: bool = True, machines: bool = False) -> HostModel:
     """API, family and per-kind medians (each profile and each API weighing the same), the tensor slope and
-    the cost per launched task."""
+    the cost per launched task. With ``machines``, every profile's calls are first divided by its machine
+    factor against a first fit (``HostModel.machine_factor``), so profiles of slower and faster hosts agree
+    and the model describes a typical one of them."""
     calls = list(calls)
+    if machines:
+        first = fit_host_model(calls, name, tensors, launches)
+        by_prof: dict[str, list[HostCall]] = {}
+        for c in calls:
+            by_prof.setdefault(c.profile, []).append(c)
+        calls = []
+        for cs in by_prof.values():
+            f = first.machine_factor(observed_medians(cs)) or 1.0
+            calls.extend(dataclasses.replace(c, dur_us=c.dur_us / f) for c in cs)
     apis = _per_api(calls)
     model = HostModel(name=name, profiles={c.profile: c.source for c in calls})
     model.apis = {k: HostEstimate(us, len(src), tuple(Provenance(file=s) for s in sorted(set(src))), nt, nl)
@@ -176,5 +198,6 @@ def fit_host_model(calls: Iterable[HostCall], name: str = "", tensors: bool = Tr
     return model
 
 
-__all__ = ["CALL_COLUMNS", "HostCall", "api_tensors", "fit_host_model", "host_calls", "read_calls_csv",
+__all__ = ["CALL_COLUMNS", "HostCall", "api_tensors", "fit_host_model", "host_calls", "observed_medians",
+           "read_calls_csv",
            "write_calls_csv", "KINDS"]

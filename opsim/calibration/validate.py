@@ -149,31 +149,61 @@ MIN_BAND_RESIDUALS = 10
 MAX_BAND_FOLDS = 3
 
 
+#: the key of the band every family without enough evidence of its own gets (all residuals pooled).
+POOLED = "pooled"
+
+
+def _quantile_band(r: list[float]) -> tuple[float, float]:
+    """The p10 and p90 of log residuals, widened to include 0 (the band always holds the prediction)."""
+    return min(float(np.percentile(r, 10)), 0.0), max(float(np.percentile(r, 90)), 0.0)
+
+
 def out_of_sample_bands(groups: dict[str, list[KernelRecord]], socs: dict[str, str]
                         ) -> dict[str, tuple[float, float]]:
     """Per family, the p10 and p90 of log(real / predicted) of a leave-one-group-out over ``groups`` (no
-    signatures; roofline answers left out), widened to include 0 (the band always holds the prediction)."""
+    signatures; roofline answers left out). A family gets its own band only when at least two held-out groups
+    gave ``MIN_BAND_RESIDUALS`` residuals of it between them: the spread of one group is mostly that group's
+    bias, which another workload does not share. Every other family gets the ``POOLED`` band, the quantiles of
+    all residuals pooled (also returned, for families the groups lack)."""
     if len(groups) > MAX_BAND_FOLDS:  # bounded cost: groups dealt round-robin into MAX_BAND_FOLDS folds
         folds: dict[str, list[KernelRecord]] = {}
         for i, rs in enumerate(groups.values()):
             folds.setdefault(f"fold {i % MAX_BAND_FOLDS}", []).extend(rs)
         groups = folds
     residuals: dict[str, list[float]] = {}
-    for preds in leave_one_out(groups, socs, signatures=False, bands=False).values():
+    seen_in: dict[str, set[str]] = {}
+    for name, preds in leave_one_out(groups, socs, signatures=False, bands=False).items():
         for p in preds:
             if p.level == "roofline":  # the family was absent from the other groups: no evidence
                 continue
-            residuals.setdefault(family_of(p.record.op_type, p.record.core), []).append(
-                float(np.log(p.real_us / p.predicted_us)))
-    return {fam: (min(float(np.percentile(r, 10)), 0.0), max(float(np.percentile(r, 90)), 0.0))
-            for fam, r in residuals.items() if len(r) >= MIN_BAND_RESIDUALS}
+            fam = family_of(p.record.op_type, p.record.core)
+            residuals.setdefault(fam, []).append(float(np.log(p.real_us / p.predicted_us)))
+            seen_in.setdefault(fam, set()).add(name)
+    pooled = [x for r in residuals.values() for x in r]
+    if len(pooled) < MIN_BAND_RESIDUALS:
+        return {}
+    bands = {POOLED: _quantile_band(pooled)}
+    for fam, r in residuals.items():
+        own = len(r) >= MIN_BAND_RESIDUALS and len(seen_in[fam]) >= 2
+        bands[fam] = _quantile_band(r) if own else bands[POOLED]
+    return bands
 
 
 def with_bands(model: Any, bands: dict[str, tuple[float, float]]) -> Any:
-    """``model`` (a FamilyModel) with the family intervals ``bands`` gives (others unchanged)."""
-    for fam, (lo, hi) in bands.items():
-        if fam in model.families:
-            model.families[fam] = dataclasses.replace(model.families[fam], log_p10=lo, log_p90=hi)
+    """``model`` (a FamilyModel) with the intervals ``bands`` gives: each family's own, else the pooled one
+    (``POOLED``); an op-type factor takes its family's band (its own residuals are in-sample: the factor
+    corrects a bias, not the spread another workload shows)."""
+    if not bands:
+        return model
+    pooled = bands.get(POOLED)
+    for fam, params in model.families.items():
+        band = bands.get(fam, pooled)
+        if band is not None:
+            model.families[fam] = dataclasses.replace(params, log_p10=band[0], log_p90=band[1])
+    for key, factor in model.op_types.items():
+        band = bands.get(key[1], pooled)
+        if band is not None:
+            model.op_types[key] = dataclasses.replace(factor, log_p10=band[0], log_p90=band[1])
     return model
 
 

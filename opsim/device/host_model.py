@@ -113,6 +113,27 @@ class HostModel:
             us = max(us + self.launch_us * (n_launches - est.launches), MIN_SHARE * us)
         return us, level
 
+    def machine_factor(self, observed: dict[tuple[str, str], float]) -> float | None:
+        """How fast a machine runs host code against this model: the median over the (API, kind) medians a
+        profile of that machine measured, ``observed`` (us), of measured / this model's API-level estimate.
+        Host time is CPU time (argument checks, tiling, executor building), so one factor carries over to the
+        APIs the profile did not call; None when no observed API is known at the API level."""
+        ratios = sorted(us / est.median_us for key, us in observed.items()
+                        if us > 0 and (est := self.apis.get(key)) is not None and est.median_us > 0)
+        if not ratios:
+            return None
+        mid = len(ratios) // 2
+        return ratios[mid] if len(ratios) % 2 else math.sqrt(ratios[mid - 1] * ratios[mid])
+
+    def scaled(self, factor: float) -> "HostModel":
+        """This model on a machine ``factor`` times as slow (every estimate and the launch cost scaled)."""
+        def one(e: HostEstimate) -> HostEstimate:
+            return HostEstimate(e.median_us * factor, e.n, e.provenance, e.tensors, e.launches)
+        return HostModel(name=self.name, apis={k: one(e) for k, e in self.apis.items()},
+                         families={k: one(e) for k, e in self.families.items()},
+                         kinds={k: one(e) for k, e in self.kinds.items()}, tensor_slope=self.tensor_slope,
+                         launch_us=self.launch_us * factor, profiles=dict(self.profiles))
+
     def timing(self, api: str, n_tensors: int | None = None, n_launches: int | None = None) -> HostApiTiming:
         """The modelled host timing of `api` in the form a calibration gives measured ones."""
         out: dict[str, Measured] = {}

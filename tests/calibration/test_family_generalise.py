@@ -162,3 +162,51 @@ def test_band_refits_are_bounded_by_the_fold_count(monkeypatch):
     groups = {f"copy {i}": recs for i in range(6)}  # six profiles: at most 3 refits for the bands
     v.out_of_sample_bands(groups, socs_of(sources))
     assert len(calls) == v.MAX_BAND_FOLDS
+
+
+def test_a_family_one_held_out_workload_saw_takes_the_pooled_band():
+    """A band from one workload's residuals is mostly that workload's bias: a family needs residuals from two
+    held-out groups for its own band, else it gets all families pooled; op-type factors take their family's
+    band (their own spread is in-sample)."""
+    from opsim.calibration.validate import POOLED, out_of_sample_bands, with_bands
+    groups, socs = {}, {}
+    for name, path in (("training", TRAINING), ("alexnet", ALEXNET)):
+        recs, _t, sources = read_profiles([path])
+        groups[name] = recs
+        socs.update(socs_of(sources))
+    bands = out_of_sample_bands(groups, socs)
+    assert bands["memset"] == bands[POOLED]  # MemSet: only the training table has it
+    assert bands["vector"] != bands[POOLED]  # both tables have vector kernels
+    model = fit_family_model(work_samples(groups["training"], socs))
+    key = next(k for k in model.op_types if k[1] == "vector")
+    banded = with_bands(model, bands)
+    assert (banded.op_types[key].log_p10, banded.op_types[key].log_p90) == bands["vector"]
+    assert (banded.families["aicpu"].log_p10, banded.families["aicpu"].log_p90) == bands[POOLED]
+    assert with_bands(FamilyModel(), {}).families == {}
+
+
+def test_held_out_band_holds_near_80_percent_of_an_unseen_workload():
+    """The training table predicted from the AlexNet and bf16 LLM tables: 77% of its kernels inside the band
+    (61% when each family kept the spread of whichever one workload gave it residuals)."""
+    from opsim.calibration.validate import fit_held_in, out_of_sample_bands, predict_records, with_bands
+    from opsim.device.cost import CostModel
+    groups, socs = {}, {}
+    for name, path in (("llm", MATMUL), ("alexnet", ALEXNET), ("training", TRAINING)):
+        recs, _t, sources = read_profiles([path])
+        groups[name] = recs
+        socs.update(socs_of(sources))
+    held = groups.pop("training")
+    fitted = fit_held_in([r for rs in groups.values() for r in rs], socs)
+    fitted.family = with_bands(fitted.family, out_of_sample_bands(groups, socs))
+    preds = predict_records(CostModel(get_soc(socs[str(TRAINING)]), fitted=fitted, defaults=False), held)
+    in_band = sum(p.low_us <= p.real_us <= p.high_us for p in preds) / len(preds)
+    assert 0.7 <= in_band <= 0.95
+
+
+def test_write_only_kernels_count_their_output_bytes_only():
+    """ZerosLike reads no data of its input (only its shape): its traffic is the output's."""
+    rec = KernelRecord(source="t.csv", row=1, name="z", op_type="ZerosLike", core="AI_VECTOR_CORE", block_dim=48,
+                       input_shapes=((1024, 1024),), input_dtypes=("float",), output_shapes=((1024, 1024),),
+                       output_dtypes=("float",), duration_us=10.0)
+    _fam, _flops, nbytes, _bd, _size = record_work(rec)
+    assert nbytes == 4 * 1024 * 1024
