@@ -8,6 +8,8 @@ imported 100-step replay's CPU time). `freeze` moves what exists to the collecto
 from __future__ import annotations
 
 import gc
+from contextlib import contextmanager
+from typing import Iterator
 
 
 def freeze(owner: bool | None = None) -> bool:
@@ -26,4 +28,17 @@ def thaw(owner: bool) -> None:
         gc.unfreeze()
 
 
-__all__ = ["freeze", "thaw"]
+@contextmanager
+def uncollected() -> Iterator[None]:
+    """No cyclic collections in the block: what it builds (a scenario's compiled programs, bounded by the
+    scenario's size) lives on, so collections would only rescan it as it grows."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
+__all__ = ["freeze", "thaw", "uncollected"]

@@ -390,7 +390,8 @@ def run_scenario(source: str | Path | Mapping[str, Any] | ScenarioConfig, *, out
     t0 = time.perf_counter()
     frozen = heap.freeze()  # the configuration lives through the run: collections would only rescan it
     try:
-        run, ranks = _start(config, update, calibration, dump_dir)
+        with heap.uncollected():
+            run, ranks = _start(config, update, calibration, dump_dir)
         heap.freeze(frozen)  # and so do the compiled programs and the threads
         for r in ranks:
             r.sim.device.memory.host_budget = (limits or Limits()).numerics_bytes
