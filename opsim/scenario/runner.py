@@ -13,7 +13,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable, Generator, Mapping, Sequence
 
-from opsim import heap
+from opsim.scenario import heap
 from opsim.opdev.settings import SimulationSettings
 from opsim.outputs import OutputDir, make_dir
 from opsim.scenario.config import OpStep, ScenarioConfig

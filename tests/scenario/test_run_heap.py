@@ -1,4 +1,4 @@
-"""A run's configuration and compiled programs are kept out of cyclic collections (opsim.heap): none while the
+"""A run's configuration and compiled programs are kept out of cyclic collections (opsim.scenario.heap): none while the
 scenario compiles, frozen while it simulates, and the collector as it was afterwards."""
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import gc
 
 import pytest
 
-from opsim import heap
+from opsim.scenario import heap
 from opsim.runtime.simulation import Simulation
 from opsim.scenario import runner
 from opsim.scenario.runner import run_scenario
