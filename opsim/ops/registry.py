@@ -70,11 +70,19 @@ class OpSpec:
         return dtype if self.out_dtype is None else self.out_dtype(dtype, attrs)
 
 
+_RESOLVED: dict[str, Callable[..., Any]] = {}
+""""module:function" references already imported (every op step of a scenario resolves its spec: an imported
+100-step profile has thousands)."""
+
+
 def _resolve(ref: str | Callable[..., Any]) -> Callable[..., Any]:
     if callable(ref):
         return ref
-    module, _, attr = ref.partition(":")
-    return getattr(importlib.import_module(module), attr)
+    fn = _RESOLVED.get(ref)
+    if fn is None:
+        module, _, attr = ref.partition(":")
+        fn = _RESOLVED[ref] = getattr(importlib.import_module(module), attr)
+    return fn
 
 
 # ---- shape inference -------------------------------------------------------------------------------

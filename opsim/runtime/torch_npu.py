@@ -17,6 +17,7 @@ import numpy as np
 from opsim.acl.dtypes import DataType
 from opsim.acl.tensor import BoolArray, FloatArray, Fp16Array, IntArray, Scalar, ScalarList, Tensor, TensorList
 from opsim.errors import InvalidArgumentError
+from opsim.fastpath import pta_key
 from opsim.kernels.hashing import murmur_hash3_x64_h2
 from opsim.opdev import huge_mem, pta_cache as pta
 from opsim.opdev.op_args import Null
@@ -300,6 +301,8 @@ class TorchNpu:
         self.deterministic_bool = deterministic_bool
         self.pta_symbols = pta_symbols
         self.queue = TaskQueue(sim, queue_thread) if self.queue_on else None
+        self.key_memo: dict | None = {} if sim.process.key_memo is not None else None
+        """The fast path's memo of argument keys (opsim.fastpath.pta_key); None on the reference path."""
 
     # ---- hit_cache / hit_cache_v2 ------------------------------------------------------------------
     def hit_cache(self, ctx: ThreadLocalContext, api: str, args: tuple, stream: Any, v2: bool
@@ -311,22 +314,38 @@ class TorchNpu:
             return False, None, 0
         pta.init_pta_cache_thread_local(ctx)
         ctx.charge("make key", api)
-        hb = serialise(api, args, v2=v2, deterministic_level=ctx.process.deterministic_level, device=self.device,
-                       stream=stream_pointer(stream), core_control=self.core_control,
-                       deterministic_bool=self.deterministic_bool,
-                       add_address=lambda a: pta.add_tensor_addr_to_cached_list(a, ctx))
+        buf, offset, h = self._key(ctx, api, args, stream, v2)
         if v2:
-            if hb.overflowed:
+            if offset == G_HASH_OVERFLOW_OFFSET:
                 pta.set_pta_cache_hash_key(None, 0, ctx)
             else:
-                pta.set_pta_cache_hash_key(bytes(hb.buf), hb.offset, ctx)
+                pta.set_pta_cache_hash_key(buf, offset, ctx)
             # called even after an overflow, with the overflow offset as length: never matches
-            wrap, ws = pta.pta_find_exec_cache(bytes(hb.buf), hb.offset, 0, ctx)
+            wrap, ws = pta.pta_find_exec_cache(buf, offset, 0, ctx)
         else:
-            h = calc_hash_id(hb)
             pta.set_pta_hash_key(h, ctx)
             wrap, ws = pta.pta_get_exec_cache(h, 0, ctx)
         return True, wrap, ws
+
+    def _key(self, ctx: ThreadLocalContext, api: str, args: tuple, stream: Any, v2: bool
+             ) -> tuple[bytes, int, int | None]:
+        """The call's key bytes, their offset and (V1) hash, with its tensors' addresses added to the cached
+        list; on the fast path from the key memo (opsim.fastpath.pta_key) when the arguments are unchanged."""
+        memo = self.key_memo
+        head = (api, v2, ctx.process.deterministic_level, self.device, stream_pointer(stream), self.core_control,
+                self.deterministic_bool)
+        found = None if memo is None else pta_key.find(memo, head, args)
+        if found is not None:
+            for addr in pta_key.addresses(args):
+                pta.add_tensor_addr_to_cached_list(addr, ctx)
+            return found
+        hb = serialise(api, args, v2=v2, deterministic_level=head[2], device=self.device, stream=head[4],
+                       core_control=self.core_control, deterministic_bool=self.deterministic_bool,
+                       add_address=lambda a: pta.add_tensor_addr_to_cached_list(a, ctx))
+        key = (bytes(hb.buf), hb.offset, None if v2 else calc_hash_id(hb))
+        if memo is not None:
+            pta_key.keep(memo, head, args, v2, key)
+        return key
 
     def _whole_call(self, ctx: ThreadLocalContext, gws: Callable, run: Callable, args: tuple, stream: Any,
                     api: str, form: str, v2: bool, queue_phase_2: bool) -> tuple[CallOutcome, Callable | None]:

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable, Generator, Mapping, Sequence
 
+from opsim.scenario import heap
 from opsim.opdev.settings import SimulationSettings
 from opsim.outputs import OutputDir, make_dir
 from opsim.scenario.config import OpStep, ScenarioConfig
@@ -119,6 +120,8 @@ class _Run:
         """The `pre_call` hooks of `call_tagger` (a batch records what they would, opsim.scenario.batch)."""
         self.corr_variant: dict[int, tuple[OpStep, int]] = {}
         self.variant_info: dict[tuple[int, int], dict[str, str]] = {}
+        self._columns: dict[tuple, dict[str, str]] = {}
+        """The tensor columns of each (shapes, dtype, output shapes, output dtype) described (read-only)."""
         self.current_variant: tuple[OpStep, int] | None = None
         # lazy: keeps opsim.kernels, opsim.opdev, opsim.runtime out of importing opsim.scenario.runner
         from opsim.runtime.torch_npu import task_queue_setting
@@ -166,14 +169,18 @@ class _Run:
                          out_dtype: Any) -> None:
         if not self.capture_calls:
             return
-        # lazy: keeps opsim.trace out of importing opsim.scenario.runner
-        from opsim.trace.msprof_csv import tensor_columns
+        key = (tuple(map(tuple, shapes)), dtype, tuple(map(tuple, out_shapes)), out_dtype)
+        info = self._columns.get(key)
+        if info is None:  # the steps of an imported profile repeat the same few variants: one description each
+            # lazy: keeps opsim.trace out of importing opsim.scenario.runner
+            from opsim.trace.msprof_csv import tensor_columns
 
-        def name(d: Any) -> str:
-            return DataType.parse(d).name[3:]
+            def name(d: Any) -> str:
+                return DataType.parse(d).name[3:]
 
-        self.variant_info[(id(step), variant)] = tensor_columns(
-            [(tuple(s), name(dtype), "ND") for s in shapes], [(tuple(s), name(out_dtype), "ND") for s in out_shapes])
+            info = self._columns[key] = tensor_columns([(s, name(dtype), "ND") for s in key[0]],
+                                                       [(s, name(out_dtype), "ND") for s in key[2]])
+        self.variant_info[(id(step), variant)] = info
 
     def tensor_info(self, corr: int) -> dict[str, str] | None:
         hit = self.corr_variant.get(corr)
@@ -381,8 +388,11 @@ def run_scenario(source: str | Path | Mapping[str, Any] | ScenarioConfig, *, out
     dump_dir = _dump_dir(config, staged, target)
     update, close = _progress_bar(config.planned_calls(), progress)
     t0 = time.perf_counter()
+    frozen = heap.freeze()  # the configuration lives through the run: collections would only rescan it
     try:
-        run, ranks = _start(config, update, calibration, dump_dir)
+        with heap.uncollected():
+            run, ranks = _start(config, update, calibration, dump_dir)
+        heap.freeze(frozen)  # and so do the compiled programs and the threads
         for r in ranks:
             r.sim.device.memory.host_budget = (limits or Limits()).numerics_bytes
         if not config.trace:
@@ -423,6 +433,7 @@ def run_scenario(source: str | Path | Mapping[str, Any] | ScenarioConfig, *, out
             _note_write_time(summary, time.perf_counter() - t1, staged, config.outputs.summary)
             result.outputs = _keyed(staged.commit())
     finally:
+        heap.thaw(frozen)
         close()
         if staged is not None:
             staged.discard()
