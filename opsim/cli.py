@@ -175,6 +175,9 @@ def _add_import_parser(sub: Any) -> None:
                                      "of rank folders")
     imp.add_argument("-o", "--output", metavar="SCENARIO", required=True, help="the scenario YAML to write")
     imp.add_argument("--name", help="the scenario's name (default: from the profile)")
+    imp.add_argument("--job", action="store_true",
+                     help="PROFILE is one rank's *_ascend_pt of a job: import it as a rank of that job, its HCCL "
+                          "ops as collectives and the group's other ranks filled from it (docs/import.md)")
     _add_file_budget(imp)
 
 
@@ -182,10 +185,13 @@ def cmd_import(args: argparse.Namespace, out: TextIO) -> int:
     """opsim import PROFILE -o SCENARIO: the scenario, its import report, and a short summary on stdout."""
     # lazy: each subcommand loads only what it runs
     from opsim.importer import import_job, import_profile, import_ranks, write_import
-    from opsim.importer.job import is_job_folder  # lazy: each subcommand loads only what it runs
+    from opsim.importer.job import importable_as_job, is_job_folder  # lazy: each subcommand loads only what it runs
     from opsim.ingest.locate import rank_dirs  # lazy: each subcommand loads only what it runs
     budget = args.max_file_mib << 20
-    if is_job_folder(args.profile):  # the rank folders of a job: one multi-rank scenario
+    if args.job:  # one rank's folder as a rank of its job
+        results = [write_import(import_job(args.profile, name=args.name, progress=True, single=True), args.output,
+                                budget)]
+    elif is_job_folder(args.profile):  # the rank folders of a job: one multi-rank scenario
         results = [write_import(import_job(args.profile, name=args.name, progress=True), args.output, budget)]
     elif rank_dirs(args.profile):  # rank folders without collectives: each imported on its own
         results = import_ranks(args.profile, args.output, name=args.name, progress=True, max_bytes=budget)
@@ -195,7 +201,14 @@ def cmd_import(args: argparse.Namespace, out: TextIO) -> int:
         for line in result.report.summary_lines():
             out.write(line + "\n")
         out.write(f"wrote {result.scenario_path} and {result.report_path}\n")
+    if not args.job and len(results) == 1 and _communication_tasks(results[0]) and importable_as_job(args.profile):
+        out.write("its communication sub-tasks replay as recorded, waits for the other ranks included; "
+                  "'opsim import --job' replays its HCCL ops as collectives of its job\n")
     return EXIT_OK
+
+
+def _communication_tasks(result: Any) -> int:
+    return int((result.report.figures.get("device_tasks") or {}).get("communication", 0))
 
 
 def _add_sweep_parser(sub: argparse._SubParsersAction) -> None:

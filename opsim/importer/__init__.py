@@ -227,13 +227,16 @@ def _validate_before_writing(scenario: dict, out: Path, max_bytes: int = MAX_FIL
                                  f"was written: {exc}") from None
 
 
-def import_job(path: str | Path, *, name: str | None = None, progress: bool = False) -> ImportResult:
+def import_job(path: str | Path, *, name: str | None = None, progress: bool = False,
+               single: bool = False) -> ImportResult:
     """A folder of several `*_ascend_pt` (one per rank of a job) as ONE multi-rank scenario
-    (opsim.importer.job_scenario)."""
+    (opsim.importer.job_scenario); `single`: `path` is one rank's `*_ascend_pt`, imported as a rank of its job
+    (its HCCL ops as collectives, the group's other ranks filled from it)."""
     # lazy: keeps numpy, ijson, sqlite3, SimPy, decimal out of importing opsim.importer
     from opsim.importer.job_scenario import build_job
     label = name or _default_name(Path(path) / "ASCEND_PROFILER_OUTPUT" / "trace_view.json")
-    scenario, report, calibration = build_job(path, name=label, progress=progress, import_rank=import_profile)
+    scenario, report, calibration = build_job(path, name=label, progress=progress, import_rank=import_profile,
+                                              single=single)
     return ImportResult(scenario=scenario, report=report, calibration=calibration)
 
 

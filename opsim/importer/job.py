@@ -237,13 +237,46 @@ def _show(value: object) -> str:
     return repr(value) if value else "none"
 
 
-def rank_folders(path: str | Path) -> list[RankFolder]:
-    """The checked rank folders of a job folder (refused when inconsistent); [] when `path` is no job folder."""
-    folders = [describe(d) for d in job_folders(path)]
+def rank_folder(path: str | Path) -> Path:
+    """One rank's `*_ascend_pt` folder given as the folder or its ASCEND_PROFILER_OUTPUT, to import as a rank of
+    its job (`opsim import --job`): its HCCL ops need the communication files naming their groups."""
+    p = Path(path)
+    if p.name == OUTPUT_DIR:
+        p = p.parent
+    try:
+        out = p / OUTPUT_DIR
+        usable = p.name.endswith("_ascend_pt") and out.is_dir()
+        comm = usable and (os.path.lexists(out / "communication.json") or _db_collectives(out / "analysis.db"))
+    except (ValueError, OSError) as exc:  # a NUL byte, a name too long, a permission error
+        raise ProfileFormatError(f"{str(p)[:200]!r}: cannot read the folder ({exc}); give a rank's *_ascend_pt "
+                                 f"folder") from None
+    if not usable:
+        raise ProfileFormatError(f"{str(p)[:200]}: not a rank's *_ascend_pt folder with an {OUTPUT_DIR}; --job "
+                                 f"imports one rank's profile folder as a rank of its job")
+    if not comm:
+        raise ProfileFormatError(f"{out / 'communication.json'}: missing; --job needs the rank's communication "
+                                 f"files (torch_npu writes them for a job with HCCL collectives); import without "
+                                 f"--job to replay this rank alone")
+    return p
+
+
+def importable_as_job(path: str | Path) -> bool:
+    """Whether `path` is one rank's folder that `opsim import --job` can import as a rank of its job."""
+    try:
+        rank_folder(path)
+    except ProfileFormatError:
+        return False
+    return True
+
+
+def rank_folders(path: str | Path, *, single: bool = False) -> list[RankFolder]:
+    """The checked rank folders of a job folder (refused when inconsistent); [] when `path` is no job folder.
+    `single`: `path` is one rank's folder, imported as the job's only observed rank."""
+    folders = [describe(d) for d in ([rank_folder(path)] if single else job_folders(path))]
     if folders:
         check_consistent(folders)
     return sorted(folders, key=lambda f: f.rank)
 
 
-__all__ = ["RankFolder", "job_folders", "is_job_folder", "rank_folders", "check_consistent", "describe",
+__all__ = ["RankFolder", "job_folders", "is_job_folder", "rank_folder", "importable_as_job", "rank_folders", "check_consistent", "describe",
            "MAX_RANK_FOLDERS"]

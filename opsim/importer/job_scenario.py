@@ -193,12 +193,12 @@ def merge_in_order(lists: list[list[str]]) -> list[str]:
     return out
 
 
-def build_job(path: str | Path, *, name: str, progress: bool, import_rank: Callable[..., Any]
-              ) -> tuple[dict[str, Any], ImportReport, Any]:
+def build_job(path: str | Path, *, name: str, progress: bool, import_rank: Callable[..., Any],
+              single: bool = False) -> tuple[dict[str, Any], ImportReport, Any]:
     """(scenario, report, calibration) of a job folder: one scenario for all its ranks, each rank read by
     `import_rank` (opsim.importer.import_profile); raises ProfileFormatError naming the folder and field when the
-    rank folders disagree."""
-    folders = rank_folders(path)
+    rank folders disagree. `single`: `path` is one rank's folder, the job's only observed rank."""
+    folders = rank_folders(path, single=single)
     if not folders:
         raise ProfileFormatError(f"{path}: no *_ascend_pt rank folder; give the folder of a job's rank folders")
     for f in folders:
@@ -293,7 +293,8 @@ def _assemble(folders: list[RankFolder], ranks: list[dict[str, Any]], groups: di
         elif key == "name":
             value = name
         elif key == "description":
-            value = (f"imported from the job folder {Path(path).name} by opsim import: ranks {observed} observed "
+            kind = "rank folder" if Path(path).name.endswith("_ascend_pt") else "job folder"
+            value = (f"imported from the {kind} {Path(path).name} by opsim import: ranks {observed} observed "
                      f"of {size}; each HCCL op is a collective step with its recorded transit and idle times")
         out[key] = value
     if "events" not in out and any(r["scenario"].get("events") for r in ranks):

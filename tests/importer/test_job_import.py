@@ -294,3 +294,66 @@ def test_a_rank_beyond_what_a_scenario_holds_is_refused_before_ranks_are_built(t
     assert code == 2 and len(text.strip().splitlines()) == 1 and time.perf_counter() - t0 < 5, text
     assert "beyond the 1024 ranks" in text and ("rank_id" in text if where == "folder" else
                                                 "rank1_ascend_pt/ASCEND_PROFILER_OUTPUT/communication_matrix.json" in text)
+
+
+# ---- `opsim import RANK_FOLDER --job`: one rank's profile as a rank of its job, as a job folder holding only
+# that rank would be; its HCCL ops become collectives, so the replay writes op-level communication (the
+# collectives' rows, communication.json) where a plain single-rank import replays only the recorded sub-tasks.
+
+
+def _import_args(args: list[str]) -> tuple[int, str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    code = main(["import", *args], stdout=out, stderr=err)
+    return code, out.getvalue(), err.getvalue()
+
+
+@pytest.mark.parametrize("case", ["job folder", "no output dir", "no communication", "nul", "missing"])
+def test_job_needs_one_rank_folder_with_communication_files(tmp_path, case):
+    if case == "job folder":
+        _rank(tmp_path / "job", 0)
+        target, expected = tmp_path / "job", "not a rank's *_ascend_pt folder"
+    elif case == "no output dir":
+        (tmp_path / "rank0_ascend_pt").mkdir()
+        target, expected = tmp_path / "rank0_ascend_pt", "not a rank's *_ascend_pt folder"
+    elif case == "no communication":
+        target = _rank(tmp_path, 0, files=("step_trace_time.csv", "trace_view.json"))
+        expected = "communication.json: missing; --job needs the rank's communication files"
+    elif case == "nul":
+        target, expected = "a\0b_ascend_pt", "NUL byte"
+    else:
+        target, expected = tmp_path / "nothing_ascend_pt", "not a rank's *_ascend_pt folder"
+    code, out, err = _import_args([str(target), "--job", "-o", str(tmp_path / "s.yaml")])
+    assert code == 2 and expected in err and len(err.strip().splitlines()) == 1, err
+    assert not (tmp_path / "s.yaml").exists()
+
+
+def test_a_rank_folder_given_by_its_output_dir_is_the_rank(tmp_path):
+    from opsim.importer.job import rank_folder
+    d = _rank(tmp_path, 3)
+    assert rank_folder(d / "ASCEND_PROFILER_OUTPUT") == d == rank_folder(d)
+
+
+@needs_shared
+def test_one_rank_as_its_job_equals_a_job_folder_holding_it_and_writes_op_level_communication(tmp_path):
+    rank0 = SHARED / "level1" / "rank0_ascend_pt"
+    code, plain_out, _ = _import_args([str(rank0), "-o", str(tmp_path / "plain.yaml")])
+    assert code == 0 and "'opsim import --job' replays its HCCL ops as collectives" in plain_out
+    code, out, err = _import_args([str(rank0), "--job", "-o", str(tmp_path / "one.yaml")])
+    assert code == 0, err
+    assert "job: 1 observed rank(s) [0] of 8" in out and "--job" not in out
+    folder = tmp_path / "folder"
+    folder.mkdir()
+    (folder / rank0.name).symlink_to(rank0)
+    assert _import_args([str(folder), "-o", str(tmp_path / "folder.yaml")])[0] == 0
+    import yaml
+
+    def scenario(name: str) -> dict:
+        data = yaml.safe_load((tmp_path / name).read_text())
+        return {k: v for k, v in data.items() if k not in ("name", "description", "calibration")}
+    assert scenario("one.yaml") == scenario("folder.yaml")
+    code = main(["run", str(tmp_path / "one.yaml"), "--out", str(tmp_path / "out"), "--profiler-output", "text",
+                 "--quiet", "--no-progress"], stdout=io.StringIO(), stderr=io.StringIO())
+    assert code == 0
+    comm = next((tmp_path / "out").glob("*rank0*_ascend_pt")) / "ASCEND_PROFILER_OUTPUT" / "communication.json"
+    ops = [k for step in json.loads(comm.read_text()).values() for k in step["collective"] if k != "Total Op Info"]
+    assert len(ops) == 4 and all(k.startswith("hcom_allReduce_") for k in ops)
