@@ -30,7 +30,6 @@ ALIGN_SIZE_IN_BYTE = 512
 
 _ALIGN_ADD = EXTRA_SIZE_IN_BYTE + ALIGN_SIZE_IN_BYTE - 1
 _ALIGN_MASK = ~(ALIGN_SIZE_IN_BYTE - 1)
-_NO_INPUTS: frozenset = frozenset()
 
 
 def align(n: int) -> int:
@@ -99,7 +98,9 @@ def _place_in_order(entries: list[KernelTensor], sizes: list[int], members: list
     free: list[int] = []  # max-heap (negated) of reusable buckets whose last tensor is non-null
     free_null: list[int] = []  # same, last tensor null
     cur = entries[0].start if entries else 0
-    for i, kt in enumerate(entries):
+    i = -1
+    for kt in entries:
+        i += 1
         t = kt.tensor
         tid = 0
         if t is not None:
@@ -113,15 +114,14 @@ def _place_in_order(entries: list[KernelTensor], sizes: list[int], members: list
             if s < cur or e < s:
                 return i
             cur = s
-            if ends and ends[0] < s:
-                _release(ends, waiting, last_id, free, free_null, s)
-        stash = None
-        if free:
-            node = kt.node
-            if last_id[-free[0]] in (node.input_ids if node is not None else _NO_INPUTS):
-                stash = _set_aside(free, last_id, node.input_ids)
+            while ends and ends[0] < s:  # buckets whose last tensor ended become reusable
+                for b in waiting.pop(heappop(ends)):
+                    heappush(free if last_id[b] else free_null, -b)
+        node = kt.node
+        stash = (_set_aside(free, last_id, node.input_ids) if free and node is not None
+                 and last_id[-free[0]] in node.input_ids else None)
         best = -free[0] if free else -1
-        if free_null and -free_null[0] > best and (kt.node is None or not kt.node.has_null_input):
+        if free_null and -free_null[0] > best and (node is None or not node.has_null_input):
             best = -heappop(free_null)
         elif best >= 0:
             heappop(free)
@@ -149,15 +149,6 @@ def _place_in_order(entries: list[KernelTensor], sizes: list[int], members: list
     return len(entries)
 
 
-def _release(ends: list[int], waiting: dict[int, list[int]], last_id: list[int], free: list[int],
-             free_null: list[int], start: int) -> None:
-    """The buckets whose last tensor ends before `start` become reusable (into `free`, or `free_null` when that
-    tensor is a null entry)."""
-    while ends and ends[0] < start:
-        for b in waiting.pop(heappop(ends)):
-            heappush(free if last_id[b] else free_null, -b)
-
-
 def _set_aside(free: list[int], last_id: list[int], input_ids: frozenset) -> list[int]:
     """The reusable buckets on top of `free` whose last tensor is an input of the node being placed, taken off
     (the caller puts them back once it has chosen)."""
@@ -177,8 +168,8 @@ def _lay_out(entries: list[KernelTensor], sizes: list[int], members: list[list[i
         bucket_offset.append(total)
         total += size
     for kt, b in zip(entries, entry_bucket):
-        if b >= 0 and kt.tensor is not None:
-            kt.tensor.storage.workspace_offset = bucket_offset[b]
+        if b >= 0 and (t := kt.tensor) is not None:
+            t.storage.workspace_offset = bucket_offset[b]
     offsets = [bucket_offset[b] for b in entry_bucket]
     for i in skipped:
         offsets[i] = entries[i].tensor.storage.workspace_offset
