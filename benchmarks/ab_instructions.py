@@ -44,7 +44,6 @@ FIGURES: dict[str, tuple[int, str]] = {
     "direct_invoke_repeat": (2_000, "aclnnAddRmsNorm, repeatable executor, phase 2 only"),
     "direct_invoke_repeat_reference": (1_000, "the same, reference path"),
     "workspace_plan": (2, "plan_graph of chain_graph(20 000), per plan"),
-    "batched_loop": (100_000, "scenarios/large.yaml, trace off, batched loops, per call"),
 }
 """Each figure: N (the smaller call count; the larger run makes 2N) and what one call is."""
 
@@ -69,8 +68,6 @@ def _workload(name: str) -> Callable[[int], Any]:
         return lambda n: run.rate_direct_invoke(n, fast=fast)
     if base == "workspace_plan":
         return _plans
-    if base == "batched_loop":
-        return _large
     raise SystemExit(f"unknown figure {name!r}; known: {', '.join(FIGURES)}")
 
 
@@ -84,17 +81,6 @@ def _plans(n: int) -> None:
     graph = planner.chain_graph(PLAN_TENSORS)
     for _ in range(n):
         plan_graph(graph)
-
-
-def _large(n: int) -> None:
-    """scenarios/large.yaml cut to `n` calls (8 calls a loop pass, two threads), nothing written."""
-    from opsim.scenario.runner import run_scenario
-    per_thread = n // 8
-    res = run_scenario(ROOT / "scenarios" / "large.yaml", write=False,
-                       overrides={"threads.0.program.0.loop.count": per_thread,
-                                  "threads.1.program.0.loop.count": per_thread})
-    if res.summary["op_calls"] != per_thread * 8:
-        raise RuntimeError(f"large.yaml: {res.summary['op_calls']} calls, {per_thread * 8} expected")
 
 
 def child(tree: str, name: str, calls: int) -> None:
@@ -155,7 +141,7 @@ def warm(tree: Path, names: list[str]) -> None:
     """Each figure once natively, small: fills Numba's cache of `tree` before anything is counted."""
     for name in names:
         n = FIGURES[name][0]
-        small = max(2, n // 20) if name != "batched_loop" else n
+        small = max(2, n // 20)
         res = subprocess.run(_cmd(tree, name, small), capture_output=True, text=True, env=_env(), check=False)
         if res.returncode != 0:
             raise RuntimeError(f"{tree} {name}: exit {res.returncode}\n{res.stderr[-2000:]}")

@@ -414,6 +414,7 @@ def _call(ev, dev, rows, calls, t, now):
 
     Twin of `opsim.fastpath.hit_replay.replay` with run_op's workspace and `FastEnvironment.advance`."""
     g, gf, ht, hi = ev
+    st, stf, sq, pl, plf, pw, pn, tk, tkf, tfree, al, alf, fa, fs = dev
     ri, rf, cc, type_count = rows
     th, thf, draws, step_nvar, step_var0, var_tpl, tp, tpf, durs, sb, sbf, infos, free_type, free_op = calls
     if th[T_J, t] == 0:
@@ -427,15 +428,57 @@ def _call(ev, dev, rows, calls, t, now):
         th[T_CHI, t] += 1
     p = var_tpl[step_var0[k] + v]
     size = tp[P_SIZE, p]
-    corr = _number(g, th, tp, t, p)
+    d0 = tp[P_D0, p]
+    s = tp[P_STREAM, p]
+    g[FOLD_OK] = 0
+    g[CORR] += 1
+    corr = g[CORR]
+    seq = g[SEQ]
+    g[SEQ] = seq + 1
+    if th[T_NCALLS, t] == 0:
+        th[T_FIRST_TPL, t] = p
+        th[T_FIRST_SEQ, t] = seq
+    th[T_LAST_TPL, t] = p
+    th[T_LAST_SEQ, t] = seq
+    th[T_NCALLS, t] += 1
+    g[NCALLS] += 1
+    tp[P_LAST, p] = g[GCALL]
+    g[GCALL] += 1
     a = -1
     if size > 0:  # run_op's workspace: malloc at the framework clock's time, then its stream-ordered free
         a = _workspace(ev, dev, rows, size, now + tpf[PF_C0, p])
-    _call_rows(g, ri, rf, th, tp, infos, t, p, k, v, corr, now)
-    _launch(ev, dev, rows, calls, p, a, corr, now)
+    if tp[P_TAG, p]:  # the runner's call tagging (`pre_call`): this call's step and variant
+        n = _row(g, RK_TAG)
+        ri[RK_TAG, 0, n] = corr
+        ri[RK_TAG, 1, n] = k
+        ri[RK_TAG, 2, n] = v
+    if g[REC]:  # its tensor descriptions, its host spans (one group row), its cache hit
+        for q in range(tp[P_IN, p]):
+            n = _row(g, RK_INFO)
+            ri[RK_INFO, 0, n] = corr
+            ri[RK_INFO, 1, n] = infos[0, tp[P_I0, p] + q]
+            ri[RK_INFO, 2, n] = tp[P_I0, p] + q
+        _host_row(g, ri, rf, th[T_NAME, t], tp[P_MARKER, p], 0, corr, now, 0.0)
+        g[HGROUPED] += 1
+        g[HEXTRA] += tp[P_EXTRA, p]
+    # the workspace's stream-ordered free (submitted first, at its later time), then host_replay's
+    # kernels, each at the start of its span
+    b0 = tp[P_S0, p]
+    for q in range(-1 if size > 0 else 0, tp[P_SN, p]):
+        if q < 0:
+            task = _new_task(g, tk, tkf, tfree, HOST_FUNC, 0.0, 1, free_op, free_type, -1, -1, a)
+            at = now + tpf[PF_C1, p]
+        else:
+            b = b0 + q
+            at = now
+            for i in range(sb[B_SPAN, b]):
+                at += durs[d0 + i]
+            task = _new_task(g, tk, tkf, tfree, sb[B_KIND, b], sbf[BF_DUR, b], sb[B_BLOCK, b], sb[B_OP, b],
+                             sb[B_TYPE, b], corr, sb[B_POOL, b], -1)
+        if _submit(ev, dev, s, task, at):
+            _advance(ev, dev, rows, s)
     thf[TF_BUSY, t] += tpf[PF_BUSY, p]
-    d0 = tp[P_D0, p]
-    if g[REC]:  # its cache hit, at the start of its span
+    if g[REC]:
         at = now
         for i in range(tp[P_HITAT, p]):
             at += durs[d0 + i]
@@ -459,72 +502,6 @@ def _call(ev, dev, rows, calls, t, now):
     e = g[EID]
     g[EID] = e + 1
     push(g, ht, hi, now + (end - now), NORMAL, e, EV_RESUME, t)
-
-
-@njit(cache=True)
-def _number(g, th, tp, t, p):
-    """The call's correlation id (returned) and sequence number, and the counts of calls made: the thread's
-    first and last template and sequence number, the template's last use."""
-    g[FOLD_OK] = 0
-    g[CORR] += 1
-    corr = g[CORR]
-    seq = g[SEQ]
-    g[SEQ] = seq + 1
-    if th[T_NCALLS, t] == 0:
-        th[T_FIRST_TPL, t] = p
-        th[T_FIRST_SEQ, t] = seq
-    th[T_LAST_TPL, t] = p
-    th[T_LAST_SEQ, t] = seq
-    th[T_NCALLS, t] += 1
-    g[NCALLS] += 1
-    tp[P_LAST, p] = g[GCALL]
-    g[GCALL] += 1
-    return corr
-
-
-@njit(cache=True)
-def _call_rows(g, ri, rf, th, tp, infos, t, p, k, v, corr, now):
-    """The runner's call tag (`pre_call`: the call's step `k` and variant `v`), then, when recording, the
-    call's tensor descriptions and its host spans (one group row)."""
-    if tp[P_TAG, p]:
-        n = _row(g, RK_TAG)
-        ri[RK_TAG, 0, n] = corr
-        ri[RK_TAG, 1, n] = k
-        ri[RK_TAG, 2, n] = v
-    if g[REC]:
-        for q in range(tp[P_IN, p]):
-            n = _row(g, RK_INFO)
-            ri[RK_INFO, 0, n] = corr
-            ri[RK_INFO, 1, n] = infos[0, tp[P_I0, p] + q]
-            ri[RK_INFO, 2, n] = tp[P_I0, p] + q
-        _host_row(g, ri, rf, th[T_NAME, t], tp[P_MARKER, p], 0, corr, now, 0.0)
-        g[HGROUPED] += 1
-        g[HEXTRA] += tp[P_EXTRA, p]
-
-
-@njit(cache=True)
-def _launch(ev, dev, rows, calls, p, a, corr, now):
-    """Template `p`'s device tasks: the workspace's stream-ordered free (allocation `a`; submitted first, at its
-    later time), then host_replay's kernels, each at the start of its span."""
-    g, gf, ht, hi = ev
-    st, stf, sq, pl, plf, pw, pn, tk, tkf, tfree, al, alf, fa, fs = dev
-    th, thf, draws, step_nvar, step_var0, var_tpl, tp, tpf, durs, sb, sbf, infos, free_type, free_op = calls
-    d0 = tp[P_D0, p]
-    s = tp[P_STREAM, p]
-    b0 = tp[P_S0, p]
-    for q in range(-1 if tp[P_SIZE, p] > 0 else 0, tp[P_SN, p]):
-        if q < 0:
-            task = _new_task(g, tk, tkf, tfree, HOST_FUNC, 0.0, 1, free_op, free_type, -1, -1, a)
-            at = now + tpf[PF_C1, p]
-        else:
-            b = b0 + q
-            at = now
-            for i in range(sb[B_SPAN, b]):
-                at += durs[d0 + i]
-            task = _new_task(g, tk, tkf, tfree, sb[B_KIND, b], sbf[BF_DUR, b], sb[B_BLOCK, b], sb[B_OP, b],
-                             sb[B_TYPE, b], corr, sb[B_POOL, b], -1)
-        if _submit(ev, dev, s, task, at):
-            _advance(ev, dev, rows, s)
 
 
 @njit(cache=True)

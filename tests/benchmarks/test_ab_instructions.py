@@ -25,17 +25,12 @@ def test_every_call_rate_of_run_py_has_a_figure():
     assert "skeleton" in ab_instructions.FIGURES and "workspace_plan" in ab_instructions.FIGURES
 
 
-@pytest.mark.parametrize("name", [n for n in ab_instructions.FIGURES if n != "batched_loop"])
+@pytest.mark.parametrize("name", list(ab_instructions.FIGURES))
 def test_each_workload_runs_against_the_given_tree(name, monkeypatch):
     """A few calls of each figure, in this process, against this tree (the counted runs make N and 2N)."""
     monkeypatch.setattr(sys, "path", list(sys.path))
     monkeypatch.setattr(ab_instructions, "PLAN_TENSORS", 200)
     ab_instructions.child(str(ROOT), name, 3)
-
-
-def test_large_workload_makes_the_calls_it_is_asked(monkeypatch):
-    monkeypatch.setattr(sys, "path", list(sys.path))
-    ab_instructions.child(str(ROOT), "batched_loop", 16)
 
 
 def test_a_tree_that_is_not_opsim_s_is_refused(tmp_path, monkeypatch):
