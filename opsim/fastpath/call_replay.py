@@ -158,82 +158,118 @@ def capture(thread: HostThread, pre: Pending, gws: Any, run: Any, args: tuple, s
     ran phase 1 in full with nothing but a full call's effects (see the module docstring)."""
     ctx = thread.ctx
     p = ctx.process
-    rec = p.recorder
-    launchers = pre.launchers
-    if (not launchers or getattr(executor, "kind", None) != "executor" or executor.alive
-            or p.l2_sequence_counter != pre.seq + 1 or _fingerprint(ctx) != pre.state
-            or ctx.op_cache_context is not None or ctx.executor is not None or p.aicpu_timestamp_enabled):
-        return
-    key = ctx.key
-    m = ctx.op_cache_manager
-    if not key or m is None or m.has_key(key) or not acts or acts[0][0] != A_SPAN or acts[0][1] != _PHASE_1:
-        return
-    if not memoised_key(p, key):
+    if not _left_alone(ctx, pre, executor, acts):
         return
     snapshot = args_snapshot(args, _tensor_fields)
     if snapshot is None:
         return
-    aicore = False
-    tasks = []
-    for launcher, inputs in zip(launchers, pre.inputs):
-        kind = type(launcher)
-        if kind is AiCoreKernelLauncher:
-            aicore = True
-        elif kind is AiCpuKernelLauncher:
-            task = _aicpu_task(launcher, inputs, args, pre.owned, stream)
-            if task is None or any(t[0] is task[0] for t in tasks):
-                return
-            tasks.append(task)
-        else:
-            return
-    corr = ctx.current_corr
-    phases, ops, durs, submits, events = [], [], [], [], []
-    for a in acts:
-        k = a[0]
-        if k == A_SPAN:
-            if a[4] != corr:
-                return
-            phases.append(a[1]), ops.append(a[2]), durs.append(a[3])
-        elif k == A_SUBMIT:
-            dt = a[2]
-            task = plain_task(dt)
-            if a[1] is not stream or dt.kind not in _KERNEL_KINDS or task is None or dt.corr_id != corr:
-                return
-            submits.append((len(durs), task))
-        elif k == A_CALL:
-            ev = _event(a[1])
-            if ev is None:
-                return
-            events.append((len(durs), *ev))
-        else:
-            return
+    launches = _launches(pre, args, stream)
+    if launches is None:
+        return
+    log = _call_log(acts, ctx.current_corr, stream)
+    if log is None:
+        return
+    aicore, tasks = launches
+    phases, ops, durs, submits, events = log
+    rec = p.recorder
     if rec.enabled and (sum(e[2] == "miss" for e in events) != 1 or len(events) != 1 + len(tasks)):
         return
     infos = rec.tensor_infos[pre.infos:]
-    if any(c != corr for c, _, _ in infos):
+    if any(c != ctx.current_corr for c, _, _ in infos):
         return
+    if ctx.config.deterministic_level != dfx.deterministic_level_from_rt(ctx):
+        return
+    tpl = _template(ctx, pre, run, snapshot, stream, api, acts[0][2])
+    tpl.aicore, tpl.tasks = aicore, tasks
     busy = 0.0
     for d in durs:
         busy += d
-    cfg = ctx.config
-    ids = ctx.profiling_info_id
-    tpl = CallTemplate()
-    tpl.run, tpl.snapshot, tpl.stream, tpl.api, tpl.api_1 = run, snapshot, stream, api, acts[0][2]
-    tpl.settings, tpl.full, tpl.pool, tpl.manager = captured_settings(p), pre.full, ctx.pool_index, m
-    tpl.key, tpl.storages, tpl.tensors = key, ctx.l2_storage_list, ctx.l2_tensor_list
-    tpl.config = (cfg.aic_num, cfg.aiv_num, cfg.is_deterministic_on, cfg.is_op_dump_enable, cfg.deterministic_level)
-    if cfg.deterministic_level != dfx.deterministic_level_from_rt(ctx):
-        return
-    tpl.current_op = ctx.current_op
-    tpl.aicore, tpl.impl_mode = aicore, ctx.impl_mode
-    tpl.ids = (ids.tiling_profiling_id, ids.summary_item_id)
-    tpl.tasks = tuple(tasks)
     tpl.phases, tpl.ops, tpl.durs, tpl.busy = tuple(phases), tuple(ops), tuple(durs), busy
     tpl.submits, tpl.events = tuple(submits), tuple(events)
     tpl.infos = tuple((op, info) for _, op, info in infos)
     tpl.pre_call = getattr(gws, "pre_call", None)
     tpl.size, tpl.clocks = size, clocks
     store(thread.call_templates, gws, stream, args, tpl)
+
+
+def _left_alone(ctx: ThreadLocalContext, pre: Pending, executor: Any, acts: list) -> bool:
+    """The call ran phase 1 in full (its span first, one sequence number, a key from the key memo that its
+    cache did not keep) with launchers, destroyed its executor and left the rest of opbase's state as it
+    found it (`_fingerprint`, the TLS executor fields, no AI CPU timestamps)."""
+    p = ctx.process
+    if (not pre.launchers or getattr(executor, "kind", None) != "executor" or executor.alive
+            or p.l2_sequence_counter != pre.seq + 1 or _fingerprint(ctx) != pre.state
+            or ctx.op_cache_context is not None or ctx.executor is not None or p.aicpu_timestamp_enabled):
+        return False
+    key = ctx.key
+    m = ctx.op_cache_manager
+    if not key or m is None or m.has_key(key) or not acts or acts[0][0] != A_SPAN or acts[0][1] != _PHASE_1:
+        return False
+    return memoised_key(p, key)
+
+
+def _launches(pre: Pending, args: tuple, stream: Any) -> tuple[bool, tuple] | None:
+    """(an AI Core launcher among them, the AI CPU tasks' `_aicpu_task`s) of the call's launchers, or None
+    when one is of another kind or its task is not plainly reusable (or is another launcher's)."""
+    aicore = False
+    tasks: list[tuple] = []
+    for launcher, inputs in zip(pre.launchers, pre.inputs):
+        kind = type(launcher)
+        if kind is AiCoreKernelLauncher:
+            aicore = True
+        elif kind is AiCpuKernelLauncher:
+            task = _aicpu_task(launcher, inputs, args, pre.owned, stream)
+            if task is None or any(t[0] is task[0] for t in tasks):
+                return None
+            tasks.append(task)
+        else:
+            return None
+    return aicore, tuple(tasks)
+
+
+def _call_log(acts: list, corr: int, stream: Any) -> tuple | None:
+    """(phases, ops, durs, submits, events) of a full call's action log: its host spans, its plain kernel
+    submissions to `stream` (span index, `Stream.submit_kernel` arguments) and its replayed cache records (span
+    index, `_event`), all under `corr`; None for anything else in it."""
+    phases, ops, durs, submits, events = [], [], [], [], []
+    for a in acts:
+        k = a[0]
+        if k == A_SPAN:
+            if a[4] != corr:
+                return None
+            phases.append(a[1]), ops.append(a[2]), durs.append(a[3])
+        elif k == A_SUBMIT:
+            dt = a[2]
+            task = plain_task(dt)
+            if a[1] is not stream or dt.kind not in _KERNEL_KINDS or task is None or dt.corr_id != corr:
+                return None
+            submits.append((len(durs), task))
+        elif k == A_CALL:
+            ev = _event(a[1])
+            if ev is None:
+                return None
+            events.append((len(durs), *ev))
+        else:
+            return None
+    return phases, ops, durs, submits, events
+
+
+def _template(ctx: ThreadLocalContext, pre: Pending, run: Any, snapshot: Any, stream: Any, api: str,
+              api_1: str) -> CallTemplate:
+    """A template holding what `find` checks and the TLS state `replay` writes back (the thread's settings,
+    key, L2 lists, config, current op, impl mode and profiling ids as the call left them)."""
+    p = ctx.process
+    cfg = ctx.config
+    ids = ctx.profiling_info_id
+    tpl = CallTemplate()
+    tpl.run, tpl.snapshot, tpl.stream, tpl.api, tpl.api_1 = run, snapshot, stream, api, api_1
+    tpl.settings, tpl.full, tpl.pool, tpl.manager = captured_settings(p), pre.full, ctx.pool_index, ctx.op_cache_manager
+    tpl.key, tpl.storages, tpl.tensors = ctx.key, ctx.l2_storage_list, ctx.l2_tensor_list
+    tpl.config = (cfg.aic_num, cfg.aiv_num, cfg.is_deterministic_on, cfg.is_op_dump_enable, cfg.deterministic_level)
+    tpl.current_op = ctx.current_op
+    tpl.impl_mode = ctx.impl_mode
+    tpl.ids = (ids.tiling_profiling_id, ids.summary_item_id)
+    return tpl
 
 
 def find(thread: HostThread, gws: Any, run: Any, args: tuple, stream: Any, api: str | None) -> CallTemplate | None:

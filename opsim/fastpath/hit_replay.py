@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from itertools import accumulate
 from operator import attrgetter
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any, Callable, NamedTuple
 
 from opsim.device.task import DeviceTask
 from opsim.opdev import dfx
@@ -184,7 +184,6 @@ def capture(thread: HostThread, gws: Any, run: Any, args: tuple, stream: Any, ap
     if getattr(executor, "kind", None) != "wrap" or not library_fn(gws) or not library_fn(run) or not plain(ctx):
         return
     cache = executor.cache
-    tasks = cache.tasks
     key = ctx.key
     p1 = acts[0][2] if acts and acts[0][0] == A_SPAN else None  # phase 1's API name (a profiled op's may differ)
     if not key or p1 is None or ctx.log_info.l2_api_name != p1 or not cache.can_use(p1):
@@ -194,68 +193,103 @@ def capture(thread: HostThread, gws: Any, run: Any, args: tuple, stream: Any, ap
     snapshot = args_snapshot(args)
     if snapshot is None:
         return
-    # The plain hit pattern: 3 phase-1 spans, the hit record, the phase-2 entry, then per recorded task the
-    # replay and launch spans and (with a stream) its submission.
-    rec = p.recorder
-    phases, ops, durs, submits = [], [], [], []
-    i = 0
-    n = len(acts)
-    for phase in _PHASE_1:
-        if i >= n or acts[i][0] != A_SPAN or acts[i][1] != phase or acts[i][2] != p1:
-            return
-        phases.append(phase), ops.append(p1), durs.append(acts[i][3])
-        i += 1
-    hit_at = len(durs)
-    if rec.enabled:
-        if i >= n or acts[i][0] != A_CALL or not exec_hit_record(acts[i][1]):
-            return
-        i += 1
-    spans = [("rt malloc", p1), (_PHASE_2, api)] if size else [(_PHASE_2, api)]
-    for phase, op in spans:
-        if i >= n or acts[i][0] != A_SPAN or acts[i][1] != phase or acts[i][2] != op:
-            return
-        phases.append(phase), ops.append(op), durs.append(acts[i][3])
-        i += 1
-    for task in tasks:
-        for phase in ("cache replay", "launch"):
-            if i >= n or acts[i][0] != A_SPAN or acts[i][1] != phase or acts[i][2] != task.op_name:
-                return
-            phases.append(phase), ops.append(task.op_name), durs.append(acts[i][3])
-            i += 1
-        if stream is not None:
-            if i >= n or acts[i][0] != A_SUBMIT or acts[i][1] is not stream:
-                return
-            task = plain_task(acts[i][2])
-            if task is None:
-                return
-            submits.append((len(durs), task))
-            i += 1
-    tail = [(PROFILED_HOST, False), ("rt free", True)] if size else [(PROFILED_HOST, False)]
-    for phase, required in tail:  # a profiled op's top-up to its recorded host time, then the free
-        if i < n and acts[i][0] == A_SPAN and acts[i][1] == phase and acts[i][2] == api:
-            phases.append(phase), ops.append(api), durs.append(acts[i][3])
-            i += 1
-        elif required:
-            return
-    if i != n or (size and stream is None):
+    log = _hit_log(acts, p1, api, cache.tasks, stream, size, p.recorder.enabled)
+    if log is None:
         return
-    busy = 0.0
-    for d in durs:
-        busy += d
     tpl = HitTemplate()
     tpl.run, tpl.snapshot, tpl.stream, tpl.api, tpl.api_1 = run, snapshot, stream, api, p1
-    tpl.cache, tpl.tasks = cache, tasks
+    tpl.cache, tpl.tasks = cache, cache.tasks
     tpl.key, tpl.storages, tpl.tensors = key, ctx.l2_storage_list, ctx.l2_tensor_list
     tpl.aic, tpl.aiv, tpl.settings = p.aic_num, p.aiv_num, captured_settings(p)
     tpl.level = dfx.deterministic_level_from_rt(ctx)  # no faults here: the plain query
-    tpl.phases, tpl.ops = tuple(phases), tuple(ops)
-    tpl.durs, tpl.busy, tpl.hit_at = tuple(durs), busy, hit_at
-    tpl.submits = tuple(submits)
-    tpl.infos, tpl.profiling = cache_run_effects(tasks)
+    log.fill(tpl)
+    tpl.infos, tpl.profiling = cache_run_effects(cache.tasks)
     tpl.pre_call = getattr(gws, "pre_call", None)
     tpl.size, tpl.clocks = size, clocks
     tpl.rows = None
     store(thread.hit_templates, gws, stream, args, tpl)
+
+
+def _hit_log(acts: list, p1: str, api: str, tasks: list, stream: Any, size: int, recorded: bool) -> ActionLog | None:
+    """The action log of a plain hit, read (None when it is not one): 3 phase-1 spans, the hit record (when
+    recording), the workspace malloc (with one) and the phase-2 entry, then per recorded task the replay and
+    launch spans and (with a stream) its submission, then a profiled op's top-up to its recorded host time and
+    the workspace's free."""
+    log = ActionLog(acts)
+    if not all(log.span(phase, p1) for phase in _PHASE_1):
+        return None
+    log.hit_at = len(log.durs)
+    if recorded and not log.call(exec_hit_record):
+        return None
+    if (size and not log.span("rt malloc", p1)) or not log.span(_PHASE_2, api):
+        return None
+    for task in tasks:
+        if not (log.span("cache replay", task.op_name) and log.span("launch", task.op_name)):
+            return None
+        if stream is not None and not log.submit(stream):
+            return None
+    log.span(PROFILED_HOST, api)
+    if size and (stream is None or not log.span("rt free", api)):
+        return None
+    return log if log.at_end() else None
+
+
+class ActionLog:
+    """A call's host-action log read in order against the pattern a template repeats, keeping what the
+    template replays: its host spans (`phases`, `ops`, `durs`) and its submissions (span index and the task's
+    `Stream.submit_kernel` arguments)."""
+
+    __slots__ = ("acts", "i", "phases", "ops", "durs", "submits", "hit_at")
+
+    def __init__(self, acts: list) -> None:
+        self.acts, self.i = acts, 0
+        self.phases: list[str] = []
+        self.ops: list[str] = []
+        self.durs: list[float] = []
+        self.submits: list[tuple] = []
+        self.hit_at = 0
+
+    def span(self, phase: str, op: str) -> bool:
+        """The next action is the host span `phase` of `op`: kept, and stepped over."""
+        acts, i = self.acts, self.i
+        if i >= len(acts) or acts[i][0] != A_SPAN or acts[i][1] != phase or acts[i][2] != op:
+            return False
+        self.phases.append(phase), self.ops.append(op), self.durs.append(acts[i][3])
+        self.i = i + 1
+        return True
+
+    def call(self, test: Callable[[Any], bool]) -> bool:
+        """The next action is a callback for which `test` holds: stepped over."""
+        acts, i = self.acts, self.i
+        if i >= len(acts) or acts[i][0] != A_CALL or not test(acts[i][1]):
+            return False
+        self.i = i + 1
+        return True
+
+    def submit(self, stream: Any) -> bool:
+        """The next action submits a plain kernel task to `stream`: kept at the current span, and stepped over."""
+        acts, i = self.acts, self.i
+        if i >= len(acts) or acts[i][0] != A_SUBMIT or acts[i][1] is not stream:
+            return False
+        task = plain_task(acts[i][2])
+        if task is None:
+            return False
+        self.submits.append((len(self.durs), task))
+        self.i = i + 1
+        return True
+
+    def at_end(self) -> bool:
+        """Every action was read."""
+        return self.i == len(self.acts)
+
+    def fill(self, tpl: Any) -> None:
+        """The template's host spans (`phases`, `ops`, `durs`, `busy`: their sum, added in order), its
+        submissions and the span index of its cache hit."""
+        busy = 0.0
+        for d in self.durs:
+            busy += d
+        tpl.phases, tpl.ops, tpl.durs, tpl.busy = tuple(self.phases), tuple(self.ops), tuple(self.durs), busy
+        tpl.submits, tpl.hit_at = tuple(self.submits), self.hit_at
 
 
 def store(table: dict, gws: Any, stream: Any, args: tuple, tpl: Any) -> None:

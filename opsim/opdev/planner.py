@@ -30,7 +30,6 @@ ALIGN_SIZE_IN_BYTE = 512
 
 _ALIGN_ADD = EXTRA_SIZE_IN_BYTE + ALIGN_SIZE_IN_BYTE - 1
 _ALIGN_MASK = ~(ALIGN_SIZE_IN_BYTE - 1)
-_NO_INPUTS: frozenset = frozenset()
 
 
 def align(n: int) -> int:
@@ -77,53 +76,52 @@ def plan_max(entries: Sequence[KernelTensor]) -> PlanResult:
     from the first out-of-order entry.
     """
     entries = list(entries)
-    ph = OFFSET_PLACEHOLDER
     sizes: list[int] = []
-    last_id: list[int] = []  # id() of each bucket's last tensor object, 0 for a null entry
     members: list[list[int]] = []
+    skipped: list[int] = []
+    entry_bucket = [-1] * len(entries)
+    stop = _place_in_order(entries, sizes, members, skipped, entry_bucket)
+    if stop < len(entries):
+        _scan_allocate(entries, stop, sizes, members, skipped)
+        return _finish(entries, sizes, members, skipped)
+    return _lay_out(entries, sizes, members, skipped, entry_bucket)
+
+
+def _place_in_order(entries: list[KernelTensor], sizes: list[int], members: list[list[int]], skipped: list[int],
+                    entry_bucket: list[int]) -> int:
+    """plan_max's heap path: entries placed (`entry_bucket`, storages marked) or skipped up to the first one out
+    of node order, whose index it returns (len(entries): none)."""
+    ph = OFFSET_PLACEHOLDER
+    last_id: list[int] = []  # id() of each bucket's last tensor object, 0 for a null entry
     ends: list[int] = []  # heap of distinct last-ends of buckets not yet reusable
     waiting: dict[int, list[int]] = {}  # last end -> buckets not yet reusable
     free: list[int] = []  # max-heap (negated) of reusable buckets whose last tensor is non-null
     free_null: list[int] = []  # same, last tensor null
-    skipped: list[int] = []
-    entry_bucket = [-1] * len(entries)
-    placed: list = []  # storages placed, in placement order
-    placed_bucket: list[int] = []
     cur = entries[0].start if entries else 0
     i = -1
     for kt in entries:
         i += 1
         t = kt.tensor
+        tid = 0
         if t is not None:
             st = t.storage
             if st.workspace_offset == ph:
                 skipped.append(i)
                 continue
             tid = id(t)
-        else:
-            tid = 0
-        s = kt.start
-        e = kt.end
+        s, e = kt.start, kt.end
         if s != cur or e < s:
             if s < cur or e < s:
-                _scan_allocate(entries, i, sizes, members, skipped)
-                return _finish(entries, sizes, members, skipped)
+                return i
             cur = s
-            while ends and ends[0] < s:
+            while ends and ends[0] < s:  # buckets whose last tensor ended become reusable
                 for b in waiting.pop(heappop(ends)):
                     heappush(free if last_id[b] else free_null, -b)
-        best = -1
-        stash = None
-        if free:
-            node = kt.node
-            input_ids = node.input_ids if node is not None else _NO_INPUTS
-            if last_id[-free[0]] in input_ids:
-                stash = []
-                while free and last_id[-free[0]] in input_ids:
-                    stash.append(heappop(free))
-            if free:
-                best = -free[0]
-        if free_null and -free_null[0] > best and (kt.node is None or not kt.node.has_null_input):
+        node = kt.node
+        stash = (_set_aside(free, last_id, node.input_ids) if free and node is not None
+                 and last_id[-free[0]] in node.input_ids else None)
+        best = -free[0] if free else -1
+        if free_null and -free_null[0] > best and (node is None or not node.has_null_input):
             best = -heappop(free_null)
         elif best >= 0:
             heappop(free)
@@ -133,9 +131,7 @@ def plan_max(entries: Sequence[KernelTensor]) -> PlanResult:
         a = (kt.size + _ALIGN_ADD) & _ALIGN_MASK
         if best < 0:
             best = len(sizes)
-            sizes.append(a)
-            members.append([i])
-            last_id.append(tid)
+            sizes.append(a), members.append([i]), last_id.append(tid)
         else:
             if a > sizes[best]:
                 sizes[best] = a
@@ -150,16 +146,30 @@ def plan_max(entries: Sequence[KernelTensor]) -> PlanResult:
             lst.append(best)
         if t is not None:
             st.workspace_offset = ph
-            placed.append(st)
-            placed_bucket.append(best)
-    # UpdateOffset, over flat lists rather than bucket by bucket (same result: one offset per bucket).
+    return len(entries)
+
+
+def _set_aside(free: list[int], last_id: list[int], input_ids: frozenset) -> list[int]:
+    """The reusable buckets on top of `free` whose last tensor is an input of the node being placed, taken off
+    (the caller puts them back once it has chosen)."""
+    stash = []
+    while free and last_id[-free[0]] in input_ids:
+        stash.append(heappop(free))
+    return stash
+
+
+def _lay_out(entries: list[KernelTensor], sizes: list[int], members: list[list[int]], skipped: list[int],
+             entry_bucket: list[int]) -> PlanResult:
+    """UpdateOffset after the heap path, over flat lists rather than bucket by bucket (same result: one offset
+    per bucket), the storages written in placement order."""
     bucket_offset = []
     total = 0
     for size in sizes:
         bucket_offset.append(total)
         total += size
-    for st, b in zip(placed, placed_bucket):
-        st.workspace_offset = bucket_offset[b]
+    for kt, b in zip(entries, entry_bucket):
+        if b >= 0 and (t := kt.tensor) is not None:
+            t.storage.workspace_offset = bucket_offset[b]
     offsets = [bucket_offset[b] for b in entry_bucket]
     for i in skipped:
         offsets[i] = entries[i].tensor.storage.workspace_offset

@@ -11,9 +11,7 @@ MAX_FUNCTION_LINES = 100
 AIM_FUNCTION_LINES = 60
 
 OVER_AIM: set[str] = {
-    "opsim.opdev.planner:plan_max",
-    "opsim.fastpath.batch_kernel:_call", "opsim.fastpath.call_replay:capture", "opsim.fastpath.hit_replay:capture",
-    "opsim.sweeps.engine:run_sweep", "opsim.opdev.process:ProcessContext.__init__",
+    "opsim.fastpath.batch_kernel:_call", "opsim.sweeps.engine:run_sweep", "opsim.opdev.process:ProcessContext.__init__",
     "opsim.ingest.trace_view:read_trace_view", "opsim.trace.columns:expand_groups",
     "opsim.fastpath.phase2_replay:capture", "opsim.fastpath.batch_kernel:_advance", "opsim.runtime.host_thread:run_op",
     "opsim.trace.chrome_device:device_slices", "opsim.scenario.runner:run_scenario",
