@@ -44,10 +44,15 @@ FIGURES: dict[str, tuple[int, str]] = {
     "direct_invoke_repeat": (2_000, "aclnnAddRmsNorm, repeatable executor, phase 2 only"),
     "direct_invoke_repeat_reference": (1_000, "the same, reference path"),
     "workspace_plan": (2, "plan_graph of chain_graph(20 000), per plan"),
+    "batched_loop": (100_000, "large.yaml's batched loops (compiled), per call, simulation only"),
 }
 """Each figure: N (the smaller call count; the larger run makes 2N) and what one call is."""
 
 PLAN_TENSORS = 20_000
+WARM_FULL = frozenset({"batched_loop"})
+"""Figures warmed with their full N: large.yaml batches only from `opsim.scenario.batch.MIN_CALLS` planned calls
+(100 000) on, and a warm-up below it never compiles the batched loop, so each counted run would compile it (or
+load the cache the other run had just written: a negative difference)."""
 
 
 # ---- the child: one figure's workload, `calls` times, against the opsim of `tree` ----------------------------
@@ -68,6 +73,8 @@ def _workload(name: str) -> Callable[[int], Any]:
         return lambda n: run.rate_direct_invoke(n, fast=fast)
     if base == "workspace_plan":
         return _plans
+    if base == "batched_loop":
+        return _batched
     raise SystemExit(f"unknown figure {name!r}; known: {', '.join(FIGURES)}")
 
 
@@ -81,6 +88,18 @@ def _plans(n: int) -> None:
     graph = planner.chain_graph(PLAN_TENSORS)
     for _ in range(n):
         plan_graph(graph)
+
+
+def _batched(n: int) -> None:
+    """large.yaml cut to `n` calls (two threads, n / 8 iterations of 4 calls each), simulated and not written:
+    run.py's million-call path. `n` must be at least MIN_CALLS, or the loops are not batched."""
+    from opsim.scenario import batch
+    from opsim.scenario.runner import run_scenario
+    if n < batch.MIN_CALLS:
+        raise SystemExit(f"batched_loop: {n} calls do not batch (MIN_CALLS {batch.MIN_CALLS})")
+    per = max(1, n // 8)
+    run_scenario(ROOT / "scenarios" / "large.yaml", write=False,
+                 overrides={"threads.0.program.0.loop.count": per, "threads.1.program.0.loop.count": per})
 
 
 def child(tree: str, name: str, calls: int) -> None:
@@ -137,12 +156,16 @@ def count(tree: Path, name: str, calls: int, keep: Path | None, label: str) -> i
     return int(m.group(1).replace(",", ""))
 
 
+def warm_calls(name: str) -> int:
+    """Calls of `name`'s native warm-up: few, but all of N where fewer would take another path."""
+    n = FIGURES[name][0]
+    return n if name in WARM_FULL else max(2, n // 20)
+
+
 def warm(tree: Path, names: list[str]) -> None:
     """Each figure once natively, small: fills Numba's cache of `tree` before anything is counted."""
     for name in names:
-        n = FIGURES[name][0]
-        small = max(2, n // 20)
-        res = subprocess.run(_cmd(tree, name, small), capture_output=True, text=True, env=_env(), check=False)
+        res = subprocess.run(_cmd(tree, name, warm_calls(name)), capture_output=True, text=True, env=_env(), check=False)
         if res.returncode != 0:
             raise RuntimeError(f"{tree} {name}: exit {res.returncode}\n{res.stderr[-2000:]}")
 
