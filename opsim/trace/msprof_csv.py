@@ -70,7 +70,7 @@ def total_cycles(dur_ns: int, clock_mhz: float) -> int:
 
 _OP_SUMMARY_INTS = ("device", "stream", "units", "task_id", "block_dim", "corr")
 _OP_SUMMARY_TEXTS = ("unit_kind", "op", "task_type")
-BLOCK_ROWS = 1 << 16
+BLOCK_ROWS = 1 << 13
 """op_summary.csv rows formatted at a time (bounded memory: one block's Python values, never the whole trace)."""
 
 
