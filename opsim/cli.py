@@ -226,7 +226,7 @@ def _communication_tasks(result: Any) -> int:
 
 def _add_sweep_parser(sub: argparse._SubParsersAction) -> None:
     from opsim.sweeps.command import add_parser  # lazy: each subcommand loads only what it runs
-    add_parser(sub)
+    add_parser(sub, _add_file_budget)
 
 
 def _overrides(items: Sequence[str]) -> dict:

@@ -8,14 +8,14 @@ from __future__ import annotations
 import argparse
 import time
 from pathlib import Path
-from typing import TextIO
+from typing import Callable, TextIO
 
 DEFAULT_ROOT = Path("opsim-out") / "sweeps"
 """Results go to `opsim-out/sweeps/<sweep name>` unless `-o` names a directory."""
 
 
-def add_parser(sub: argparse._SubParsersAction) -> None:
-    """The `sweep` subcommand's arguments."""
+def add_parser(sub: argparse._SubParsersAction, add_file_budget: Callable[..., None]) -> None:
+    """The `sweep` subcommand's arguments; `add_file_budget` is the CLI's one definition of --max-file-mib."""
     p = sub.add_parser("sweep", help="run every point of a sweep file, locally or on a Dask cluster",
                        description="Run a sweep file's points (docs/sweeps.md): one row per point in "
                                    "results.csv and results.parquet, written as points finish.")
@@ -28,8 +28,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                    help="run on an existing Dask cluster, e.g. tcp://10.0.0.5:8786 (started with `dask scheduler`)")
     p.add_argument("--resume", action="store_true", help="keep the points already in DIR and run the rest")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
-    from opsim.cli import _add_file_budget  # lazy: the CLI builds this parser (one definition of the flag)
-    _add_file_budget(p, "largest sweep file or scenario file read, e.g. a sweep over a long imported replay")
+    add_file_budget(p, "largest sweep file or scenario file read, e.g. a sweep over a long imported replay")
 
 
 def validate(path: str, out: TextIO, max_bytes: int | None = None) -> int:

@@ -445,7 +445,7 @@ def check_values(sweep: Sweep, scenario: Any, errors: _Errors) -> None:
     applied alone), so the cost grows with the number of values, not the number of points."""
     # lazy: keeps numpy, SimPy, PyYAML out of importing opsim.sweeps.spec
     from opsim.scenario.loader import load_scenario
-    from opsim.scenario.limits import Limits
+    from opsim.scenario.limits import Limits  # lazy: as above
     limits = Limits(file_bytes=sweep.max_bytes)
     if not isinstance(sweep.scenario, str):
         return

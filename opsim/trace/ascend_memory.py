@@ -15,13 +15,15 @@ from __future__ import annotations
 
 import bisect
 from dataclasses import dataclass
-from typing import Any, Iterator, Mapping, MutableMapping
+from typing import TYPE_CHECKING, Any, Iterator, Mapping, MutableMapping
 
 import numpy as np
 
-from opsim.trace.ascend_model import OpCalls, us_str
-from opsim.trace.timefmt import to_ns_array, us_texts
+from opsim.trace.timefmt import to_ns_array, us_text as us_str, us_texts
 from opsim.trace.ascend_db_schema import ENUM_TABLES
+
+if TYPE_CHECKING:
+    from opsim.trace.ascend_model import OpCalls
 
 __all__ = ["MemoryEvent", "OpMemory", "MemoryEvents", "OpMemories", "no_memory", "memory_profile", "memory_record_rows", "operator_memory_rows",
            "npu_module_mem_rows", "memory_db_rows", "memory_strings", "MEMORY_RECORD_HEADER", "OPERATOR_MEMORY_HEADER",

@@ -385,7 +385,7 @@ class AscendProfile:
 
 
 def _no_memory() -> tuple:
-    from opsim.trace.ascend_memory import no_memory  # lazy: ascend_memory imports this module
+    from opsim.trace.ascend_memory import no_memory  # lazy: only a profile without memory events needs it
     return no_memory()
 
 

@@ -68,74 +68,176 @@ def total_cycles(dur_ns: int, clock_mhz: float) -> int:
     return round(dur_ns * clock_mhz / 1000.0)
 
 
-def write_op_summary(recorder: Any, fh: TextIO, *, epoch_us: int, clock_mhz: float,
-                     tensor_info: Callable[[int], TensorInfo | None] | None = None, device_id: int = 0) -> int:
-    """Write op_summary.csv rows for every compute task; returns the row count. Times are formatted a column
-    at a time (`us_texts`), and the text of each distinct duration once."""
-    from opsim.trace.ascend_host import call_apis  # lazy: the profiler model loads with op_summary.csv only
-    api = call_apis(recorder)
+_OP_SUMMARY_INTS = ("device", "stream", "units", "task_id", "block_dim", "corr")
+_OP_SUMMARY_TEXTS = ("unit_kind", "op", "task_type")
+BLOCK_ROWS = 1 << 13
+"""op_summary.csv rows formatted at a time (bounded memory: one block's Python values, never the whole trace)."""
+
+
+def _device_columns(recorder: Any) -> tuple[dict[str, Any], list] | None:
+    """The device records as arrays read from the recorder's columns (the texts as codes into the returned
+    values); None when the recorder keeps no columns or a number is not of its column's type (then the
+    writers take the record lists, whose values Python compares whatever their type)."""
+    from opsim.trace.ascend_host import exact  # lazy: the profiler model loads with op_summary.csv only
+    if getattr(recorder, "coded", None) is None or getattr(recorder, "numeric", None) is None:
+        return None
+    cols: dict[str, Any] = {}
+    for name, tc in [(n, "q") for n in _OP_SUMMARY_INTS] + [("start", "d"), ("end", "d")]:
+        arr, odd = recorder.numeric("device", name, tc)
+        if not exact(odd, tc):
+            return None
+        cols[name] = arr
+    values: list = []
+    for name in _OP_SUMMARY_TEXTS:
+        cols[name], values = recorder.coded("device", name)
+    return cols, values
+
+
+def _compute_columns(recorder: Any, device_id: int) -> tuple[dict[str, Any], list] | None:
+    """The compute tasks of `device_id` sorted as op_summary.csv lists them (start, stream, task id; record
+    order on ties), from `_device_columns` (None without them)."""
+    dev = _device_columns(recorder)
+    if dev is None:
+        return None
+    cols, values = dev
+    compute = np.array([v in COMPUTE_POOLS for v in values] or [False])
+    keep = np.flatnonzero(compute[cols["unit_kind"]] & (cols["device"] == device_id))
+    keep = keep[np.lexsort((cols["task_id"][keep], cols["stream"][keep], cols["start"][keep]))]
+    return {name: col[keep] for name, col in cols.items() if name != "device"}, values
+
+
+def _text_ranks(codes: Any, values: list) -> Any:
+    """Each code's place among the distinct texts `codes` stands for, in string order (None when one of them
+    is not a string: their order is then Python's, from the record lists)."""
+    present = np.unique(codes).tolist()
+    if not all(type(values[c]) is str for c in present):
+        return None
+    ranks = np.zeros(len(values), dtype=np.int64)
+    for r, c in enumerate(sorted(present, key=values.__getitem__)):
+        ranks[c] = r
+    return ranks[codes]
+
+
+def _task_time_columns(recorder: Any, device_id: int) -> tuple[dict[str, Any], list] | None:
+    """The runtime tasks of `device_id` (not HOST_FUNC) in task_time.csv's order: by (start, stream, task id,
+    op, task type, end), record order on ties, as the sort of the record tuples orders them; from
+    `_device_columns` (None without them, or when an op or task type is not a string)."""
+    dev = _device_columns(recorder)
+    if dev is None:
+        return None
+    cols, values = dev
+    host_func = np.array([v == HOST_FUNC for v in values] or [False])
+    keep = np.flatnonzero(~host_func[cols["task_type"]] & (cols["device"] == device_id))
+    op_rank = _text_ranks(cols["op"][keep], values)
+    type_rank = _text_ranks(cols["task_type"][keep], values)
+    if op_rank is None or type_rank is None:
+        return None
+    keep = keep[np.lexsort((cols["end"][keep], type_rank, op_rank, cols["task_id"][keep], cols["stream"][keep],
+                            cols["start"][keep]))]
+    return {name: cols[name][keep] for name in ("start", "stream", "task_id", "op", "task_type", "end")}, values
+
+
+def _list_rows(recorder: Any, device_id: int) -> dict[str, list]:
+    """`_compute_columns` from the recorder's record lists (values of any type, compared as Python compares
+    them)."""
     dev = recorder.records("device")
-    rows = []
-    for (stream, kind, units, task_id, op, task_type, block_dim, start, end, corr,
-         dev_id) in zip(dev["stream"], dev["unit_kind"], dev["units"], dev["task_id"], dev["op"], dev["task_type"],
-                        dev["block_dim"], dev["start"], dev["end"], dev["corr"], dev["device"]):
-        if kind not in COMPUTE_POOLS or dev_id != device_id:
-            continue
-        rows.append((start, stream, task_id, kind, units, op, task_type, block_dim, end, corr))
+    rows = [r for r in zip(dev["start"], dev["stream"], dev["task_id"], dev["unit_kind"], dev["units"], dev["op"],
+                           dev["task_type"], dev["block_dim"], dev["end"], dev["corr"], dev["device"])
+            if r[3] in COMPUTE_POOLS and r[10] == device_id]
     del dev
     rows.sort(key=lambda r: (r[0], r[1], r[2]))
+    names = ("start", "stream", "task_id", "unit_kind", "units", "op", "task_type", "block_dim", "end", "corr")
+    return {name: [r[i] for r in rows] for i, name in enumerate(names)}
+
+
+def write_op_summary(recorder: Any, fh: TextIO, *, epoch_us: int, clock_mhz: float,
+                     tensor_info: Callable[[int], TensorInfo | None] | None = None, device_id: int = 0) -> int:
+    """Write op_summary.csv rows for every compute task; returns the row count. The tasks are read from the
+    recorder's columns as arrays and written a block of rows at a time; times are formatted a column at a time
+    (`us_texts`), and the text of each distinct duration once."""
+    from opsim.trace.ascend_host import call_apis  # lazy: the profiler model loads with op_summary.csv only
+    api = call_apis(recorder)
+    coded = _compute_columns(recorder, device_id)
+    if coded is None:
+        cols, values = _list_rows(recorder, device_id), None
+    else:
+        cols, values = coded
+    n = len(cols["start"])
     w = csv.writer(fh, lineterminator="\n")
     w.writerow(OP_SUMMARY_HEADER)
-    s_ns = to_ns_array(np.fromiter((r[0] for r in rows), dtype=np.float64, count=len(rows)))
-    e_ns = to_ns_array(np.fromiter((r[8] for r in rows), dtype=np.float64, count=len(rows)))
-    waits = np.zeros(len(rows), dtype=np.int64)
-    if len(rows) > 1:
+    s_ns = to_ns_array(np.asarray(cols["start"], dtype=np.float64))
+    e_ns = to_ns_array(np.asarray(cols["end"], dtype=np.float64))
+    waits = np.zeros(n, dtype=np.int64)
+    if n > 1:
         waits[1:] = np.maximum(0, s_ns[1:] - e_ns[:-1])
-    durs = (e_ns - s_ns).tolist()
-    starts = [t + "\t" for t in _epoch_texts(epoch_us, s_ns)]
-    wait_texts = us_texts(waits, WAIT_DECIMALS)
     dur_text: dict[int, tuple[str, str]] = {}
-    for (start, stream, task_id, kind, units, op, task_type, block_dim, end, corr), dur_ns, start_text, wait in zip(
-            rows, durs, starts, wait_texts):
-        texts = dur_text.get(dur_ns)
-        if texts is None:
-            texts = dur_text[dur_ns] = (us_text(dur_ns), str(total_cycles(dur_ns, clock_mhz)))
-        dur, cycles = texts
-        l2 = api.get(corr, "")
-        info = tensor_info(corr) if tensor_info is not None and corr >= 0 else None
-        info = info or {}
-        if kind == "aicore":
-            pmu = (dur, cycles, NA, NA)
-        elif kind == "vector":
-            pmu = (NA, NA, dur, cycles)
-        else:
-            pmu = (NA, NA, NA, NA)
-        w.writerow((device_id, MODEL_ID_SINGLE_OP, task_id, stream, f"{l2}_{op}" if l2 else op, op, "dynamic",
-                    task_type, start_text, dur, wait,
-                    block_dim, 0, "NO",
-                    info.get("Input Shapes", NA), info.get("Input Data Types", NA), info.get("Input Formats", NA),
-                    info.get("Output Shapes", NA), info.get("Output Data Types", NA), info.get("Output Formats", NA),
-                    NA) + pmu)
-    return len(rows)
+    for b0 in range(0, n, BLOCK_ROWS):
+        b1 = min(n, b0 + BLOCK_ROWS)
+        block = {name: (col[b0:b1].tolist() if values is not None else col[b0:b1]) for name, col in cols.items()}
+        if values is not None:
+            for name in _OP_SUMMARY_TEXTS:
+                block[name] = [values[c] for c in block[name]]
+        starts = [t + "\t" for t in _epoch_texts(epoch_us, s_ns[b0:b1])]
+        for kind, units, task_id, stream, op, task_type, block_dim, corr, dur_ns, start_text, wait in zip(
+                block["unit_kind"], block["units"], block["task_id"], block["stream"], block["op"],
+                block["task_type"], block["block_dim"], block["corr"], (e_ns[b0:b1] - s_ns[b0:b1]).tolist(),
+                starts, us_texts(waits[b0:b1], WAIT_DECIMALS)):
+            texts = dur_text.get(dur_ns)
+            if texts is None:
+                texts = dur_text[dur_ns] = (us_text(dur_ns), str(total_cycles(dur_ns, clock_mhz)))
+            dur, cycles = texts
+            l2 = api.get(corr, "")
+            info = tensor_info(corr) if tensor_info is not None and corr >= 0 else None
+            info = info or {}
+            if kind == "aicore":
+                pmu = (dur, cycles, NA, NA)
+            elif kind == "vector":
+                pmu = (NA, NA, dur, cycles)
+            else:
+                pmu = (NA, NA, NA, NA)
+            w.writerow((device_id, MODEL_ID_SINGLE_OP, task_id, stream, f"{l2}_{op}" if l2 else op, op, "dynamic",
+                        task_type, start_text, dur, wait,
+                        block_dim, 0, "NO",
+                        info.get("Input Shapes", NA), info.get("Input Data Types", NA),
+                        info.get("Input Formats", NA), info.get("Output Shapes", NA),
+                        info.get("Output Data Types", NA), info.get("Output Formats", NA), NA) + pmu)
+    return n
 
 
 def write_task_time(recorder: Any, fh: TextIO, *, epoch_us: int, device_id: int = 0) -> int:
-    """Write task_time.csv rows for every runtime task; returns the row count."""
-    dev = recorder.records("device")
-    rows = sorted(
-        (start, stream, task_id, op, task_type, end)
-        for stream, task_id, op, task_type, start, end, dev_id in zip(
-            dev["stream"], dev["task_id"], dev["op"], dev["task_type"], dev["start"], dev["end"], dev["device"])
-        if task_type != HOST_FUNC and dev_id == device_id)
-    del dev
+    """Write task_time.csv rows for every runtime task, a block of rows at a time; returns the row count."""
+    coded = _task_time_columns(recorder, device_id)
+    if coded is None:
+        dev = recorder.records("device")
+        rows = sorted(
+            (start, stream, task_id, op, task_type, end)
+            for stream, task_id, op, task_type, start, end, dev_id in zip(
+                dev["stream"], dev["task_id"], dev["op"], dev["task_type"], dev["start"], dev["end"], dev["device"])
+            if task_type != HOST_FUNC and dev_id == device_id)
+        del dev
+        names = ("start", "stream", "task_id", "op", "task_type", "end")
+        cols, values = {name: [r[i] for r in rows] for i, name in enumerate(names)}, None
+        del rows
+    else:
+        cols, values = coded
+    n = len(cols["start"])
     w = csv.writer(fh, lineterminator="\n")
     w.writerow(TASK_TIME_HEADER)
-    s_ns = to_ns_array(np.fromiter((r[0] for r in rows), dtype=np.float64, count=len(rows)))
-    e_ns = to_ns_array(np.fromiter((r[5] for r in rows), dtype=np.float64, count=len(rows)))
-    for (start, stream, task_id, op, task_type, end), dur, s_text, e_text in zip(
-            rows, us_texts(e_ns - s_ns), _epoch_texts(epoch_us, s_ns), _epoch_texts(epoch_us, e_ns)):
-        w.writerow((device_id, op or task_type, task_type, stream, task_id, dur, s_text, e_text))
-    return len(rows)
+    s_ns = to_ns_array(np.asarray(cols["start"], dtype=np.float64))
+    e_ns = to_ns_array(np.asarray(cols["end"], dtype=np.float64))
+    for b0 in range(0, n, BLOCK_ROWS):
+        b1 = min(n, b0 + BLOCK_ROWS)
+        block = {name: (cols[name][b0:b1].tolist() if values is not None else cols[name][b0:b1])
+                 for name in ("stream", "task_id", "op", "task_type")}
+        if values is not None:
+            for name in ("op", "task_type"):
+                block[name] = [values[c] for c in block[name]]
+        bs, be = s_ns[b0:b1], e_ns[b0:b1]
+        for stream, task_id, op, task_type, dur, s_text, e_text in zip(
+                block["stream"], block["task_id"], block["op"], block["task_type"], us_texts(be - bs),
+                _epoch_texts(epoch_us, bs), _epoch_texts(epoch_us, be)):
+            w.writerow((device_id, op or task_type, task_type, stream, task_id, dur, s_text, e_text))
+    return n
 
 
 def tensor_columns(inputs: list[tuple[tuple[int, ...], str, str]],
